@@ -1,0 +1,101 @@
+"""Command-line pieces shared by `miner.mine` and `miner.evaluate`: mining settings and where vectors come from.
+
+Settings come from a YAML file (`--config`), then `--set section.key=value` overrides, then the shorthand flags
+(`--k 16` is `--set mining.k=16`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from miner.bucc import Sentences
+from miner.config import load_config, section
+from miner.mining import MiningConfig
+from miner.vectors import EmbeddingError, load_embeddings
+
+SHORTHANDS = {  # flag -> (section, key, type)
+    "k": ("mining", "k", int),
+    "margin": ("mining", "margin", str),
+    "selection": ("mining", "selection", str),
+    "index": ("knn", "index", str),
+    "nprobe": ("knn", "nprobe", int),
+}
+
+
+def add_settings_arguments(parser: argparse.ArgumentParser, default_config: Path | None = None) -> None:
+    parser.add_argument("--config", type=Path, default=default_config, help="YAML settings file")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="override one setting, e.g. --set knn.index=IVF4096,Flat (repeatable)")
+    for flag, (sect, key, kind) in SHORTHANDS.items():
+        parser.add_argument(f"--{flag}", type=kind, help=f"shorthand for --set {sect}.{key}=...")
+
+
+def add_vector_arguments(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--embeddings", type=Path, metavar="DIR",
+                        help="precomputed vectors: DIR/<text file name>.npy, row i = line i")
+    source.add_argument("--encoder", help="embed the texts with this encoder (e.g. char-ngram)")
+
+
+def settings_from_args(args: argparse.Namespace) -> dict:
+    config = load_config(args.config, args.overrides)
+    for flag, (sect, key, _) in SHORTHANDS.items():
+        value = getattr(args, flag)
+        if value is not None:
+            config.setdefault(sect, {})[key] = value
+    return config
+
+
+def mining_config(config: dict) -> MiningConfig:
+    return MiningConfig.from_dict(section(config, "mining"), section(config, "knn"))
+
+
+class VectorSource:
+    """Vectors for lines of a text file: from `DIR/<file name>.npy`, or by running an encoder on the texts."""
+
+    def __init__(self, embeddings_dir: Path | None = None, encoder_spec: str | None = None):
+        if (embeddings_dir is None) == (encoder_spec is None):
+            raise ValueError("give either precomputed embeddings (--embeddings DIR) or an encoder (--encoder)")
+        self.embeddings_dir, self.encoder_spec = embeddings_dir, encoder_spec
+        self._encoder = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, config: dict) -> VectorSource:
+        """--embeddings, else --encoder, else the config's `encoder`."""
+        if args.embeddings is not None:
+            return cls(embeddings_dir=args.embeddings)
+        return cls(encoder_spec=args.encoder or config.get("encoder"))
+
+    def describe(self) -> dict:
+        if self.encoder_spec:
+            return {"encoder": self.encoder_spec}
+        return {"embeddings": str(self.embeddings_dir)}
+
+    def vectors(self, sentences: Sentences, rows: np.ndarray) -> np.ndarray:
+        """Vectors of the sentences at `rows` (indices into `sentences`)."""
+        if self.encoder_spec:
+            return self._load_encoder().encode([sentences.texts[r] for r in rows])
+        path = self.embeddings_dir / f"{sentences.path.name}.npy"
+        matrix = load_embeddings(path)
+        if matrix.shape[0] != sentences.line_count:
+            raise EmbeddingError(
+                f"{path} has {matrix.shape[0]} rows but {sentences.path} has {sentences.line_count} lines: "
+                "embeddings must be aligned line by line with their text file"
+            )
+        return np.asarray(matrix[sentences.lines_of(rows)])
+
+    def _load_encoder(self):
+        if self._encoder is None:
+            from encoders import load_encoder  # only the commands that embed need the encoders package
+
+            self._encoder = load_encoder(self.encoder_spec)
+        return self._encoder
+
+
+def setup_logging(verbose: bool = False) -> None:
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")

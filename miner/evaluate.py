@@ -1,0 +1,194 @@
+"""Evaluation commands: BUCC 2018 mining F1 and xsim retrieval accuracy.
+
+    python -m miner.evaluate bucc --corpus DIR --pair de-en --split dev --embeddings EMB_DIR [--tune-split training]
+    python -m miner.evaluate xsim --src-text a.txt --tgt-text b.txt --encoder char-ngram
+
+Vectors come from precomputed `.npy` files (`--embeddings DIR`: DIR/<text file name>.npy, aligned with the
+lines) or from an encoder (`--encoder`). Both print the figures with the settings that produced them and can
+write a JSON report (`--report`); `bucc` can also draw P/R/F1 against the threshold (`--plot out.png`).
+
+BUCC threshold protocol (METHODS.md §2): `--tune-split S` tunes on split S and applies to `--split`;
+`--threshold T` applies a fixed threshold; with neither, the threshold is tuned on one half of the split's source
+sentences and applied to the other half, both ways (2-fold). The oracle figure (tuned and measured on the same
+split) is always printed too, labelled as such.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from miner import bucc
+from miner.cli import VectorSource, add_settings_arguments, add_vector_arguments, mining_config, \
+    settings_from_args, setup_logging
+from miner.io import InputFormatError, read_lines, write_json
+from miner.mining import MiningConfig, mine
+from miner.vectors import EmbeddingError
+from miner.xsim import xsim
+
+FOLDS = 2
+
+
+def mine_bucc_candidates(corpus: bucc.BuccCorpus, source: VectorSource, config: MiningConfig):
+    """Mine a BUCC corpus over its unique texts and map the candidates to id pairs (no threshold)."""
+    src_unique, tgt_unique = bucc.unify(corpus.src), bucc.unify(corpus.tgt)
+    src_vectors = source.vectors(corpus.src, src_unique.rows)
+    tgt_vectors = source.vectors(corpus.tgt, tgt_unique.rows)
+    pairs = mine(src_vectors, tgt_vectors, dataclasses.replace(config, threshold=None),
+                 (str(corpus.src.path), str(corpus.tgt.path)))
+    candidates = bucc.candidates_to_ids(pairs, src_unique, tgt_unique, corpus.gold or ())
+    stats = {
+        "index": config.describe(len(src_unique.texts), len(tgt_unique.texts))["index"],
+        "source_sentences": len(corpus.src), "source_unique": len(src_unique.texts),
+        "source_ambiguous_texts": src_unique.n_ambiguous,
+        "target_sentences": len(corpus.tgt), "target_unique": len(tgt_unique.texts),
+        "target_ambiguous_texts": tgt_unique.n_ambiguous,
+        "gold_pairs": len(corpus.gold or ()),
+        "gold_pairs_with_ambiguous_text": _unreachable_gold(corpus, src_unique, tgt_unique),
+        "candidates": len(candidates.pairs),
+    }
+    return candidates, stats
+
+
+def bucc_report(corpus_dir: Path, pair: str, split: str, source: VectorSource, config: MiningConfig,
+                tune_split: str | None = None, threshold: float | None = None) -> tuple[dict, dict]:
+    """The BUCC figures for one pair and split, and the P/R/F1 curve for plotting."""
+    corpus = bucc.load_corpus(corpus_dir, pair, split)
+    candidates, stats = mine_bucc_candidates(corpus, source, config)
+    if threshold is not None:
+        protocol, result = f"fixed threshold {threshold}", bucc.score_at(candidates, threshold)
+        result["threshold"] = threshold
+    elif tune_split is not None:
+        tuning, _ = mine_bucc_candidates(bucc.load_corpus(corpus_dir, pair, tune_split), source, config)
+        tuned = bucc.tune_threshold(tuning)
+        protocol, result = f"tuned on {pair} {tune_split}, applied to {split}", bucc.score_at(candidates, tuned)
+        result["threshold"] = _finite(tuned)
+    else:
+        result, fold_thresholds = bucc.cross_fold_score(candidates, FOLDS)
+        protocol = f"{FOLDS}-fold within {split}: tuned on one half of the source ids, applied to the other"
+        result["threshold"] = [_finite(t) for t in fold_thresholds]
+    oracle_threshold = bucc.tune_threshold(candidates)
+    oracle = {**bucc.score_at(candidates, oracle_threshold), "threshold": _finite(oracle_threshold)}
+    report = {
+        "task": "bucc", "pair": pair, "split": split, "corpus": str(corpus_dir),
+        "settings": {**config.describe(), "threshold_protocol": protocol, **source.describe()},
+        "counts": stats,
+        "result": result,
+        "oracle": {**oracle, "label": f"oracle: tuned and measured on {split}"},
+    }
+    return report, bucc.sweep(candidates)
+
+
+def xsim_report(src_text: Path, tgt_text: Path, source: VectorSource, margin: str, config: MiningConfig,
+                match_texts: bool = True) -> dict:
+    src_texts, tgt_texts = read_lines(src_text), read_lines(tgt_text)
+    if len(src_texts) != len(tgt_texts):
+        raise InputFormatError(f"xsim needs aligned files: {src_text} has {len(src_texts)} lines, "
+                               f"{tgt_text} has {len(tgt_texts)}")
+    everything = np.arange(len(src_texts))
+    src = source.vectors(bucc.Sentences(src_text, [str(i) for i in everything], src_texts), everything)
+    tgt = source.vectors(bucc.Sentences(tgt_text, [str(i) for i in everything], tgt_texts), everything)
+    texts = (src_texts, tgt_texts) if match_texts else (None, None)
+    result = xsim(src, tgt, margin, config.k, config.knn, *texts)
+    return {"task": "xsim", "source": str(src_text), "target": str(tgt_text),
+            "settings": {"margin": margin, "k": result["k"], "index": config.knn.index,
+                         "identical_text_counts_as_correct": match_texts, **source.describe()},
+            **result}
+
+
+def format_bucc(report: dict) -> str:
+    s, r, o = report["settings"], report["result"], report["oracle"]
+    threshold = r["threshold"]
+    shown = ", ".join(f"{t:.4f}" if t is not None else "none" for t in threshold) \
+        if isinstance(threshold, list) else (f"{threshold:.4f}" if threshold is not None else "none")
+    return "\n".join([
+        f"BUCC {report['pair']} {report['split']}  k={s['k']} margin={s['margin']} selection={s['selection']} "
+        f"index={report['counts']['index']}",
+        f"  threshold {shown} ({s['threshold_protocol']})",
+        f"  P {100 * r['precision']:.2f}  R {100 * r['recall']:.2f}  F1 {100 * r['f1']:.2f}  "
+        f"({r['correct']} correct of {r['extracted']} extracted, {r['gold']} gold)",
+        f"  {o['label']}: P {100 * o['precision']:.2f}  R {100 * o['recall']:.2f}  F1 {100 * o['f1']:.2f}  "
+        f"threshold {o['threshold'] if o['threshold'] is None else format(o['threshold'], '.4f')}",
+    ])
+
+
+def format_xsim(report: dict) -> str:
+    f, b = report["src->tgt"], report["tgt->src"]
+    return (f"xsim {Path(report['source']).name} <-> {Path(report['target']).name}  n={report['n']} "
+            f"margin={report['margin']} k={report['k']}\n"
+            f"  src->tgt accuracy {100 * f['accuracy']:.2f} (error {100 * f['error_rate']:.2f}, {f['errors']} errors)\n"
+            f"  tgt->src accuracy {100 * b['accuracy']:.2f} (error {100 * b['error_rate']:.2f}, {b['errors']} errors)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m miner.evaluate", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    tasks = parser.add_subparsers(dest="task", required=True)
+    bucc_args = tasks.add_parser("bucc", help="BUCC 2018 mining P/R/F1")
+    bucc_args.add_argument("--corpus", type=Path, required=True, help="folder with {pair}.{split}.{lang} files")
+    bucc_args.add_argument("--pair", required=True, help="e.g. de-en")
+    bucc_args.add_argument("--split", required=True, help="split to measure, e.g. training, sample, dev")
+    protocol = bucc_args.add_mutually_exclusive_group()
+    protocol.add_argument("--tune-split", help="tune the threshold on this split and apply it to --split")
+    protocol.add_argument("--threshold", type=float, help="apply this fixed threshold")
+    bucc_args.add_argument("--plot", type=Path, help="write P/R/F1 against the threshold as a PNG")
+    xsim_args = tasks.add_parser("xsim", help="retrieval accuracy over aligned sentences, both directions")
+    xsim_args.add_argument("--src-text", type=Path, required=True, help="one sentence per line (.gz ok)")
+    xsim_args.add_argument("--tgt-text", type=Path, required=True, help="aligned line by line with --src-text")
+    xsim_args.add_argument("--xsim-margin", choices=("absolute", "ratio", "distance"), default="absolute",
+                           help="retrieve by cosine (absolute, the usual xsim) or by margin over k neighbours")
+    xsim_args.add_argument("--strict", action="store_true",
+                           help="only the aligned row counts as correct, not an identical sentence elsewhere")
+    for sub in (bucc_args, xsim_args):
+        add_settings_arguments(sub)
+        add_vector_arguments(sub)
+        sub.add_argument("--report", type=Path, help="write the figures and settings as JSON")
+        sub.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    setup_logging(args.verbose)
+    try:
+        settings = settings_from_args(args)
+        config = mining_config(settings)
+        source = VectorSource.from_args(args, settings)
+        if args.task == "bucc":
+            report, curve = bucc_report(args.corpus, args.pair, args.split, source, config,
+                                        args.tune_split, args.threshold)
+            print(format_bucc(report))
+            if args.plot:
+                from miner.plots import plot_threshold_curve
+
+                applied = report["result"]["threshold"]
+                lines = ({f"fold {i + 1}": t for i, t in enumerate(applied)} if isinstance(applied, list)
+                         else {"applied": applied})
+                plot_threshold_curve(curve, {**lines, "oracle": report["oracle"]["threshold"]},
+                                     f"BUCC {args.pair} {args.split} ({config.margin}, k={config.k})", args.plot)
+        else:
+            report = xsim_report(args.src_text, args.tgt_text, source, args.xsim_margin, config, not args.strict)
+            print(format_xsim(report))
+        if args.report:
+            write_json(args.report, report)
+    except (InputFormatError, EmbeddingError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _unreachable_gold(corpus, src_unique, tgt_unique) -> int:
+    ambiguous_src = {t for t, i in zip(src_unique.texts, src_unique.ids) if i is None}
+    ambiguous_tgt = {t for t, i in zip(tgt_unique.texts, tgt_unique.ids) if i is None}
+    src_text = dict(zip(corpus.src.ids, corpus.src.texts))
+    tgt_text = dict(zip(corpus.tgt.ids, corpus.tgt.texts))
+    return sum(src_text[s] in ambiguous_src or tgt_text[t] in ambiguous_tgt for s, t in corpus.gold or ())
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

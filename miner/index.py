@@ -1,0 +1,240 @@
+"""k-nearest-neighbour search over unit sentence vectors with FAISS.
+
+Inner product on unit vectors is cosine similarity, so every index uses METRIC_INNER_PRODUCT. Exact search
+(`Flat`) is the default for small sets; larger sets get an IVF index chosen from the database size as production
+miners do (docs: ../shared/docs/METHODS.md §8), and any FAISS index-factory string can be given instead.
+
+Approximate indexes return approximate neighbours *and* approximate similarities (PQ and SQ codes), while the
+margin is a ratio of small differences between similarities. So candidates from any non-Flat index are
+rescored exactly against the original vectors and re-ranked before anyone computes a margin from them.
+
+Queries are searched in batches and the database is added in batches, so memory is the index plus one batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+
+import faiss
+import numpy as np
+from tqdm.auto import tqdm
+
+from miner.vectors import check_same_dim, iter_unit_batches, unit_rows
+
+log = logging.getLogger(__name__)
+
+# (database size below which the factory applies, factory), from METHODS §8. The two largest use compressed codes
+# (SQ8, PQ64): exact rescoring from the original vectors restores the similarities the margin needs.
+INDEX_BY_DATABASE_SIZE = (
+    (10_000, "Flat"),
+    (160_000, "IVF1024,Flat"),
+    (700_000, "IVF4096,Flat"),
+    (10_000_000, "IVF16384,Flat"),
+    (500_000_000, "IVF65536,SQ8"),
+    (float("inf"), "OPQ64,IVF262144,PQ64"),
+)
+# Floats gathered at once when rescoring (queries x candidates x dims): bounds rescoring memory to ~64 MB.
+RESCORE_FLOATS_PER_CHUNK = 1 << 24
+
+
+class IndexConfigError(ValueError):
+    """An index setting that cannot work for this data."""
+
+
+@dataclass(frozen=True)
+class KnnConfig:
+    """How neighbours are found; `auto` picks from the data (see the functions below)."""
+
+    index: str = "auto"  # FAISS index-factory string ("Flat", "IVF4096,Flat", "OPQ64,IVF65536,PQ64") or auto
+    nprobe: int | str = "auto"  # IVF lists visited per query
+    rescore_factor: int | str = "auto"  # candidates fetched per wanted neighbour before exact rescoring
+    batch_size: int = 16_384  # query (and add) batch size: bounds memory
+    train_sample: int = 1_000_000  # most vectors an IVF/PQ index is trained on
+    gpu: bool | str = "auto"  # auto: use every GPU faiss sees; True: require one; False: CPU only
+    seed: int = 0  # training-sample draw
+
+    def __post_init__(self) -> None:
+        for name in ("nprobe", "rescore_factor"):
+            value = getattr(self, name)
+            if value != "auto" and (not isinstance(value, int) or value < 1):
+                raise IndexConfigError(f"knn.{name} must be 'auto' or a positive integer, got {value!r}")
+        if self.batch_size < 1 or self.train_sample < 1:
+            raise IndexConfigError("knn.batch_size and knn.train_sample must be positive")
+        if self.gpu not in ("auto", True, False):
+            raise IndexConfigError(f"knn.gpu must be auto, true or false, got {self.gpu!r}")
+
+
+def default_factory(n_database: int) -> str:
+    return next(factory for limit, factory in INDEX_BY_DATABASE_SIZE if n_database < limit)
+
+
+def ivf_lists(factory: str) -> int | None:
+    match = re.search(r"IVF(\d+)", factory)
+    return int(match.group(1)) if match else None
+
+
+def default_nprobe(nlist: int) -> int:
+    # About 1/64 of the lists, at least 8, at most 128 (production miners' setting for huge indexes). Measured
+    # on real sentence vectors (docs/benchmarks.md): IVF4096 at nprobe 64 finds 94% of the exact 4 neighbours,
+    # 5x faster than exact search; 1/32 reaches 95% but only 2x faster, because scanning lists runs far fewer
+    # FLOP/s than the GEMM behind Flat search.
+    return min(nlist, max(8, min(128, nlist // 64)))
+
+
+def resolve_nprobe(config: KnnConfig, factory: str) -> int:
+    nlist = ivf_lists(factory)
+    return default_nprobe(nlist) if config.nprobe == "auto" else min(config.nprobe, nlist)
+
+
+def stores_exact_vectors(factory: str) -> bool:
+    """True when the index keeps raw float vectors, so its similarities are already exact."""
+    return factory.split(",")[-1].strip() == "Flat" and not factory.startswith(("OPQ", "PCA"))
+
+
+def resolve_factory(config: KnnConfig, n_database: int) -> str:
+    factory = default_factory(n_database) if config.index == "auto" else config.index
+    nlist = ivf_lists(factory)
+    if nlist is not None and nlist > n_database:
+        raise IndexConfigError(
+            f"index {factory!r} has {nlist} lists but the database has only {n_database} vectors; "
+            "use fewer lists or knn.index=Flat"
+        )
+    return factory
+
+
+def use_gpu(config: KnnConfig) -> bool:
+    n_gpus = faiss.get_num_gpus() if hasattr(faiss, "get_num_gpus") else 0
+    if config.gpu is True and n_gpus == 0:
+        raise IndexConfigError("knn.gpu is true but faiss sees no GPU (is faiss-gpu installed?)")
+    return config.gpu is not False and n_gpus > 0
+
+
+def build_index(database: np.ndarray, config: KnnConfig, name: str = "database") -> faiss.Index:
+    """Train (on a bounded sample) and populate an inner-product index over the unit rows of `database`."""
+    n, dim = database.shape
+    factory = resolve_factory(config, n)
+    try:
+        index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
+    except RuntimeError as err:
+        raise IndexConfigError(f"FAISS cannot build {factory!r} for {dim}-d vectors: {err}") from None
+    if use_gpu(config):
+        index = faiss.index_cpu_to_all_gpus(index, _gpu_cloner_options())
+    if not index.is_trained:
+        index.train(_training_sample(database, config, name))
+    for _, rows in iter_unit_batches(database, name, config.batch_size):
+        index.add(rows)
+    if ivf_lists(factory) is not None:
+        _set_nprobe(index, resolve_nprobe(config, factory))
+    log.info("%s: %s index over %d x %d vectors", name, factory, n, dim)
+    return index
+
+
+def knn(
+    queries: np.ndarray,
+    database: np.ndarray,
+    k: int,
+    config: KnnConfig = KnnConfig(),
+    names: tuple[str, str] = ("queries", "database"),
+) -> tuple[np.ndarray, np.ndarray]:
+    """The k nearest database rows of every query row by cosine.
+
+    Returns (similarities float32 [n_queries, k'], ids int64 [n_queries, k']) with k' = min(k, n_database),
+    each row sorted by similarity descending, ties broken by smaller id. Similarities are exact for every index.
+    """
+    check_same_dim(queries, names[0], database, names[1])
+    if k < 1:
+        raise IndexConfigError(f"k must be at least 1, got {k}")
+    k = min(k, database.shape[0])
+    index = build_index(database, config, names[1])
+    return search(index, queries, database, k, config, names)
+
+
+def search(
+    index: faiss.Index,
+    queries: np.ndarray,
+    database: np.ndarray,
+    k: int,
+    config: KnnConfig,
+    names: tuple[str, str] = ("queries", "database"),
+) -> tuple[np.ndarray, np.ndarray]:
+    """Batched search of `index` (built over `database`), exact rescoring for approximate indexes."""
+    factory = resolve_factory(config, database.shape[0])
+    exact = factory == "Flat"
+    fetch = k if exact else min(database.shape[0], k * _rescore_factor(config, factory))
+    sims = np.empty((queries.shape[0], k), dtype=np.float32)
+    ids = np.empty((queries.shape[0], k), dtype=np.int64)
+    batches = iter_unit_batches(queries, names[0], config.batch_size)
+    total = -(-queries.shape[0] // config.batch_size)
+    # Progress on a terminal only (disable=None); logs get the per-stage lines instead of carriage returns.
+    for start, rows in tqdm(batches, total=total, desc=f"k-NN {names[0]} -> {names[1]}",
+                            disable=True if total < 2 else None):
+        batch_sims, batch_ids = index.search(rows, fetch)
+        if (batch_ids < 0).any():
+            batch_sims, batch_ids = _search_all_lists(index, rows, fetch, factory, config)
+        if not exact:
+            batch_sims = rescore(rows, database, batch_ids, names[1])
+        batch_sims, batch_ids = _sorted_rows(batch_sims, batch_ids)
+        sims[start : start + len(rows)] = batch_sims[:, :k]
+        ids[start : start + len(rows)] = batch_ids[:, :k]
+    return sims, ids
+
+
+def rescore(queries: np.ndarray, database: np.ndarray, ids: np.ndarray, name: str = "database") -> np.ndarray:
+    """Exact cos(query_i, database[ids[i, j]]) for unit `queries`, in chunks of bounded memory."""
+    out = np.empty(ids.shape, dtype=np.float32)
+    step = max(1, RESCORE_FLOATS_PER_CHUNK // (ids.shape[1] * database.shape[1]))
+    for start in range(0, len(ids), step):
+        chunk_ids = ids[start : start + step]
+        rows = unit_rows(database[chunk_ids.ravel()], name).reshape(*chunk_ids.shape, -1)
+        out[start : start + step] = np.einsum("qd,qkd->qk", queries[start : start + step], rows)
+    return out
+
+
+def _sorted_rows(sims: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    # Similarity descending, then id ascending: the same neighbours in the same order on every run and index.
+    order = np.lexsort((ids, -sims), axis=1)
+    return np.take_along_axis(sims, order, axis=1), np.take_along_axis(ids, order, axis=1)
+
+
+def _search_all_lists(index, rows, fetch, factory, config):
+    # An IVF query whose nprobe lists hold fewer than `fetch` vectors gets -1 ids. Searching the batch again
+    # over every list always finds min(fetch, n) neighbours; it is rare (tiny lists), so the cost is acceptable.
+    log.info("some queries found fewer than %d neighbours in their nprobe lists: searching all lists", fetch)
+    _set_nprobe(index, ivf_lists(factory))
+    try:
+        return index.search(rows, fetch)
+    finally:
+        _set_nprobe(index, resolve_nprobe(config, factory))
+
+
+def _rescore_factor(config: KnnConfig, factory: str) -> int:
+    if config.rescore_factor != "auto":
+        return config.rescore_factor
+    # Raw-vector IVF lists rank exactly within the lists searched; compressed codes misrank near neighbours.
+    return 1 if stores_exact_vectors(factory) else 4
+
+
+def _training_sample(database: np.ndarray, config: KnnConfig, name: str) -> np.ndarray:
+    n = database.shape[0]
+    if n <= config.train_sample:
+        rows = np.arange(n)
+    else:
+        rows = np.sort(np.random.default_rng(config.seed).choice(n, config.train_sample, replace=False))
+    return unit_rows(database[rows], name)
+
+
+def _set_nprobe(index: faiss.Index, nprobe: int) -> None:
+    space = faiss.GpuParameterSpace() if _is_gpu_index(index) else faiss.ParameterSpace()
+    space.set_index_parameter(index, "nprobe", nprobe)
+
+
+def _is_gpu_index(index: faiss.Index) -> bool:
+    return type(faiss.downcast_index(index)).__name__.startswith("Gpu")
+
+
+def _gpu_cloner_options():
+    options = faiss.GpuMultipleClonerOptions()
+    options.shard = True  # split the database across GPUs rather than replicating it
+    return options

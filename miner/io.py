@@ -1,0 +1,70 @@
+"""Local file helpers: strict UTF-8 line reading with file:line errors, and atomic writes.
+
+(Beam jobs read and write through Beam's FileSystems in pipelines/; these serve the library's own commands.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import IO, Iterator
+
+# mkstemp creates files readable by the owner only; outputs get the permissions an ordinary open() would give.
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
+class InputFormatError(ValueError):
+    """A malformed input file; the message names the file and line."""
+
+
+def read_lines(path: str | Path) -> list[str]:
+    """Lines of a UTF-8 text file (gzipped when the name ends in .gz), without line terminators.
+
+    Invalid UTF-8 is an error naming the line: a mis-decoded sentence would be mined as a different sentence.
+    """
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    lines = []
+    try:
+        with opener(path, "rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                try:
+                    lines.append(raw.decode("utf-8").rstrip("\r\n"))
+                except UnicodeDecodeError as err:
+                    raise InputFormatError(f"{path}:{number}: invalid UTF-8 ({err.reason})") from None
+    except FileNotFoundError:
+        raise InputFormatError(f"{path}: file not found") from None
+    except (OSError, EOFError) as err:  # truncated or corrupt gzip
+        raise InputFormatError(f"{path}: cannot read ({err})") from None
+    return lines
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | Path, mode: str = "wb") -> Iterator[IO]:
+    """Write `path` through a temporary file in the same folder, renamed into place only on success.
+
+    A crash leaves either the previous file or none, never a truncated one.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
+            yield handle
+        os.chmod(tmp, 0o666 & ~_UMASK)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_json(path: str | Path, data: dict) -> None:
+    with atomic_output(path, "w") as handle:
+        json.dump(data, handle, indent=2, ensure_ascii=False, sort_keys=False)
+        handle.write("\n")

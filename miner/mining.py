@@ -1,0 +1,89 @@
+"""Mining one language pair: k-NN both ways, margin scores, selection.
+
+    pairs = mine(src_vectors, tgt_vectors, MiningConfig(k=4, margin="ratio", selection="max"))
+
+The result holds row indices into the two inputs; mapping them back to texts is the caller's job.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+
+from miner.index import KnnConfig, knn, resolve_factory
+from miner.margin import MARGINS, candidate_margins, neighbourhood_mean
+from miner.selection import SELECTIONS, Candidates, Pairs, select
+from miner.vectors import check_same_dim
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class MiningConfig:
+    k: int = 4  # neighbours per sentence (4 is the reference BUCC setting; web miners use 16)
+    margin: str = "ratio"
+    selection: str = "max"
+    threshold: float | None = None  # keep pairs with margin >= threshold; None keeps every selected pair
+    knn: KnnConfig = field(default_factory=KnnConfig)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.k, int) or self.k < 1:
+            raise ValueError(f"mining.k must be a positive integer, got {self.k!r}")
+        if self.margin not in MARGINS:
+            raise ValueError(f"mining.margin must be one of {', '.join(MARGINS)}, got {self.margin!r}")
+        if self.selection not in SELECTIONS:
+            raise ValueError(f"mining.selection must be one of {', '.join(SELECTIONS)}, got {self.selection!r}")
+
+    @classmethod
+    def from_dict(cls, mining: dict, knn_settings: dict | None = None) -> MiningConfig:
+        _check_keys(mining, cls, "mining", exclude={"knn"})
+        _check_keys(knn_settings or {}, KnnConfig, "knn")
+        return cls(**mining, knn=KnnConfig(**(knn_settings or {})))
+
+    def describe(self, n_src: int | None = None, n_tgt: int | None = None) -> dict:
+        """The settings to publish beside any figure mined with them; with the set sizes, the index resolved."""
+        index = self.knn.index
+        if index == "auto" and n_src and n_tgt:
+            fwd, bwd = resolve_factory(self.knn, n_tgt), resolve_factory(self.knn, n_src)
+            index = fwd if fwd == bwd else f"{fwd} (source->target), {bwd} (target->source)"
+        return {
+            "k": self.k,
+            "margin": self.margin,
+            "selection": self.selection,
+            "threshold": self.threshold,
+            "index": index,
+            "nprobe": self.knn.nprobe,
+        }
+
+
+def score_neighbours(src: np.ndarray, tgt: np.ndarray, config: MiningConfig = MiningConfig(),
+                     names: tuple[str, str] = ("source", "target")) -> tuple[Candidates, Candidates]:
+    """Forward (source -> target) and backward (target -> source) k-NN candidates with their margins."""
+    check_same_dim(src, names[0], tgt, names[1])
+    started = time.perf_counter()
+    fwd_sims, fwd_ids = knn(src, tgt, config.k, config.knn, names)
+    bwd_sims, bwd_ids = knn(tgt, src, config.k, config.knn, names[::-1])
+    fwd_mean, bwd_mean = neighbourhood_mean(fwd_sims), neighbourhood_mean(bwd_sims)
+    forward = Candidates(fwd_ids, candidate_margins(fwd_sims, fwd_ids, fwd_mean, bwd_mean, config.margin), fwd_sims)
+    backward = Candidates(bwd_ids, candidate_margins(bwd_sims, bwd_ids, bwd_mean, fwd_mean, config.margin), bwd_sims)
+    log.info("k-NN and margins for %d x %d sentences in %.1fs", len(src), len(tgt), time.perf_counter() - started)
+    return forward, backward
+
+
+def mine(src: np.ndarray, tgt: np.ndarray, config: MiningConfig = MiningConfig(),
+         names: tuple[str, str] = ("source", "target")) -> Pairs:
+    """Sentence pairs (row indices into src and tgt) with their margins, best first."""
+    forward, backward = score_neighbours(src, tgt, config, names)
+    pairs = select(forward, backward, config.selection, config.threshold)
+    log.info("%s selection kept %d pairs (threshold %s)", config.selection, len(pairs), config.threshold)
+    return pairs
+
+
+def _check_keys(settings: dict, cls: type, section: str, exclude: set = frozenset()) -> None:
+    known = {f.name for f in fields(cls)} - set(exclude)
+    unknown = sorted(set(settings) - known)
+    if unknown:
+        raise ValueError(f"unknown {section} setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")

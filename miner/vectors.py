@@ -1,0 +1,96 @@
+"""Sentence-embedding matrices: loading, validation and L2 normalisation.
+
+Every k-NN and margin computation assumes unit-length float32 rows, so cos(x, y) = x . y. Inputs may be
+float16 or float32, memory-mapped `.npy` files or in-memory arrays; they are validated and normalised one batch
+at a time so that a large memory-mapped file never has to fit in memory as float32.
+
+A NaN, an infinity or an all-zero row would silently produce wrong neighbours and wrong margins, so each is an
+`EmbeddingError` naming the input and the row.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+DEFAULT_BATCH_SIZE = 16_384
+FLOAT_DTYPES = (np.float16, np.float32, np.float64)
+
+
+class EmbeddingError(ValueError):
+    """An embedding matrix that cannot be mined: wrong shape, dtype, non-finite or zero rows."""
+
+
+def load_embeddings(path: str | Path, mmap: bool = True) -> np.ndarray:
+    """Open a `.npy` matrix of sentence vectors (rows = sentences), memory-mapped by default.
+
+    Pickled object arrays are refused: an embedding file is data, never code.
+    """
+    path = Path(path)
+    try:
+        matrix = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except FileNotFoundError:
+        raise EmbeddingError(f"{path}: embedding file not found") from None
+    except ValueError as err:
+        raise EmbeddingError(f"{path}: not a plain .npy array ({err})") from None
+    check_matrix(matrix, str(path))
+    return matrix
+
+
+def check_matrix(matrix: np.ndarray, name: str, dim: int | None = None) -> None:
+    """Shape and dtype checks that are cheap enough to run on every input."""
+    if not isinstance(matrix, np.ndarray):
+        raise EmbeddingError(f"{name}: expected a numpy array, got {type(matrix).__name__}")
+    if matrix.ndim != 2:
+        raise EmbeddingError(f"{name}: expected a 2-D matrix (sentences x dims), got shape {matrix.shape}")
+    if matrix.shape[0] == 0:
+        raise EmbeddingError(f"{name}: no vectors (0 rows)")
+    if matrix.shape[1] == 0:
+        raise EmbeddingError(f"{name}: vectors have 0 dimensions")
+    if matrix.dtype not in FLOAT_DTYPES:
+        raise EmbeddingError(f"{name}: dtype {matrix.dtype} is not float16/float32/float64")
+    if dim is not None and matrix.shape[1] != dim:
+        raise EmbeddingError(f"{name}: vectors have {matrix.shape[1]} dimensions, expected {dim}")
+
+
+def check_same_dim(a: np.ndarray, a_name: str, b: np.ndarray, b_name: str) -> None:
+    check_matrix(a, a_name)
+    check_matrix(b, b_name)
+    if a.shape[1] != b.shape[1]:
+        raise EmbeddingError(
+            f"dimension mismatch: {a_name} has {a.shape[1]}-d vectors, {b_name} has {b.shape[1]}-d vectors"
+        )
+
+
+def unit_rows(rows: np.ndarray, name: str, first_row: int = 0) -> np.ndarray:
+    """Return `rows` as a float32 array of unit vectors; `first_row` is the index of rows[0] in its input."""
+    rows = np.asarray(rows, dtype=np.float32)
+    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
+    bad = ~np.isfinite(norms)
+    if bad.any():
+        row = first_row + int(np.flatnonzero(bad)[0])
+        raise EmbeddingError(f"{name}: row {row} contains NaN or infinite values")
+    zero = norms == 0
+    if zero.any():
+        row = first_row + int(np.flatnonzero(zero)[0])
+        raise EmbeddingError(f"{name}: row {row} is a zero vector (it has no direction to compare)")
+    return rows / norms[:, None]
+
+
+def iter_unit_batches(
+    matrix: np.ndarray, name: str, batch_size: int = DEFAULT_BATCH_SIZE
+) -> Iterator[tuple[int, np.ndarray]]:
+    """Yield (start_row, float32 unit rows) over `matrix`, one batch in memory at a time."""
+    for start in range(0, matrix.shape[0], batch_size):
+        yield start, unit_rows(matrix[start : start + batch_size], name, start)
+
+
+def normalized(matrix: np.ndarray, name: str, batch_size: int = DEFAULT_BATCH_SIZE) -> np.ndarray:
+    """A float32 unit-row copy of the whole matrix (for sets small enough to hold)."""
+    check_matrix(matrix, name)
+    out = np.empty(matrix.shape, dtype=np.float32)
+    for start, rows in iter_unit_batches(matrix, name, batch_size):
+        out[start : start + len(rows)] = rows
+    return out

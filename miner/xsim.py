@@ -1,0 +1,55 @@
+"""Similarity-search accuracy (xsim; Tatoeba/FLORES style, ../shared/docs/METHODS.md §3).
+
+For N aligned pairs (row i of the source matrix translates row i of the target matrix), each source retrieves
+its best target, by cosine (`absolute`) or by margin over its k nearest (`ratio`, `distance`), and is correct when
+that target is its own translation. Both directions are reported. When the texts are given, a retrieved sentence
+whose text equals the reference's text also counts as correct: corpora repeat short sentences, and retrieving an
+identical copy is not an error.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from miner.index import KnnConfig, knn
+from miner.margin import check_margin
+from miner.mining import MiningConfig, score_neighbours
+from miner.vectors import EmbeddingError, check_same_dim
+
+
+def retrieve(src: np.ndarray, tgt: np.ndarray, margin: str, k: int, knn_config: KnnConfig):
+    """Best target for every source and best source for every target."""
+    if margin == "absolute":
+        return knn(src, tgt, 1, knn_config, ("source", "target"))[1][:, 0], knn(
+            tgt, src, 1, knn_config, ("target", "source"))[1][:, 0]
+    forward, backward = score_neighbours(src, tgt, MiningConfig(k=k, margin=margin, knn=knn_config))
+    return forward.best()[0], backward.best()[0]
+
+
+def direction_report(predicted: np.ndarray, result_texts=None) -> dict:
+    """Errors of one direction; with `result_texts`, retrieving a copy of the reference text is correct."""
+    gold = np.arange(len(predicted))
+    correct = predicted == gold
+    if result_texts is not None:
+        correct |= np.fromiter((result_texts[p] == result_texts[g] for p, g in zip(predicted, gold)),
+                               dtype=bool, count=len(gold))
+    errors = int((~correct).sum())
+    return {"errors": errors, "accuracy": 1 - errors / len(gold), "error_rate": errors / len(gold)}
+
+
+def xsim(src: np.ndarray, tgt: np.ndarray, margin: str = "absolute", k: int = 4,
+         knn_config: KnnConfig = KnnConfig(), src_texts=None, tgt_texts=None) -> dict:
+    check_same_dim(src, "source", tgt, "target")
+    check_margin(margin)
+    if len(src) != len(tgt):
+        raise EmbeddingError(f"xsim needs aligned pairs: {len(src)} source vs {len(tgt)} target vectors")
+    if (src_texts is None) != (tgt_texts is None):
+        raise ValueError("give texts for both sides or for neither")
+    fwd, bwd = retrieve(src, tgt, margin, k, knn_config)
+    return {
+        "n": len(src),
+        "margin": margin,
+        "k": k if margin != "absolute" else 1,
+        "src->tgt": direction_report(fwd, tgt_texts),
+        "tgt->src": direction_report(bwd, src_texts),
+    }

@@ -1,0 +1,52 @@
+"""cmlm-miner: mine parallel sentences from web crawls with a multilingual CMLM encoder, FAISS and margin scoring.
+
+Dataflow ships the local packages to its workers through this file (--setup_file ./setup.py).
+"""
+
+from setuptools import find_packages, setup
+
+# torch is bounded below only: pin it at install time (`pip install torch==2.13.0 -e .`) where an unpinned
+# resolve would pull several GB of CUDA wheels onto a CPU machine (docs/ENVIRONMENT notes).
+INSTALL_REQUIRES = [
+    "numpy>=1.26",
+    "faiss-cpu>=1.8",
+    "pyarrow>=14",
+    "pyyaml>=6",
+    "tqdm>=4.66",
+    "torch>=2.1",
+    "transformers>=4.40",
+    "tokenizers>=0.15",
+    "apache-beam>=2.60",
+    "fasttext-numpy2-wheel>=0.9.2",  # fasttext 0.9.3 and fasttext-wheel break on numpy 2 in predict()
+    "trafilatura>=1.8",
+    "lxml_html_clean>=0.1",  # trafilatura needs it; pip 23 does not resolve lxml's html_clean extra
+    "warcio>=1.7",
+    "google-cloud-storage>=2.10",
+]
+
+EXTRAS_REQUIRE = {
+    "plot": ["matplotlib>=3.8"],
+    "gcp": ["apache-beam[gcp]>=2.60"],
+    # faiss-gpu-cu12 ships the same `faiss` module as faiss-cpu: see the README's GPU section.
+    "gpu": ["faiss-gpu-cu12>=1.8"],
+    "test": ["pytest>=8", "hypothesis>=6.100", "matplotlib>=3.8"],
+}
+
+setup(
+    name="cmlm-miner",
+    version="0.1.0",
+    description="Parallel-sentence (bitext) mining from web crawls with multilingual CMLM sentence encoders",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    packages=find_packages(include=["miner", "miner.*", "encoders", "encoders.*", "training", "training.*",
+                                    "pipelines", "pipelines.*"]),
+    install_requires=INSTALL_REQUIRES,
+    extras_require=EXTRAS_REQUIRE,
+    classifiers=[
+        "Programming Language :: Python :: 3",
+        "Topic :: Scientific/Engineering :: Artificial Intelligence",
+        "Topic :: Text Processing :: Linguistic",
+    ],
+)

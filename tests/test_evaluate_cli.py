@@ -1,0 +1,68 @@
+"""`python -m miner.evaluate` on the bundled example: the threshold protocols, JSON report and plot."""
+
+import json
+
+import numpy as np
+import pytest
+
+from miner.evaluate import main
+from tests.conftest import REPO
+
+SAMPLE = REPO / "sample" / "bucc"
+
+
+def evaluate(*argv):
+    return main(["bucc", "--corpus", str(SAMPLE), "--pair", "de-en", "--encoder", "char-ngram", *argv])
+
+
+def test_tuned_on_training_applied_to_test(tmp_path, capsys):
+    assert evaluate("--split", "test", "--tune-split", "training", "--report", str(tmp_path / "r.json"),
+                    "--plot", str(tmp_path / "f1.png")) == 0
+    out = capsys.readouterr().out
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["settings"]["threshold_protocol"] == "tuned on de-en training, applied to test"
+    assert {"k": 4, "margin": "ratio", "selection": "max"}.items() <= report["settings"].items()
+    assert report["oracle"]["label"] == "oracle: tuned and measured on test"
+    assert report["counts"]["gold_pairs_with_ambiguous_text"] == 1  # the boilerplate pair
+    assert report["result"]["threshold"] == pytest.approx(1.154, abs=1e-3)  # configs/mine_sample.yaml uses it
+    assert "tuned on de-en training" in out and "oracle" in out
+    assert (tmp_path / "f1.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_fixed_and_two_fold_protocols(tmp_path, capsys):
+    assert evaluate("--split", "test", "--threshold", "1.2", "--report", str(tmp_path / "fixed.json")) == 0
+    assert evaluate("--split", "test", "--report", str(tmp_path / "folds.json")) == 0
+    fixed = json.loads((tmp_path / "fixed.json").read_text())
+    folds = json.loads((tmp_path / "folds.json").read_text())
+    assert fixed["result"]["threshold"] == 1.2
+    assert folds["settings"]["threshold_protocol"].startswith("2-fold")
+    assert len(folds["result"]["threshold"]) == 2
+    # the oracle is an upper bound of any threshold applied to the same candidates
+    assert folds["oracle"]["f1"] >= max(fixed["result"]["f1"], folds["result"]["f1"])
+
+
+def test_settings_reach_the_miner(tmp_path):
+    assert evaluate("--split", "test", "--k", "2", "--selection", "intersect", "--set", "mining.margin=distance",
+                    "--report", str(tmp_path / "r.json")) == 0
+    settings = json.loads((tmp_path / "r.json").read_text())["settings"]
+    assert (settings["k"], settings["selection"], settings["margin"]) == (2, "intersect", "distance")
+
+
+def test_xsim_command(tmp_path, capsys):
+    (tmp_path / "de.txt").write_text("Der Zug nach München.\nSiemens meldet 2,1 Milliarden Euro.\n")
+    (tmp_path / "en.txt").write_text("The train to Munich.\nSiemens reports 2.1 billion euros.\n")
+    assert main(["xsim", "--src-text", str(tmp_path / "de.txt"), "--tgt-text", str(tmp_path / "en.txt"),
+                 "--encoder", "char-ngram", "--report", str(tmp_path / "x.json")]) == 0
+    report = json.loads((tmp_path / "x.json").read_text())
+    assert report["src->tgt"]["accuracy"] == 1.0 and report["tgt->src"]["accuracy"] == 1.0
+    assert "src->tgt accuracy 100.00" in capsys.readouterr().out
+
+
+def test_missing_vectors_and_bad_embeddings_are_clear_errors(tmp_path, capsys):
+    assert main(["bucc", "--corpus", str(SAMPLE), "--pair", "de-en", "--split", "test"]) == 2
+    assert "give either precomputed embeddings" in capsys.readouterr().err
+    np.save(tmp_path / "de-en.test.de.npy", np.full((33, 8), np.nan, np.float32))
+    np.save(tmp_path / "de-en.test.en.npy", np.ones((44, 8), np.float32))
+    assert main(["bucc", "--corpus", str(SAMPLE), "--pair", "de-en", "--split", "test",
+                 "--embeddings", str(tmp_path)]) == 2
+    assert "row 0 contains NaN" in capsys.readouterr().err

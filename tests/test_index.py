@@ -1,0 +1,140 @@
+"""k-NN search: exact results, index choice by size, batching, dtypes, and ANN + rescoring == exact search."""
+
+import faiss
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from miner.index import (IndexConfigError, KnnConfig, default_factory, default_nprobe, knn, rescore,
+                         resolve_factory, stores_exact_vectors, use_gpu)
+
+
+def unit(a):
+    return (a / np.linalg.norm(a, axis=1, keepdims=True)).astype(np.float32)
+
+
+def clustered(rng, n, d, clusters=8, noise=0.3):
+    centres = rng.normal(size=(clusters, d))
+    return unit(centres[rng.integers(0, clusters, n)] + noise * rng.normal(size=(n, d)))
+
+
+def brute_force(q, db, k):
+    sims = unit(q) @ unit(db).T
+    order = np.lexsort((np.broadcast_to(np.arange(db.shape[0]), sims.shape), -sims), axis=1)[:, :k]
+    return np.take_along_axis(sims, order, axis=1), order
+
+
+@pytest.mark.parametrize("n, factory", [
+    (1, "Flat"), (9_999, "Flat"), (10_000, "IVF1024,Flat"), (159_999, "IVF1024,Flat"),
+    (160_000, "IVF4096,Flat"), (700_000, "IVF16384,Flat"), (10_000_000, "IVF65536,SQ8"),
+    (500_000_000, "OPQ64,IVF262144,PQ64"),
+])
+def test_default_index_by_corpus_size(n, factory):
+    assert default_factory(n) == factory
+
+
+def test_default_nprobe_scales_with_lists_and_is_capped():
+    assert default_nprobe(1024) == 16
+    assert default_nprobe(4096) == 64
+    assert default_nprobe(65536) == 128
+    assert default_nprobe(4) == 4
+
+
+def test_exact_storage_detection():
+    assert stores_exact_vectors("Flat") and stores_exact_vectors("IVF1024,Flat")
+    assert not stores_exact_vectors("IVF1024,PQ64") and not stores_exact_vectors("OPQ64,IVF1024,Flat")
+
+
+def test_flat_matches_brute_force():
+    rng = np.random.default_rng(0)
+    q, db = clustered(rng, 300, 24), clustered(rng, 500, 24)
+    sims, ids = knn(q, db, 5)
+    want_sims, want_ids = brute_force(q, db, 5)
+    assert (ids == want_ids).all()
+    assert sims == pytest.approx(want_sims, abs=1e-5)
+
+
+def test_ties_broken_by_smaller_id():
+    db = np.array([[1, 0], [0, 1], [1, 0], [1, 0]], dtype=np.float32)
+    _, ids = knn(np.array([[1, 0]], dtype=np.float32), db, 3)
+    assert ids.tolist() == [[0, 2, 3]]
+
+
+def test_batches_float16_and_unnormalised_input_give_the_same_neighbours():
+    rng = np.random.default_rng(1)
+    q, db = clustered(rng, 257, 16), clustered(rng, 311, 16)
+    sims, ids = knn(q, db, 4)
+    scaled = q * rng.uniform(0.1, 10, size=(len(q), 1)).astype(np.float32)
+    b_sims, b_ids = knn(scaled, db.astype(np.float16), 4, KnnConfig(batch_size=7))
+    assert (ids == b_ids).mean() > 0.99  # float16 rounding may swap near-ties
+    assert b_sims == pytest.approx(sims, abs=2e-3)
+
+
+def test_k_larger_than_database():
+    rng = np.random.default_rng(2)
+    sims, ids = knn(clustered(rng, 5, 8), clustered(rng, 3, 8), 10)
+    assert ids.shape == (5, 3) and sorted(ids[0].tolist()) == [0, 1, 2]
+
+
+def test_ivf_queries_with_too_few_neighbours_in_their_lists_are_searched_again():
+    rng = np.random.default_rng(3)
+    q, db = clustered(rng, 40, 16), clustered(rng, 64, 16)
+    sims, ids = knn(q, db, 20, KnnConfig(index="IVF8,Flat", nprobe=1))
+    assert (ids >= 0).all()
+    assert (ids == brute_force(q, db, 20)[1]).all()
+
+
+index_cases = st.tuples(
+    st.integers(0, 10_000),                          # seed
+    st.sampled_from([8, 16, 32]),                    # dims
+    st.integers(40, 160),                            # database size
+    st.integers(1, 8),                               # k
+    st.sampled_from(["IVF4,Flat", "IVF8,Flat", "IVF4,PQ4x4", "IVF8,SQ8", "PCA8,IVF4,Flat"]),
+)
+
+
+@given(index_cases)
+def test_approximate_index_with_rescoring_equals_exact_search(case):
+    """With every list probed and every vector fetched as a candidate, rescoring must restore exact k-NN."""
+    seed, d, n, k, factory = case
+    rng = np.random.default_rng(seed)
+    q, db = clustered(rng, 30, d), clustered(rng, n, d)
+    config = KnnConfig(index=factory, nprobe=8, rescore_factor=n)
+    sims, ids = knn(q, db, k, config)
+    want_sims, want_ids = brute_force(q, db, k)
+    assert sims == pytest.approx(want_sims, abs=1e-5)
+    assert (ids == want_ids).all()
+
+
+def test_rescore_is_exact_cosine():
+    rng = np.random.default_rng(4)
+    q, db = clustered(rng, 10, 12), clustered(rng, 50, 12)
+    ids = rng.integers(0, 50, size=(10, 6))
+    expected = np.einsum("qd,qkd->qk", q, unit(db)[ids])
+    assert rescore(q, db * 3.0, ids) == pytest.approx(expected, abs=1e-6)
+
+
+def test_too_many_lists_for_the_data_is_a_clear_error():
+    with pytest.raises(IndexConfigError, match="only 100 vectors"):
+        resolve_factory(KnnConfig(index="IVF1024,Flat"), 100)
+
+
+def test_bad_factory_string_is_a_clear_error():
+    rng = np.random.default_rng(5)
+    with pytest.raises(IndexConfigError, match="FAISS cannot build"):
+        knn(clustered(rng, 4, 8), clustered(rng, 4, 8), 1, KnnConfig(index="NotAnIndex"))
+
+
+@pytest.mark.parametrize("field, value", [("nprobe", 0), ("rescore_factor", "many"), ("gpu", "yes"),
+                                          ("batch_size", 0)])
+def test_invalid_settings_rejected(field, value):
+    with pytest.raises(IndexConfigError):
+        KnnConfig(**{field: value})
+
+
+@pytest.mark.skipif(hasattr(faiss, "get_num_gpus") and faiss.get_num_gpus() > 0, reason="a GPU is present")
+def test_cpu_fallback_and_required_gpu():
+    assert use_gpu(KnnConfig()) is False  # auto falls back to CPU
+    with pytest.raises(IndexConfigError, match="no GPU"):
+        use_gpu(KnnConfig(gpu=True))

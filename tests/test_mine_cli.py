@@ -1,0 +1,77 @@
+"""The main job, `python -m miner.mine`, on the bundled example and on bad input."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from miner.mine import main
+from tests.conftest import REPO
+
+
+def run_main(*argv):
+    return main(list(argv))
+
+
+def test_default_job_mines_the_bundled_example(tmp_path, capsys):
+    assert run_main("--output", str(tmp_path)) == 0
+    summary = capsys.readouterr().out
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["pair"] == "de-en" and report["settings"]["selection"] == "max"
+    assert report["gold"]["gold"] == 21
+    # the lexical baseline finds most hidden translations of the example (see sample/README.md)
+    assert report["gold"]["correct"] >= 12 and report["gold"]["precision"] >= 0.75
+    table = pq.read_table(tmp_path / "de-en.parquet")
+    assert table.num_rows == report["pairs"]
+    assert set(table.column_names) >= {"score", "cosine", "src_text", "tgt_text", "src_id", "tgt_id"}
+    scores = table["score"].to_pylist()
+    assert scores == sorted(scores, reverse=True) and min(scores) >= 1.154
+    found = set(zip(table["src_text"].to_pylist(), table["tgt_text"].to_pylist()))
+    assert ("Der Flughafen Frankfurt zählte im August 5,6 Millionen Passagiere.",
+            "Frankfurt Airport counted 5.6 million passengers in August.") in found
+    assert f"P {100 * report['gold']['precision']:.1f}" in summary
+
+
+def test_rerun_is_byte_identical_and_leaves_no_temporary_files(tmp_path):
+    first, second = tmp_path / "a", tmp_path / "b"
+    assert run_main("--output", str(first)) == 0
+    assert run_main("--output", str(second)) == 0
+    for name in ("de-en.tsv.gz", "de-en.parquet"):
+        assert (first / name).read_bytes() == (second / name).read_bytes()
+    assert sorted(p.name for p in first.iterdir()) == ["de-en.parquet", "de-en.tsv.gz", "report.json"]
+
+
+def test_plain_line_files_with_precomputed_embeddings(tmp_path, capsys):
+    (tmp_path / "a.txt").write_text("Hallo Welt\n\nGuten Morgen\n", encoding="utf-8")
+    (tmp_path / "b.txt").write_text("Good morning\nHello world\n", encoding="utf-8")
+    emb = tmp_path / "emb"
+    emb.mkdir()
+    np.save(emb / "a.txt.npy", np.array([[1, 0.1], [0.5, 0.5], [0.1, 1]], np.float32))  # blank line has a row
+    np.save(emb / "b.txt.npy", np.array([[0.1, 1], [1, 0.1]], np.float32))
+    code = run_main("--src", str(tmp_path / "a.txt"), "--tgt", str(tmp_path / "b.txt"), "--src-lang", "de",
+                    "--tgt-lang", "en", "--format", "lines", "--embeddings", str(emb), "--set",
+                    "mining.threshold=null", "--k", "1", "--output", str(tmp_path / "out"))
+    assert code == 0, capsys.readouterr().err
+    table = pq.read_table(tmp_path / "out" / "de-en.parquet")
+    assert sorted(zip(table["src_id"].to_pylist(), table["tgt_id"].to_pylist())) == [("1", "2"), ("3", "1")]
+
+
+def test_bad_input_is_a_clear_error(tmp_path, capsys):
+    (tmp_path / "a.de").write_text("d1\tHallo\nkaputt\n", encoding="utf-8")
+    (tmp_path / "b.en").write_text("e1\tHello\n", encoding="utf-8")
+    code = run_main("--src", str(tmp_path / "a.de"), "--tgt", str(tmp_path / "b.en"), "--src-lang", "de",
+                    "--tgt-lang", "en", "--output", str(tmp_path / "out"))
+    assert code == 2
+    assert "a.de:2: expected 'id<TAB>sentence'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_module_entry_point_runs_from_another_directory(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "miner.mine", "--output", str(tmp_path / "out")],
+                            cwd=tmp_path, capture_output=True, text=True,
+                            env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert result.returncode == 0, result.stderr
+    assert "mined de-en" in result.stdout

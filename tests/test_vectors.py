@@ -1,0 +1,64 @@
+"""Bad embeddings are errors that name the input and the row, never silently wrong scores."""
+
+import numpy as np
+import pytest
+
+from miner.index import knn
+from miner.mining import mine
+from miner.vectors import EmbeddingError, load_embeddings, normalized
+
+
+def good(n=6, d=4, seed=0):
+    return np.random.default_rng(seed).normal(size=(n, d)).astype(np.float32)
+
+
+def test_nan_row_named():
+    x = good()
+    x[3, 1] = np.nan
+    with pytest.raises(EmbeddingError, match="source: row 3 contains NaN"):
+        mine(x, good(seed=1))
+
+
+def test_zero_row_named():
+    y = good()
+    y[4] = 0
+    with pytest.raises(EmbeddingError, match="target: row 4 is a zero vector"):
+        mine(good(), y)
+
+
+def test_bad_row_in_a_later_batch_has_its_global_row_number():
+    x = good(n=50)
+    x[37] = np.inf
+    with pytest.raises(EmbeddingError, match="row 37"):
+        normalized(x, "big", batch_size=8)
+
+
+def test_dimension_mismatch():
+    with pytest.raises(EmbeddingError, match="dimension mismatch: source has 4-d vectors, target has 5-d"):
+        mine(good(d=4), good(d=5))
+
+
+@pytest.mark.parametrize("bad, message", [
+    (np.zeros((0, 4), np.float32), "no vectors"),
+    (np.zeros(4, np.float32), "2-D"),
+    (np.zeros((3, 4), np.int32), "dtype int32"),
+    ([[1.0, 0.0]], "numpy array"),
+])
+def test_unusable_matrices(bad, message):
+    with pytest.raises(EmbeddingError, match=message):
+        knn(bad, good(), 1)
+
+
+def test_load_embeddings_refuses_pickles_and_missing_files(tmp_path):
+    np.save(tmp_path / "objects.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(EmbeddingError, match="objects.npy: not a plain .npy"):
+        load_embeddings(tmp_path / "objects.npy")
+    with pytest.raises(EmbeddingError, match="not found"):
+        load_embeddings(tmp_path / "missing.npy")
+
+
+def test_load_embeddings_memory_maps(tmp_path):
+    np.save(tmp_path / "e.npy", good().astype(np.float16))
+    matrix = load_embeddings(tmp_path / "e.npy")
+    assert isinstance(matrix, np.memmap) and matrix.dtype == np.float16
+    assert np.linalg.norm(normalized(matrix, "e"), axis=1) == pytest.approx(1, abs=1e-6)
