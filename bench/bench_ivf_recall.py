@@ -57,7 +57,8 @@ def main() -> None:
         source = f"{len(sentences)} FLORES-200 devtest sentences, {args.encoder}"
         print(f"embedded {len(sentences)} sentences in {time.perf_counter() - started:.1f} s")
     order = np.random.default_rng(args.seed).permutation(len(vectors))
-    queries, database = np.asarray(vectors[np.sort(order[: args.queries])]), np.asarray(vectors[np.sort(order[args.queries :])])
+    queries = np.asarray(vectors[np.sort(order[: args.queries])])
+    database = np.asarray(vectors[np.sort(order[args.queries :])])
     factory = default_factory(len(database))
     print(f"{len(queries)} queries, {len(database)} database vectors, d = {database.shape[1]}, {factory}")
 

@@ -37,8 +37,9 @@ class CharNgramEncoder:
                 bag.update(wrapped[i : i + n] for i in range(len(wrapped) - n + 1))
         return bag
 
-    def encode(self, sentences: Sequence[str], batch_size: int | None = None, show_progress: bool = False) -> np.ndarray:
-        """float32 [len(sentences), dim] unit vectors, in input order."""
+    def encode(self, sentences: Sequence[str], batch_size: int | None = None,
+               show_progress: bool = False) -> np.ndarray:
+        """float32 [len(sentences), dim] unit vectors, in input order (batching does not apply: no model)."""
         out = np.zeros((len(sentences), self.dim), dtype=np.float32)
         for row, sentence in enumerate(sentences):
             bag = self.features(sentence)

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
 from miner.bucc import Sentences
 from miner.config import load_config, section
+from miner.io import InputFormatError
 from miner.mining import MiningConfig
 from miner.vectors import EmbeddingError, load_embeddings
 
@@ -99,3 +102,14 @@ class VectorSource:
 def setup_logging(verbose: bool = False) -> None:
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def exit_status(command: Callable[[], None]) -> int:
+    """Run a command's body: bad input (files, vectors, settings) ends it with `error: ...` on stderr and exit
+    status 2, no traceback; anything else is a bug and keeps its traceback."""
+    try:
+        command()
+    except (InputFormatError, EmbeddingError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0

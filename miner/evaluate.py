@@ -24,11 +24,10 @@ from pathlib import Path
 import numpy as np
 
 from miner import bucc
-from miner.cli import VectorSource, add_settings_arguments, add_vector_arguments, mining_config, \
+from miner.cli import VectorSource, add_settings_arguments, add_vector_arguments, exit_status, mining_config, \
     settings_from_args, setup_logging
 from miner.io import InputFormatError, read_lines, write_json
 from miner.mining import MiningConfig, mine
-from miner.vectors import EmbeddingError
 from miner.xsim import xsim
 
 FOLDS = 2
@@ -151,31 +150,33 @@ def main(argv: list[str] | None = None) -> int:
         sub.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     setup_logging(args.verbose)
-    try:
+
+    def command() -> None:
         settings = settings_from_args(args)
-        config = mining_config(settings)
-        source = VectorSource.from_args(args, settings)
+        config, source = mining_config(settings), VectorSource.from_args(args, settings)
         if args.task == "bucc":
             report, curve = bucc_report(args.corpus, args.pair, args.split, source, config,
                                         args.tune_split, args.threshold)
             print(format_bucc(report))
             if args.plot:
-                from miner.plots import plot_threshold_curve
-
-                applied = report["result"]["threshold"]
-                lines = ({f"fold {i + 1}": t for i, t in enumerate(applied)} if isinstance(applied, list)
-                         else {"applied": applied})
-                plot_threshold_curve(curve, {**lines, "oracle": report["oracle"]["threshold"]},
-                                     f"BUCC {args.pair} {args.split} ({config.margin}, k={config.k})", args.plot)
+                plot_bucc(report, curve, args.plot)
         else:
             report = xsim_report(args.src_text, args.tgt_text, source, args.xsim_margin, config, not args.strict)
             print(format_xsim(report))
         if args.report:
             write_json(args.report, report)
-    except (InputFormatError, EmbeddingError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    return 0
+
+    return exit_status(command)
+
+
+def plot_bucc(report: dict, curve: dict, path: Path) -> None:
+    from miner.plots import plot_threshold_curve  # matplotlib only when a plot is asked for
+
+    applied = report["result"]["threshold"]
+    lines = {f"fold {i + 1}": t for i, t in enumerate(applied)} if isinstance(applied, list) else {"applied": applied}
+    s = report["settings"]
+    plot_threshold_curve(curve, {**lines, "oracle": report["oracle"]["threshold"]},
+                         f"BUCC {report['pair']} {report['split']} ({s['margin']}, k={s['k']})", path)
 
 
 def _unreachable_gold(corpus, src_unique, tgt_unique) -> int:

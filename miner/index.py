@@ -119,10 +119,12 @@ def build_index(database: np.ndarray, config: KnnConfig, name: str = "database")
         index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
     except RuntimeError as err:
         raise IndexConfigError(f"FAISS cannot build {factory!r} for {dim}-d vectors: {err}") from None
-    if use_gpu(config):
-        index = faiss.index_cpu_to_all_gpus(index, _gpu_cloner_options())
     if not index.is_trained:
         index.train(_training_sample(database, config, name))
+    if use_gpu(config):
+        # Clone after training: the shards then share one coarse quantizer (training a sharded clone would
+        # give each GPU its own clustering).
+        index = faiss.index_cpu_to_all_gpus(index, _gpu_cloner_options())
     for _, rows in iter_unit_batches(database, name, config.batch_size):
         index.add(rows)
     if ivf_lists(factory) is not None:

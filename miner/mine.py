@@ -26,13 +26,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from miner import bucc
-from miner.cli import VectorSource, add_settings_arguments, add_vector_arguments, mining_config, \
+from miner.cli import VectorSource, add_settings_arguments, add_vector_arguments, exit_status, mining_config, \
     settings_from_args, setup_logging
 from miner.config import ConfigError, section
 from miner.io import InputFormatError, atomic_output, read_lines, write_json
 from miner.mining import MiningConfig, mine
 from miner.selection import Pairs
-from miner.vectors import EmbeddingError
 
 log = logging.getLogger("miner.mine")
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "mine_sample.yaml"
@@ -140,8 +139,11 @@ def format_summary(report: dict) -> str:
         lines.append(f"  margin range {report['score_range'][0]:.4f} .. {report['score_range'][1]:.4f}")
     if "gold" in report:
         g = report["gold"]
+        unscored = report["pairs"] - g["extracted"]
         lines.append(f"  against {g['file']}: P {100 * g['precision']:.1f}  R {100 * g['recall']:.1f}  "
-                     f"F1 {100 * g['f1']:.1f}  ({g['correct']} of {g['gold']} gold pairs found)")
+                     f"F1 {100 * g['f1']:.1f}  ({g['correct']} of {g['gold']} gold pairs found"
+                     + (f"; {unscored} mined pair(s) with a repeated text not scored, by the BUCC rule)"
+                        if unscored else ")"))
     lines.append("  wrote " + ", ".join(report["outputs"]))
     return "\n".join(lines)
 
@@ -158,16 +160,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     setup_logging(args.verbose)
-    try:
+
+    def command() -> None:
         settings = settings_from_args(args)
         inputs = resolve_inputs(settings, args.config, args)
         output = args.output or Path(settings.get("output") or "output")
-        report = run(inputs, VectorSource.from_args(args, settings), mining_config(settings), output)
-    except (InputFormatError, EmbeddingError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    print(format_summary(report))
-    return 0
+        print(format_summary(run(inputs, VectorSource.from_args(args, settings), mining_config(settings), output)))
+
+    return exit_status(command)
 
 
 if __name__ == "__main__":

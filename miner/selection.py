@@ -29,8 +29,7 @@ class Candidates:
     def best(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(best neighbour, its margin, its cosine) per row; the first (most similar) neighbour wins ties."""
         column = self.margins.argmax(axis=1)[:, None]
-        take = lambda a: np.take_along_axis(a, column, axis=1)[:, 0]  # noqa: E731
-        return take(self.ids), take(self.margins), take(self.cos)
+        return tuple(np.take_along_axis(a, column, axis=1)[:, 0] for a in (self.ids, self.margins, self.cos))
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,6 @@ import sys
 
 import numpy as np
 import pyarrow.parquet as pq
-import pytest
 
 from miner.mine import main
 from tests.conftest import REPO
