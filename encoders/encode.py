@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from encoders import load_encoder
+from miner.cli import exit_status, setup_logging
 from miner.io import InputFormatError, atomic_output, read_lines
 
 log = logging.getLogger("encoders.encode")
@@ -59,23 +60,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--column", type=int, help="embed this 1-based tab-separated field")
     parser.add_argument("--dtype", choices=("float32", "float16"), default="float32")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    setup_logging()
 
     inputs = ([args.input] if args.input else []) + args.inputs
     if not inputs or (args.output is None) == (args.output_dir is None) or (args.output and len(inputs) != 1):
         parser.error("give --input FILE --output OUT.npy, or --output-dir DIR with one or more inputs")
-    encoder = load_encoder(args.encoder)
-    try:
+
+    def command() -> None:
+        encoder = load_encoder(args.encoder)
         for source in inputs:
             output = args.output or args.output_dir / f"{source.name}.npy"
             started = time.perf_counter()
             n = encode_file(encoder, source, output, args.column, args.dtype)
             log.info("%s: %d sentences -> %s (%.1fs)", source, n, output, time.perf_counter() - started)
-    except InputFormatError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    return 0
 
+    return exit_status(command)
 
 if __name__ == "__main__":
     sys.exit(main())

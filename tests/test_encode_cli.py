@@ -29,3 +29,9 @@ def test_empty_line_is_named(tmp_path, capsys):
     assert main(["--encoder", "char-ngram", "--input", str(tmp_path / "x.txt"),
                  "--output", str(tmp_path / "x.npy")]) == 2
     assert "x.txt: sentence 1 is empty" in capsys.readouterr().err
+
+
+def test_unknown_encoder_is_a_clear_error(tmp_path, capsys):
+    (tmp_path / "x.txt").write_text("Hallo\n")
+    assert main(["--encoder", "laser9", "--input", str(tmp_path / "x.txt"), "--output", str(tmp_path / "x.npy")]) == 2
+    assert "unknown encoder 'laser9'" in capsys.readouterr().err
