@@ -14,8 +14,10 @@ INSTALL_REQUIRES = [
     "pyyaml>=6",
     "tqdm>=4.66",
     "torch>=2.1",
-    "transformers>=4.40",
+    "transformers>=5.0",  # from_pretrained(weights_only=True): never unpickles a checkpoint's .bin
     "tokenizers>=0.15",
+    "safetensors>=0.4",
+    "huggingface-hub>=0.20",
     "apache-beam>=2.60",
     "fasttext-numpy2-wheel>=0.9.2",  # fasttext 0.9.3 and fasttext-wheel break on numpy 2 in predict()
     "trafilatura>=1.8",
@@ -29,7 +31,8 @@ EXTRAS_REQUIRE = {
     "gcp": ["apache-beam[gcp]>=2.60"],
     # faiss-gpu-cu12 ships the same `faiss` module as faiss-cpu: see the README's GPU section.
     "gpu": ["faiss-gpu-cu12>=1.8"],
-    "test": ["pytest>=8", "hypothesis>=6.100", "matplotlib>=3.8"],
+    # sentence-transformers: the tests check our checkpoints give the same vectors there; bench/ races it.
+    "test": ["pytest>=8", "hypothesis>=6.100", "matplotlib>=3.8", "sentence-transformers>=3.0"],
 }
 
 setup(

@@ -1,26 +1,47 @@
-"""Sentence encoders: text in, L2-normalised float32 vectors out.
+"""Sentence encoders: text in, L2-normalised vectors out, one row per sentence in input order.
 
-    encoder = load_encoder("char-ngram")
-    vectors = encoder.encode(["Guten Morgen.", "Good morning."])   # numpy [2, dim]
+    encoder = load_encoder("models/cmlm-small")              # a checkpoint folder, or a hub id like org/name
+    vectors = encoder.encode(["Guten Morgen.", "Good morning."])   # numpy float32 [2, dim]
 
-Encoders are named by a spec string. Built in today: `char-ngram[:DIM]`, a lexical baseline needing no model.
-The multilingual CMLM encoder (transformer checkpoints) arrives with the encoders issue.
+Specs:
+- a folder: our CMLM checkpoints, any BERT-family transformers checkpoint with its tokenizer (mean pooling), or a
+  sentence-transformers folder (its own pooling and Dense layers); see encoders.checkpoint;
+- `org/name`: a hub model id, fetched (data files only) when no such local folder exists;
+- `char-ngram[:DIM]`: hashed character n-grams, a lexical baseline that needs no model.
+
+Modules: checkpoint (what a folder holds), transformer (the encoder), batching (validation, token-budget batches),
+pooling, model (the CMLM inference network and how checkpoints are saved), tokenizer (WordPiece training and
+coverage), language_removal (PCR and the meaning projection), encode (the command line).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from encoders.batching import BadSentenceError
 from encoders.char_ngram import CharNgramEncoder
+from encoders.checkpoint import HUB_ID, CheckpointError
 
 BUILTIN = {"char-ngram": CharNgramEncoder}
 
+__all__ = ["BadSentenceError", "CheckpointError", "load_encoder"]
 
-def load_encoder(spec: str):
-    """An encoder from its spec: `char-ngram` or `char-ngram:512` (vector size)."""
+
+def load_encoder(spec: str, **options):
+    """An encoder from its spec. Options (device, precision, token_budget, batch_size, max_seq_length, pooling,
+    language_removal) apply to transformer checkpoints; the built-in baseline takes none."""
     name, _, option = spec.partition(":")
-    if name not in BUILTIN:
-        raise ValueError(f"unknown encoder {spec!r}; built-in encoders: {', '.join(BUILTIN)}")
-    if not option:
-        return BUILTIN[name]()
-    if not option.isdigit():
-        raise ValueError(f"encoder {spec!r}: the part after ':' must be the vector size, e.g. {name}:512")
-    return BUILTIN[name](int(option))
+    if name in BUILTIN:
+        if any(value is not None for value in options.values()):
+            raise ValueError(f"encoder {name!r} takes no options (got {', '.join(options)})")
+        if not option:
+            return BUILTIN[name]()
+        if not option.isdigit():
+            raise ValueError(f"encoder {spec!r}: the part after ':' must be the vector size, e.g. {name}:512")
+        return BUILTIN[name](int(option))
+    if not Path(spec).exists() and not HUB_ID.match(spec):
+        raise CheckpointError(f"unknown encoder {spec!r}: no such folder, not a hub id (org/name), and not a "
+                              f"built-in encoder ({', '.join(BUILTIN)})")
+    from encoders.transformer import TransformerEncoder  # torch and transformers load only when a model is used
+
+    return TransformerEncoder.load(spec, **{k: v for k, v in options.items() if v is not None})

@@ -13,7 +13,7 @@ import re
 import unicodedata
 import zlib
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -37,9 +37,12 @@ class CharNgramEncoder:
                 bag.update(wrapped[i : i + n] for i in range(len(wrapped) - n + 1))
         return bag
 
-    def encode(self, sentences: Sequence[str], batch_size: int | None = None,
-               show_progress: bool = False) -> np.ndarray:
-        """float32 [len(sentences), dim] unit vectors, in input order (batching does not apply: no model)."""
+    def describe(self) -> dict:
+        return {"encoder": f"{self.name}:{self.dim}", "dim": self.dim}
+
+    def encode(self, sentences: Sequence[str], *, language: str | None = None, show_progress: bool = False,
+               progress=None, dtype=np.float32) -> np.ndarray:
+        """[len(sentences), dim] unit vectors in input order (`language` is not needed: the baseline has no model)."""
         out = np.zeros((len(sentences), self.dim), dtype=np.float32)
         for row, sentence in enumerate(sentences):
             bag = self.features(sentence)
@@ -50,5 +53,7 @@ class CharNgramEncoder:
             signs = np.where(hashes >> np.uint64(31) & np.uint64(1), -1.0, 1.0).astype(np.float32)
             np.add.at(out[row], (hashes % np.uint64(self.dim)).astype(np.int64), signs * weights)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
+        if progress:
+            progress(len(sentences))
         # A sentence whose hashed features cancel exactly is vanishingly rare; keep it finite rather than NaN.
-        return out / np.maximum(norms, np.finfo(np.float32).tiny)
+        return (out / np.maximum(norms, np.finfo(np.float32).tiny)).astype(dtype, copy=False)

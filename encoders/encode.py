@@ -1,64 +1,92 @@
 """Embed text files into `.npy` matrices aligned line by line with their input.
 
-    python -m encoders.encode --encoder char-ngram --input sents.txt --output sents.npy
-    python -m encoders.encode --encoder char-ngram --column 2 --output-dir emb/ corpus/de-en.dev.de corpus/de-en.dev.en
+    python -m encoders.encode --encoder models/cmlm --input sents.txt --output sents.npy
+    python -m encoders.encode --encoder models/cmlm --column 2 --output-dir emb/ corpus/de-en.dev.de corpus/de-en.dev.en
 
 `--column N` embeds the N-th tab-separated field (BUCC files are `id<TAB>sentence`: use `--column 2`).
 With `--output-dir`, each input F is written to DIR/<name of F>.npy, the name `miner.evaluate --embeddings DIR`
-looks for.
+looks for. Inputs are streamed: a first pass counts and checks the lines (an empty or undecodable line is reported
+with its file and line number before any encoding), the second encodes chunk by chunk and appends to the output,
+so files larger than memory work. The output appears only when complete.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import logging
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
 from encoders import load_encoder
+from encoders.batching import sentence_problem
+from encoders.options import add_encoder_options, encoder_options
 from miner.cli import exit_status, setup_logging
-from miner.io import InputFormatError, atomic_output, read_lines
+from miner.io import InputFormatError, atomic_output, iter_lines
 
 log = logging.getLogger("encoders.encode")
 
 
-def read_column(path: Path, column: int | None) -> list[str]:
-    lines = read_lines(path)
-    if column is None:
-        return lines
-    texts = []
-    for number, line in enumerate(lines, start=1):
+def iter_texts(path: Path, column: int | None) -> Iterator[str]:
+    for number, line in enumerate(iter_lines(path), start=1):
+        if column is None:
+            yield line
+            continue
         fields = line.split("\t")
         if len(fields) < column:
             raise InputFormatError(f"{path}:{number}: no tab-separated field {column} in {line[:80]!r}")
-        texts.append(fields[column - 1])
-    return texts
+        yield fields[column - 1]
 
 
-def encode_file(encoder, source: Path, output: Path, column: int | None, dtype: str) -> int:
-    texts = read_column(source, column)
-    try:
-        vectors = encoder.encode(texts)
-    except ValueError as err:  # the encoder names the sentence index; name the file and line too
-        raise InputFormatError(f"{source}: {err} (sentence index = line number - 1)") from None
-    with atomic_output(output) as handle:
-        np.save(handle, vectors.astype(dtype), allow_pickle=False)
-    return len(texts)
+def check_texts(path: Path, column: int | None) -> int:
+    """Number of lines; every line that cannot be embedded is reported (file:line: reason) before any work."""
+    count, problems = 0, []
+    for count, text in enumerate(iter_texts(path, column), start=1):
+        problem = sentence_problem(text)
+        if problem:
+            problems.append(f"{path}:{count}: {problem}")
+    if problems:
+        more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
+        raise InputFormatError(f"{len(problems)} line(s) cannot be embedded: {'; '.join(problems[:10])}{more}")
+    if count == 0:
+        raise InputFormatError(f"{path}: no lines to embed")
+    return count
+
+
+def encode_file(encoder, source: Path, output: Path, *, column: int | None = None, dtype: str = "float32",
+                language: str | None = None, chunk_lines: int = 20000, show_progress: bool = False) -> int:
+    """Stream `source` through the encoder into `output` (.npy, rows in line order); returns the line count."""
+    from tqdm.auto import tqdm
+
+    total = check_texts(source, column)
+    texts = iter_texts(source, column)
+    with atomic_output(output) as handle, tqdm(total=total, unit="sent", desc=source.name,
+                                               disable=not show_progress) as bar:
+        np.lib.format.write_array_header_1_0(handle, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+                                                      "fortran_order": False, "shape": (total, encoder.dim)})
+        while chunk := list(itertools.islice(texts, chunk_lines)):
+            vectors = encoder.encode(chunk, language=language, progress=bar.update, dtype=dtype)
+            handle.write(np.ascontiguousarray(vectors, dtype=dtype).tobytes())
+    return total
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m encoders.encode", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--encoder", required=True, help="encoder spec, e.g. char-ngram")
+    parser.add_argument("--encoder", required=True, help="checkpoint folder, hub id, or char-ngram")
     parser.add_argument("--input", type=Path, help="one text file (or give several positional inputs)")
     parser.add_argument("inputs", nargs="*", type=Path, help="text files to embed (with --output-dir)")
     parser.add_argument("--output", type=Path, help="output .npy for --input")
     parser.add_argument("--output-dir", type=Path, help="write DIR/<input name>.npy for every input")
     parser.add_argument("--column", type=int, help="embed this 1-based tab-separated field")
     parser.add_argument("--dtype", choices=("float32", "float16"), default="float32")
+    parser.add_argument("--language", help="language of the sentences (needed with --language-removal pcr)")
+    parser.add_argument("--chunk-lines", type=int, default=20000, help="lines read and sorted at a time")
+    add_encoder_options(parser)
     args = parser.parse_args(argv)
     setup_logging()
 
@@ -67,14 +95,21 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give --input FILE --output OUT.npy, or --output-dir DIR with one or more inputs")
 
     def command() -> None:
-        encoder = load_encoder(args.encoder)
+        encoder = load_encoder(args.encoder, **encoder_options(args))
         for source in inputs:
             output = args.output or args.output_dir / f"{source.name}.npy"
             started = time.perf_counter()
-            n = encode_file(encoder, source, output, args.column, args.dtype)
-            log.info("%s: %d sentences -> %s (%.1fs)", source, n, output, time.perf_counter() - started)
+            n = encode_file(encoder, source, output, column=args.column, dtype=args.dtype, language=args.language,
+                            chunk_lines=args.chunk_lines, show_progress=sys.stderr.isatty())
+            seconds = time.perf_counter() - started
+            log.info("%s: %d sentences -> %s (%.1fs, %.0f sentences/s)", source, n, output, seconds, n / seconds)
+        stats = getattr(encoder, "stats", None)
+        if stats:
+            log.info("truncated to the model's maximum length: %d of %d sentences", stats["truncated"],
+                     stats["sentences"])
 
     return exit_status(command)
+
 
 if __name__ == "__main__":
     sys.exit(main())

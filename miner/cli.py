@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -41,7 +41,11 @@ def add_vector_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--embeddings", type=Path, metavar="DIR",
                         help="precomputed vectors: DIR/<text file name>.npy, row i = line i")
-    source.add_argument("--encoder", help="embed the texts with this encoder (e.g. char-ngram)")
+    source.add_argument("--encoder", help="embed the texts with this encoder: a checkpoint folder, a hub id, or "
+                        "char-ngram")
+    from encoders.options import add_encoder_options  # argparse only: torch loads when an encoder is used
+
+    add_encoder_options(parser)
 
 
 def settings_from_args(args: argparse.Namespace) -> dict:
@@ -60,28 +64,39 @@ def mining_config(config: dict) -> MiningConfig:
 class VectorSource:
     """Vectors for lines of a text file: from `DIR/<file name>.npy`, or by running an encoder on the texts."""
 
-    def __init__(self, embeddings_dir: Path | None = None, encoder_spec: str | None = None):
+    def __init__(self, embeddings_dir: Path | None = None, encoder_spec: str | None = None,
+                 encoder_options: dict | None = None):
         if (embeddings_dir is None) == (encoder_spec is None):
             raise ValueError("give either precomputed embeddings (--embeddings DIR) or an encoder (--encoder)")
         self.embeddings_dir, self.encoder_spec = embeddings_dir, encoder_spec
+        self.encoder_options = encoder_options or {}
         self._encoder = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, config: dict) -> VectorSource:
-        """--embeddings, else --encoder, else the config's `encoder`."""
+        """--embeddings, else --encoder, else the config's `encoder` (a folder relative to the config file)."""
         if args.embeddings is not None:
             return cls(embeddings_dir=args.embeddings)
-        return cls(encoder_spec=args.encoder or config.get("encoder"))
+        from encoders.options import encoder_options
+
+        spec = args.encoder
+        if spec is None and config.get("encoder"):
+            spec = str(config["encoder"])
+            beside_config = Path(args.config).parent / spec if getattr(args, "config", None) else None
+            if beside_config is not None and beside_config.exists():
+                spec = str(beside_config)
+        return cls(encoder_spec=spec, encoder_options=encoder_options(args, section(config, "encoder_options")))
 
     def describe(self) -> dict:
         if self.encoder_spec:
-            return {"encoder": self.encoder_spec}
+            return {"encoder": self.encoder_spec, **self.encoder_options}
         return {"embeddings": str(self.embeddings_dir)}
 
-    def vectors(self, sentences: Sentences, rows: np.ndarray) -> np.ndarray:
-        """Vectors of the sentences at `rows` (indices into `sentences`)."""
+    def vectors(self, sentences: Sentences, rows: np.ndarray, language: str | None = None) -> np.ndarray:
+        """Vectors of the sentences at `rows` (indices into `sentences`); `language` matters only for PCR."""
         if self.encoder_spec:
-            return self._load_encoder().encode([sentences.texts[r] for r in rows])
+            return self._load_encoder().encode([sentences.texts[r] for r in rows], language=language,
+                                               show_progress=sys.stderr.isatty())
         path = self.embeddings_dir / f"{sentences.path.name}.npy"
         matrix = load_embeddings(path)
         if matrix.shape[0] != sentences.line_count:
@@ -95,7 +110,7 @@ class VectorSource:
         if self._encoder is None:
             from encoders import load_encoder  # only the commands that embed need the encoders package
 
-            self._encoder = load_encoder(self.encoder_spec)
+            self._encoder = load_encoder(self.encoder_spec, **self.encoder_options)
         return self._encoder
 
 

@@ -24,8 +24,15 @@ from pathlib import Path
 import numpy as np
 
 from miner import bucc
-from miner.cli import VectorSource, add_settings_arguments, add_vector_arguments, exit_status, mining_config, \
-    settings_from_args, setup_logging
+from miner.cli import (
+    VectorSource,
+    add_settings_arguments,
+    add_vector_arguments,
+    exit_status,
+    mining_config,
+    settings_from_args,
+    setup_logging,
+)
 from miner.io import InputFormatError, read_lines, write_json
 from miner.mining import MiningConfig, mine
 from miner.xsim import xsim
@@ -36,8 +43,9 @@ FOLDS = 2
 def mine_bucc_candidates(corpus: bucc.BuccCorpus, source: VectorSource, config: MiningConfig):
     """Mine a BUCC corpus over its unique texts and map the candidates to id pairs (no threshold)."""
     src_unique, tgt_unique = bucc.unify(corpus.src), bucc.unify(corpus.tgt)
-    src_vectors = source.vectors(corpus.src, src_unique.rows)
-    tgt_vectors = source.vectors(corpus.tgt, tgt_unique.rows)
+    src_lang, tgt_lang = bucc.split_pair(corpus.pair)
+    src_vectors = source.vectors(corpus.src, src_unique.rows, src_lang)
+    tgt_vectors = source.vectors(corpus.tgt, tgt_unique.rows, tgt_lang)
     pairs = mine(src_vectors, tgt_vectors, dataclasses.replace(config, threshold=None),
                  (str(corpus.src.path), str(corpus.tgt.path)))
     candidates = bucc.candidates_to_ids(pairs, src_unique, tgt_unique, corpus.gold or ())
@@ -84,14 +92,18 @@ def bucc_report(corpus_dir: Path, pair: str, split: str, source: VectorSource, c
 
 
 def xsim_report(src_text: Path, tgt_text: Path, source: VectorSource, margin: str, config: MiningConfig,
-                match_texts: bool = True) -> dict:
+                match_texts: bool = True, languages: tuple[str | None, str | None] = (None, None)) -> dict:
+    """Both directions' retrieval accuracy; `languages` (default: the file names up to the first dot, e.g.
+    deu_Latn for FLORES' deu_Latn.devtest.gz) are passed to the encoder for PCR."""
+    src_lang = languages[0] or src_text.name.split(".")[0]
+    tgt_lang = languages[1] or tgt_text.name.split(".")[0]
     src_texts, tgt_texts = read_lines(src_text), read_lines(tgt_text)
     if len(src_texts) != len(tgt_texts):
         raise InputFormatError(f"xsim needs aligned files: {src_text} has {len(src_texts)} lines, "
                                f"{tgt_text} has {len(tgt_texts)}")
     everything = np.arange(len(src_texts))
-    src = source.vectors(bucc.Sentences(src_text, [str(i) for i in everything], src_texts), everything)
-    tgt = source.vectors(bucc.Sentences(tgt_text, [str(i) for i in everything], tgt_texts), everything)
+    src = source.vectors(bucc.Sentences(src_text, [str(i) for i in everything], src_texts), everything, src_lang)
+    tgt = source.vectors(bucc.Sentences(tgt_text, [str(i) for i in everything], tgt_texts), everything, tgt_lang)
     texts = (src_texts, tgt_texts) if match_texts else (None, None)
     result = xsim(src, tgt, margin, config.k, config.knn, *texts)
     return {"task": "xsim", "source": str(src_text), "target": str(tgt_text),
@@ -141,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     xsim_args.add_argument("--tgt-text", type=Path, required=True, help="aligned line by line with --src-text")
     xsim_args.add_argument("--xsim-margin", choices=("absolute", "ratio", "distance"), default="absolute",
                            help="retrieve by cosine (absolute, the usual xsim) or by margin over k neighbours")
+    xsim_args.add_argument("--src-lang", help="source language label for PCR (default: file name up to the first dot)")
+    xsim_args.add_argument("--tgt-lang", help="target language label for PCR (default: file name up to the first dot)")
     xsim_args.add_argument("--strict", action="store_true",
                            help="only the aligned row counts as correct, not an identical sentence elsewhere")
     for sub in (bucc_args, xsim_args):
@@ -161,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.plot:
                 plot_bucc(report, curve, args.plot)
         else:
-            report = xsim_report(args.src_text, args.tgt_text, source, args.xsim_margin, config, not args.strict)
+            report = xsim_report(args.src_text, args.tgt_text, source, args.xsim_margin, config, not args.strict,
+                                 (args.src_lang, args.tgt_lang))
             print(format_xsim(report))
         if args.report:
             write_json(args.report, report)

@@ -10,8 +10,9 @@ import gzip
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
 
 # mkstemp creates files readable by the owner only; outputs get the permissions an ordinary open() would give.
 _UMASK = os.umask(0)
@@ -27,21 +28,24 @@ def read_lines(path: str | Path) -> list[str]:
 
     Invalid UTF-8 is an error naming the line: a mis-decoded sentence would be mined as a different sentence.
     """
+    return list(iter_lines(path))
+
+
+def iter_lines(path: str | Path) -> Iterator[str]:
+    """`read_lines`, one line at a time: for files larger than memory."""
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
-    lines = []
     try:
         with opener(path, "rb") as handle:
             for number, raw in enumerate(handle, start=1):
                 try:
-                    lines.append(raw.decode("utf-8").rstrip("\r\n"))
+                    yield raw.decode("utf-8").rstrip("\r\n")
                 except UnicodeDecodeError as err:
                     raise InputFormatError(f"{path}:{number}: invalid UTF-8 ({err.reason})") from None
     except FileNotFoundError:
         raise InputFormatError(f"{path}: file not found") from None
     except (OSError, EOFError) as err:  # truncated or corrupt gzip
         raise InputFormatError(f"{path}: cannot read ({err})") from None
-    return lines
 
 
 @contextlib.contextmanager

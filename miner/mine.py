@@ -26,8 +26,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from miner import bucc
-from miner.cli import VectorSource, add_settings_arguments, add_vector_arguments, exit_status, mining_config, \
-    settings_from_args, setup_logging
+from miner.cli import (
+    VectorSource,
+    add_settings_arguments,
+    add_vector_arguments,
+    exit_status,
+    mining_config,
+    settings_from_args,
+    setup_logging,
+)
 from miner.config import ConfigError, section
 from miner.io import InputFormatError, atomic_output, read_lines, write_json
 from miner.mining import MiningConfig, mine
@@ -95,7 +102,7 @@ def write_bitext(table: pa.Table, output: Path, name: str) -> list[Path]:
     with atomic_output(tsv) as handle, gzip.GzipFile(fileobj=handle, mode="wb", mtime=0, filename="") as gz:
         for score, s, t in zip(table["score"].to_pylist(), table["src_text"].to_pylist(),
                                table["tgt_text"].to_pylist()):
-            gz.write(f"{score:.6f}\t{s.replace(chr(9), ' ')}\t{t.replace(chr(9), ' ')}\n".encode("utf-8"))
+            gz.write(f"{score:.6f}\t{s.replace(chr(9), ' ')}\t{t.replace(chr(9), ' ')}\n".encode())
     with atomic_output(parquet) as handle:
         pq.write_table(table, handle, compression="zstd")
     return [tsv, parquet]
@@ -106,8 +113,8 @@ def run(inputs: dict, source: VectorSource, config: MiningConfig, output: Path) 
     src_unique, tgt_unique = bucc.unify(src), bucc.unify(tgt)
     log.info("embedding %d + %d unique sentences with %s", len(src_unique.texts), len(tgt_unique.texts),
              source.describe())
-    src_vectors = source.vectors(src, src_unique.rows)
-    tgt_vectors = source.vectors(tgt, tgt_unique.rows)
+    src_vectors = source.vectors(src, src_unique.rows, inputs["src_lang"])
+    tgt_vectors = source.vectors(tgt, tgt_unique.rows, inputs["tgt_lang"])
     pairs = mine(src_vectors, tgt_vectors, config, (str(src.path), str(tgt.path)))
     langs = (inputs["src_lang"], inputs["tgt_lang"])
     name = "-".join(langs)

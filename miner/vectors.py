@@ -10,8 +10,8 @@ A NaN, an infinity or an all-zero row would silently produce wrong neighbours an
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 

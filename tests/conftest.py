@@ -21,3 +21,32 @@ def shared_data() -> Path:
         pytest.skip(f"{path} is absent: tests on the shared real data need ../shared beside the checkout "
                     "(or CMLM_SHARED pointing at it)")
     return path
+
+
+def sample_sentences() -> dict[str, list[str]]:
+    """German and English sentences of the bundled example (written by the project), by language."""
+    texts = {}
+    for lang in ("de", "en"):
+        lines = (REPO / "sample" / "bucc" / f"de-en.training.{lang}").read_text(encoding="utf-8").splitlines()
+        texts[lang] = [line.split("\t", 1)[1] for line in lines]
+    return texts
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer(tmp_path_factory):
+    """A WordPiece vocabulary trained on the bundled example: small, real, and built in seconds."""
+    from encoders.tokenizer import smoothed_corpus, train_wordpiece
+
+    tokenizer = train_wordpiece(smoothed_corpus(sample_sentences(), 2000, 0.3, seed=0), vocab_size=600)
+    folder = tmp_path_factory.mktemp("tokenizer")
+    tokenizer.save_pretrained(folder)
+    return tokenizer
+
+
+@pytest.fixture(scope="session")
+def tiny_encoder_dir(tmp_path_factory, tiny_tokenizer) -> Path:
+    """One of our checkpoints: a 2-layer, 64-wide BERT with random weights, saved as a real folder."""
+    from encoders.model import bert_config, new_encoder_model, save_encoder
+
+    model = new_encoder_model(bert_config(len(tiny_tokenizer), hidden=64, layers=2, max_positions=64), seed=3)
+    return save_encoder(model, tiny_tokenizer, tmp_path_factory.mktemp("encoder") / "tiny", max_seq_length=32)

@@ -28,10 +28,37 @@ def test_empty_line_is_named(tmp_path, capsys):
     (tmp_path / "x.txt").write_text("Hallo\n\nWelt\n")
     assert main(["--encoder", "char-ngram", "--input", str(tmp_path / "x.txt"),
                  "--output", str(tmp_path / "x.npy")]) == 2
-    assert "x.txt: sentence 1 is empty" in capsys.readouterr().err
+    assert "x.txt:2: empty or whitespace only" in capsys.readouterr().err
 
 
 def test_unknown_encoder_is_a_clear_error(tmp_path, capsys):
     (tmp_path / "x.txt").write_text("Hallo\n")
     assert main(["--encoder", "laser9", "--input", str(tmp_path / "x.txt"), "--output", str(tmp_path / "x.npy")]) == 2
     assert "unknown encoder 'laser9'" in capsys.readouterr().err
+
+
+def test_checkpoint_streamed_in_chunks_equals_one_call(tmp_path, tiny_encoder_dir):
+    from encoders import load_encoder
+    from tests.conftest import sample_sentences
+
+    lines = sample_sentences()["de"]
+    (tmp_path / "de.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["--encoder", str(tiny_encoder_dir), "--precision", "fp32", "--chunk-lines", "4",
+                 "--input", str(tmp_path / "de.txt"), "--output", str(tmp_path / "de.npy"), "--dtype", "float16"]) == 0
+    streamed = np.load(tmp_path / "de.npy", allow_pickle=False)
+    assert streamed.dtype == np.float16 and streamed.shape == (len(lines), 64)
+    whole = load_encoder(str(tiny_encoder_dir), precision="fp32").encode(lines)
+    np.testing.assert_allclose(streamed.astype(np.float32), whole, atol=2e-3)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary file left behind
+
+
+def test_bad_line_in_a_big_file_fails_before_any_work_and_writes_nothing(tmp_path, tiny_encoder_dir, capsys):
+    (tmp_path / "x.txt").write_bytes(b"Hallo\nWelt\n   \nok\n\xff\xfe\n")
+    assert main(["--encoder", str(tiny_encoder_dir), "--input", str(tmp_path / "x.txt"),
+                 "--output", str(tmp_path / "x.npy")]) == 2
+    assert "x.txt:5: invalid UTF-8" in capsys.readouterr().err
+    (tmp_path / "x.txt").write_bytes(b"Hallo\nWelt\n   \nok\n")
+    assert main(["--encoder", str(tiny_encoder_dir), "--input", str(tmp_path / "x.txt"),
+                 "--output", str(tmp_path / "x.npy")]) == 2
+    assert "x.txt:3: empty or whitespace only" in capsys.readouterr().err
+    assert not (tmp_path / "x.npy").exists()

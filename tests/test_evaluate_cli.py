@@ -66,3 +66,25 @@ def test_missing_vectors_and_bad_embeddings_are_clear_errors(tmp_path, capsys):
     assert main(["bucc", "--corpus", str(SAMPLE), "--pair", "de-en", "--split", "test",
                  "--embeddings", str(tmp_path)]) == 2
     assert "row 0 contains NaN" in capsys.readouterr().err
+
+
+def test_a_checkpoint_folder_as_encoder_with_pcr(tmp_path, tiny_encoder_dir):
+    """--encoder takes a checkpoint (embed, then score); the pair's languages reach PCR."""
+    import shutil
+
+    from encoders.language_removal import main as language_removal
+
+    model = shutil.copytree(tiny_encoder_dir, tmp_path / "model")
+    for lang in ("de", "en"):
+        lines = (SAMPLE / f"de-en.training.{lang}").read_text(encoding="utf-8").splitlines()
+        (tmp_path / f"{lang}.txt").write_text("\n".join(x.split("\t")[1] for x in lines) + "\n", encoding="utf-8")
+    assert language_removal(["fit-pcr", "--encoder", str(model), "--input", f"de={tmp_path}/de.txt",
+                             "--input", f"en={tmp_path}/en.txt"]) == 0
+    argv = ["bucc", "--corpus", str(SAMPLE), "--pair", "de-en", "--split", "test", "--encoder", str(model),
+            "--precision", "fp32", "--language-removal", "pcr", "--report", str(tmp_path / "r.json")]
+    assert main(argv) == 0
+    settings = json.loads((tmp_path / "r.json").read_text())["settings"]
+    assert settings["encoder"] == str(model) and settings["language_removal"] == "pcr"
+    (tmp_path / "en.head.txt").write_text("".join((tmp_path / "en.txt").open().readlines()[:33]))
+    assert main(["xsim", "--src-text", str(tmp_path / "de.txt"), "--tgt-text", str(tmp_path / "en.head.txt"),
+                 "--encoder", str(model), "--language-removal", "pcr"]) == 0  # labels from file names: de, en

@@ -6,8 +6,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from miner.index import (IndexConfigError, KnnConfig, default_factory, default_nprobe, knn, rescore,
-                         resolve_factory, stores_exact_vectors, use_gpu)
+from miner.index import (
+    IndexConfigError,
+    KnnConfig,
+    default_factory,
+    default_nprobe,
+    knn,
+    rescore,
+    resolve_factory,
+    stores_exact_vectors,
+    use_gpu,
+)
 
 
 def unit(a):

@@ -1,0 +1,82 @@
+"""Sentence validation and token-budget batching: the pure-Python half of encoding, testable without a model.
+
+Batches are cut from length-sorted input so that padding is small, and sized by a token budget (sentences x
+longest length) rather than a fixed count: short sentences travel in large batches, long ones in small batches, and
+memory per batch stays bounded whatever the input. Longest first, so an out-of-memory shows on the first batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+class BadSentenceError(ValueError):
+    """Sentences that cannot be embedded; `problems` maps their input index to the reason."""
+
+    def __init__(self, problems: dict[int, str]):
+        self.problems = problems
+        shown = "; ".join(f"sentence {i}: {reason}" for i, reason in list(problems.items())[:10])
+        more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
+        super().__init__(f"{len(problems)} sentence(s) cannot be embedded: {shown}{more}")
+
+
+def sentence_problem(sentence) -> str | None:
+    """Why a sentence cannot be embedded, or None when it can."""
+    if isinstance(sentence, bytes):
+        try:
+            sentence = sentence.decode("utf-8")
+        except UnicodeDecodeError as err:
+            return f"invalid UTF-8 ({err.reason} at byte {err.start})"
+    if not isinstance(sentence, str):
+        return f"not text ({type(sentence).__name__})"
+    if not sentence.strip():
+        return "empty or whitespace only"
+    try:
+        sentence.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: what surrogateescape decoding leaves of invalid UTF-8
+        return "invalid UTF-8 (lone surrogate code point)"
+    return None
+
+
+@dataclass
+class PreparedText:
+    texts: list[str]
+    problems: dict[int, str] = field(default_factory=dict)  # input index -> reason, for sentences left out
+    kept: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # input index of each text
+    clipped: set[int] = field(default_factory=set)  # positions in `texts` cut at `max_chars` before tokenising
+
+
+def prepare_texts(sentences: Sequence, max_chars: int) -> PreparedText:
+    """Validate and decode sentences; clip each at `max_chars` characters, which bounds tokenisation work per
+    sentence (the tokenizer truncates to the model's length afterwards anyway)."""
+    texts, kept, problems, clipped = [], [], {}, set()
+    for index, sentence in enumerate(sentences):
+        problem = sentence_problem(sentence)
+        if problem:
+            problems[index] = problem
+            continue
+        text = sentence.decode("utf-8") if isinstance(sentence, bytes) else sentence
+        if len(text) > max_chars:
+            text = text[:max_chars]
+            clipped.add(len(texts))
+        texts.append(text)
+        kept.append(index)
+    return PreparedText(texts, problems, np.asarray(kept, dtype=np.int64), clipped)
+
+
+def token_budget_batches(lengths: Sequence[int], token_budget: int, max_sentences: int) -> list[np.ndarray]:
+    """Index arrays into `lengths`, longest sentences first; each batch pads to its first (longest) sentence and
+    holds at most `token_budget` padded tokens and `max_sentences` sentences (always at least one sentence)."""
+    if token_budget < 1 or max_sentences < 1:
+        raise ValueError(f"token budget and batch size must be positive, got {token_budget} and {max_sentences}")
+    lengths = np.asarray(lengths, dtype=np.int64)
+    order = np.argsort(-lengths, kind="stable")
+    batches, start = [], 0
+    while start < len(order):
+        size = max(1, min(max_sentences, token_budget // max(1, int(lengths[order[start]]))))
+        batches.append(order[start : start + size])
+        start += size
+    return batches

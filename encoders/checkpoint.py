@@ -1,0 +1,180 @@
+"""What a checkpoint folder holds, read without running any of its code.
+
+Three layouts load:
+- a sentence-transformers folder: `modules.json` lists a Transformer, then Pooling, optional Dense layers and an
+  optional Normalize; each module's config says what it does (LaBSE: CLS pooling, a tanh Dense, Normalize);
+- a plain transformers folder (`config.json`, weights, tokenizer), e.g. a BERT-family model a user downloaded:
+  mean pooling, the CMLM inference recipe (METHODS §4);
+- our own checkpoints, which are sentence-transformers folders (see `encoders.model.save_encoder`).
+Vectors always leave the encoder L2-normalised, whatever the folder says: mining compares them by cosine.
+
+Only data is read: JSON configs and safetensors weights (or a `.bin` through `torch.load(weights_only=True)`).
+A folder whose config asks for custom code (`auto_map`) is refused: we never pass `trust_remote_code`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Encoder-only transformer families that `AutoModel` builds from transformers' own code.
+SUPPORTED_MODEL_TYPES = frozenset({
+    "bert", "roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "distilbert", "electra", "mpnet",
+    "deberta", "deberta-v2", "ernie", "rembert", "modernbert", "nomic_bert", "megatron-bert",
+})
+POOLING_MODES = ("mean", "cls", "max", "mean_sqrt_len_tokens", "lasttoken")
+LEGACY_POOLING_KEYS = {"mean": "pooling_mode_mean_tokens", "cls": "pooling_mode_cls_token",
+                       "max": "pooling_mode_max_tokens", "mean_sqrt_len_tokens": "pooling_mode_mean_sqrt_len_tokens",
+                       "lasttoken": "pooling_mode_lasttoken"}
+DENSE_ACTIVATIONS = ("identity", "tanh", "relu", "gelu")
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "sentencepiece.bpe.model", "spiece.model", "vocab.json")
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint folder that cannot be loaded; the message names the folder and the missing or bad part."""
+
+
+@dataclass(frozen=True)
+class DenseLayer:
+    """A sentence-transformers Dense module: y = activation(W x + b)."""
+
+    weights: Path
+    in_features: int
+    out_features: int
+    bias: bool
+    activation: str
+
+
+@dataclass(frozen=True)
+class CheckpointLayout:
+    folder: Path
+    transformer: Path  # the folder holding config.json, weights and tokenizer
+    model_type: str
+    pooling: str = "mean"
+    dense: tuple[DenseLayer, ...] = field(default_factory=tuple)
+    max_seq_length: int | None = None
+
+
+def read_checkpoint(folder: str | Path, pooling: str | None = None) -> CheckpointLayout:
+    """The layout of a checkpoint folder; `pooling` overrides what the folder says (or the mean default)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise CheckpointError(f"{folder}: not a folder (an encoder checkpoint is a folder with config.json)")
+    modules = folder / "modules.json"
+    layout = _read_sentence_transformers(folder, modules) if modules.exists() else _read_plain(folder)
+    if pooling is not None:
+        if pooling not in POOLING_MODES:
+            raise CheckpointError(f"pooling {pooling!r} is not one of {', '.join(POOLING_MODES)}")
+        layout = CheckpointLayout(**{**layout.__dict__, "pooling": pooling})
+    return layout
+
+
+def _read_plain(folder: Path) -> CheckpointLayout:
+    return CheckpointLayout(folder=folder, transformer=folder, model_type=_check_transformer(folder))
+
+
+def _read_sentence_transformers(folder: Path, modules_file: Path) -> CheckpointLayout:
+    modules = _json(modules_file)
+    if not isinstance(modules, list) or not modules:
+        raise CheckpointError(f"{modules_file}: expected a non-empty list of modules")
+    transformer, pooling, dense, max_len = None, "cls", [], None
+    for position, module in enumerate(sorted(modules, key=lambda m: m.get("idx", 0))):
+        kind = str(module.get("type", "")).rsplit(".", 1)[-1]
+        path = folder / module.get("path", "")
+        where = f"{modules_file} module {position} ({kind or 'no type'})"
+        if kind == "Transformer":
+            if position != 0:
+                raise CheckpointError(f"{where}: the Transformer must be the first module")
+            transformer = path
+            max_len = _st_max_seq_length(path, folder)
+        elif kind == "Pooling":
+            pooling = _st_pooling(path / "config.json", where)
+        elif kind == "Dense":
+            dense.append(_st_dense(path, where))
+        elif kind == "Normalize":
+            pass  # vectors always leave the encoder L2-normalised: mining compares them by cosine
+        else:
+            raise CheckpointError(f"{where}: unsupported sentence-transformers module; supported: Transformer, "
+                                  "Pooling, Dense, Normalize")
+    if transformer is None:
+        raise CheckpointError(f"{modules_file}: no Transformer module")
+    return CheckpointLayout(folder=folder, transformer=transformer, model_type=_check_transformer(transformer),
+                            pooling=pooling, dense=tuple(dense), max_seq_length=max_len)
+
+
+def _check_transformer(folder: Path) -> str:
+    config = _json(folder / "config.json")
+    if "auto_map" in config:
+        raise CheckpointError(f"{folder / 'config.json'}: the model needs custom code (auto_map); "
+                              "cmlm-miner never runs code from checkpoints (no trust_remote_code)")
+    model_type = config.get("model_type")
+    if model_type not in SUPPORTED_MODEL_TYPES:
+        raise CheckpointError(f"{folder / 'config.json'}: unknown or unsupported architecture {model_type!r}; "
+                              f"supported encoder families: {', '.join(sorted(SUPPORTED_MODEL_TYPES))}")
+    if not any((folder / name).exists() for name in WEIGHT_FILES):
+        raise CheckpointError(f"{folder}: no model weights (looked for {', '.join(WEIGHT_FILES)})")
+    if not any((folder / name).exists() for name in TOKENIZER_FILES):
+        raise CheckpointError(f"{folder}: no tokenizer files (looked for {', '.join(TOKENIZER_FILES)})")
+    return model_type
+
+
+def _st_max_seq_length(path: Path, folder: Path) -> int | None:
+    for candidate in (path / "sentence_bert_config.json", folder / "sentence_bert_config.json"):
+        if candidate.exists():
+            value = _json(candidate).get("max_seq_length")
+            return int(value) if value else None
+    return None
+
+
+def _st_pooling(config_file: Path, where: str) -> str:
+    config = _json(config_file)
+    mode = config.get("pooling_mode")  # sentence-transformers >= 5 writes one string ...
+    if mode is None:  # ... older versions one boolean per mode
+        modes = [m for m, key in LEGACY_POOLING_KEYS.items() if config.get(key)]
+        if len(modes) != 1:
+            raise CheckpointError(f"{where}: {config_file} must enable exactly one pooling mode of "
+                                  f"{', '.join(POOLING_MODES)} (found {modes or 'none'})")
+        mode = modes[0]
+    if isinstance(mode, list) or mode not in POOLING_MODES:
+        raise CheckpointError(f"{where}: pooling {mode!r} is not supported; supported: {', '.join(POOLING_MODES)}")
+    return mode
+
+
+def _st_dense(path: Path, where: str) -> DenseLayer:
+    config = _json(path / "config.json")
+    activation = str(config.get("activation_function", "torch.nn.modules.linear.Identity")).rsplit(".", 1)[-1].lower()
+    if activation not in DENSE_ACTIVATIONS:
+        raise CheckpointError(f"{where}: Dense activation {activation!r} is not supported "
+                              f"({', '.join(DENSE_ACTIVATIONS)})")
+    weights = next((path / n for n in ("model.safetensors", "pytorch_model.bin") if (path / n).exists()), None)
+    if weights is None:
+        raise CheckpointError(f"{where}: {path} has no model.safetensors or pytorch_model.bin")
+    try:
+        return DenseLayer(weights, int(config["in_features"]), int(config["out_features"]),
+                          bool(config.get("bias", True)), activation)
+    except (KeyError, TypeError, ValueError) as err:
+        raise CheckpointError(f"{where}: {path / 'config.json'} needs in_features and out_features ({err})") from None
+
+
+def _json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CheckpointError(f"{path}: missing (is this an encoder checkpoint folder?)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise CheckpointError(f"{path}: not valid JSON ({err})") from None
+
+
+def resolve_hub_id(model_id: str) -> Path:
+    """Download (or find in the local cache) a hub model's data files, never its code or pickles."""
+    try:
+        from huggingface_hub import snapshot_download
+        return Path(snapshot_download(model_id, allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model",
+                                                                "*/*.json", "*/*.safetensors"]))
+    except Exception as err:  # offline, unknown id, gated repo: all end the same way for the user
+        raise CheckpointError(f"{model_id}: not a local folder, and the hub model could not be fetched "
+                              f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})") from None

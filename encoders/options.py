@@ -1,0 +1,31 @@
+"""Command-line options for transformer encoders, shared by every command that embeds (light: no torch import)."""
+
+from __future__ import annotations
+
+import argparse
+
+OPTION_NAMES = ("device", "precision", "token_budget", "batch_size", "max_seq_length", "pooling", "language_removal")
+
+
+def add_encoder_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("encoder options (transformer checkpoints)")
+    group.add_argument("--device", help="auto (default: every GPU, else CPU), cpu, cuda, or cuda:0,cuda:1")
+    group.add_argument("--precision", choices=("auto", "fp32", "bf16", "fp16"),
+                       help="auto (default): bf16 on GPUs and on CPUs with native bf16, else fp16 / fp32")
+    group.add_argument("--token-budget", type=int, help="padded tokens per batch (default 65536 GPU, 8192 CPU)")
+    group.add_argument("--batch-size", type=int, help="sentences per batch at most (default 1024 GPU, 128 CPU)")
+    group.add_argument("--max-seq-length", type=int, help="truncate sentences to this many tokens")
+    group.add_argument("--pooling", choices=("mean", "cls", "max", "mean_sqrt_len_tokens", "lasttoken"),
+                       help="override the checkpoint's pooling")
+    group.add_argument("--language-removal", choices=("none", "pcr", "meaning"),
+                       help="remove language identity: PCR or the meaning projection saved beside the model")
+
+
+def encoder_options(args: argparse.Namespace, defaults: dict | None = None) -> dict:
+    """The options given on the command line, over `defaults` (e.g. a config file's `encoder_options`)."""
+    options = dict(defaults or {})
+    unknown = set(options) - set(OPTION_NAMES)
+    if unknown:
+        raise ValueError(f"unknown encoder option(s) {', '.join(sorted(unknown))}; known: {', '.join(OPTION_NAMES)}")
+    options.update({name: getattr(args, name) for name in OPTION_NAMES if getattr(args, name, None) is not None})
+    return options

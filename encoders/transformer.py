@@ -1,0 +1,274 @@
+"""The transformer sentence encoder: one `encode(sentences) -> array` call over any loadable checkpoint.
+
+    encoder = TransformerEncoder.load("models/cmlm-small")
+    vectors = encoder.encode(["Guten Morgen.", "Good morning."])     # float32 [2, dim], unit rows, input order
+
+Speed comes from doing less work, not from approximating: the whole input is tokenised in one Rust call, sorted by
+token length and cut into batches by a token budget (encoders.batching), so there is almost no padding; the model
+runs under `torch.inference_mode` in bf16 where the hardware has native bf16 (any recent GPU, CPUs with AVX512-BF16
+or AMX), fp16 on older GPUs, else fp32; pooling and normalisation stay in fp32. Every visible GPU gets a replica and
+pulls batches from a shared queue. A batch that runs out of GPU memory is split and retried, never dropped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import logging
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from encoders.batching import BadSentenceError, prepare_texts, token_budget_batches
+from encoders.checkpoint import HUB_ID, CheckpointError, CheckpointLayout, read_checkpoint, resolve_hub_id
+from encoders.language_removal import load_language_removal
+from encoders.pooling import load_dense, pool
+
+log = logging.getLogger(__name__)
+
+PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+# Models whose transformers class builds a pooler head we never use (sentence vectors come from token outputs).
+HAS_POOLER = {"bert", "roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "ernie", "megatron-bert"}
+CHARS_PER_TOKEN_CAP = 20  # clip text at max_seq_length * this before tokenising: bounds work on pathological lines
+
+
+@dataclass
+class Replica:
+    device: torch.device
+    model: torch.nn.Module
+    dense: list[torch.nn.Module]
+
+
+@dataclass
+class EncodedSentences:
+    """What `encode_valid` returns: vectors for the sentences that could be embedded, and why others could not."""
+
+    vectors: np.ndarray  # [len(kept), dim]
+    kept: np.ndarray  # input index of each row
+    problems: dict[int, str]  # input index -> reason
+
+
+def cpu_has_native_bf16() -> bool:
+    """AVX512-BF16 or AMX: bf16 matrix work is then about twice as fast as fp32 (measured: docs/benchmarks.md)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def resolve_devices(device: str) -> list[torch.device]:
+    """`auto`: every visible GPU, else the CPU. `cuda` means every GPU; `cuda:0,cuda:1` names them."""
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError("device 'cuda' asked for, but torch sees no GPU")
+        return [torch.device("cuda", i) for i in range(torch.cuda.device_count())]
+    return [torch.device(name.strip()) for name in device.split(",")]
+
+
+def resolve_precision(precision: str, device: torch.device) -> torch.dtype:
+    if precision == "auto":
+        if device.type == "cuda":
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.bfloat16 if device.type == "cpu" and cpu_has_native_bf16() else torch.float32
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision {precision!r} is not one of auto, {', '.join(PRECISIONS)}")
+    return PRECISIONS[precision]
+
+
+class TransformerEncoder:
+    def __init__(self, layout: CheckpointLayout, *, device: str = "auto", precision: str = "auto",
+                 token_budget: int | None = None, batch_size: int | None = None,
+                 max_seq_length: int | None = None, language_removal: str | None = None):
+        self.layout = layout
+        self.name = str(layout.folder)
+        self.hf_tokenizer, model = _load_transformer(layout)
+        self.devices = resolve_devices(device)
+        self.dtype = resolve_precision(precision, self.devices[0])
+        on_gpu = self.devices[0].type == "cuda"
+        self.token_budget = token_budget or (65536 if on_gpu else 8192)
+        self.batch_size = batch_size or (1024 if on_gpu else 128)
+        self.max_seq_length = _max_length(layout, model, self.hf_tokenizer, max_seq_length)
+        self.tokenizer = _truncating_tokenizer(self.hf_tokenizer, self.max_seq_length)
+        self.pad_id = self.hf_tokenizer.pad_token_id if self.hf_tokenizer.pad_token_id is not None else 0
+        dense = [load_dense(layer) for layer in layout.dense]
+        self.model_dim = dense[-1][0].out_features if dense else model.config.hidden_size
+        self.replicas = [self._replica(model, dense, d) for d in self.devices]
+        self.removal = load_language_removal(layout.folder, language_removal, self.model_dim)
+        self.dim = self.removal.output_dim if self.removal else self.model_dim  # what encode() returns
+        self.stats: Counter = Counter()  # sentences, truncated, skipped: cumulative over calls, for reports
+
+    @classmethod
+    def load(cls, path_or_hub_id: str | Path, *, pooling: str | None = None, **options) -> TransformerEncoder:
+        """Load a local checkpoint folder, or a hub model id (`org/name`) when no such folder exists."""
+        folder = Path(path_or_hub_id)
+        if not folder.exists() and HUB_ID.match(str(path_or_hub_id)):
+            folder = resolve_hub_id(str(path_or_hub_id))
+        return cls(read_checkpoint(folder, pooling=pooling), **options)
+
+    def _replica(self, model: torch.nn.Module, dense: list, device: torch.device) -> Replica:
+        model = model if device == self.devices[0] else copy.deepcopy(model)
+        model = model.to(device=device, dtype=self.dtype).eval()
+        return Replica(device, model, [copy.deepcopy(layer).to(device).eval() for layer in dense])
+
+    def describe(self) -> dict:
+        return {"encoder": self.name, "dim": self.dim, "pooling": self.layout.pooling,
+                "max_seq_length": self.max_seq_length, "devices": [str(d) for d in self.devices],
+                "precision": str(self.dtype).removeprefix("torch."), "token_budget": self.token_budget,
+                "batch_size": self.batch_size, "language_removal": self.removal.kind if self.removal else None}
+
+    # -- the public calls --------------------------------------------------------------------------------------
+
+    def encode(self, sentences: Sequence[str], *, language: str | None = None, show_progress: bool = False,
+               progress=None, dtype: str | np.dtype = np.float32) -> np.ndarray:
+        """Unit vectors [len(sentences), dim] in input order. Sentences that cannot be embedded (empty, invalid
+        UTF-8, not text) raise BadSentenceError naming every one of them before any work is done.
+        `language` is needed only with PCR; `progress(n)` is called as sentences finish (for a caller's bar)."""
+        prepared = prepare_texts(sentences, self.max_seq_length * CHARS_PER_TOKEN_CAP)
+        if prepared.problems:
+            raise BadSentenceError(prepared.problems)
+        vectors = self._embed(prepared.texts, prepared.clipped, show_progress, progress)
+        return self._finish(vectors, language).astype(dtype, copy=False)
+
+    def encode_valid(self, sentences: Sequence, *, language: str | None = None, show_progress: bool = False,
+                     progress=None, dtype: str | np.dtype = np.float32) -> EncodedSentences:
+        """Like `encode`, but a bad sentence is left out (and reported) while every other one is embedded."""
+        prepared = prepare_texts(sentences, self.max_seq_length * CHARS_PER_TOKEN_CAP)
+        self.stats["skipped"] += len(prepared.problems)
+        for index, reason in list(prepared.problems.items())[:5]:
+            log.warning("skipping sentence %d: %s", index, reason)
+        vectors = self._embed(prepared.texts, prepared.clipped, show_progress, progress)
+        return EncodedSentences(self._finish(vectors, language).astype(dtype, copy=False), prepared.kept,
+                                prepared.problems)
+
+    # -- the work ----------------------------------------------------------------------------------------------
+
+    def _embed(self, texts: list[str], clipped: set[int], show_progress: bool, progress=None) -> np.ndarray:
+        encodings = self.tokenizer.encode_batch(texts)
+        ids = [encoding.ids for encoding in encodings]
+        truncated = sum(1 for i, encoding in enumerate(encodings) if encoding.overflowing or i in clipped)
+        self.stats.update(sentences=len(texts), truncated=truncated)
+        if truncated:
+            log.info("%d of %d sentences truncated to %d tokens", truncated, len(texts), self.max_seq_length)
+        out = np.empty((len(texts), self.model_dim), dtype=np.float32)
+        batches = token_budget_batches([len(row) for row in ids], self.token_budget, self.batch_size)
+        from tqdm.auto import tqdm
+
+        with tqdm(total=len(texts), unit="sent", disable=not show_progress, desc="encode") as bar:
+            def run(replica: Replica, batch: np.ndarray) -> None:
+                out[batch] = self._forward_splitting(replica, [ids[i] for i in batch])
+                bar.update(len(batch))
+                if progress:
+                    progress(len(batch))
+
+            if len(self.replicas) == 1:
+                for batch in batches:
+                    run(self.replicas[0], batch)
+            else:
+                self._run_on_all_devices(batches, run)
+        return out
+
+    def _run_on_all_devices(self, batches: list[np.ndarray], run) -> None:
+        """One thread per GPU, each pulling the next batch: torch releases the GIL inside kernels."""
+        pending, lock = iter(batches), threading.Lock()
+
+        def worker(replica: Replica) -> None:
+            with torch.cuda.device(replica.device) if replica.device.type == "cuda" else contextlib.nullcontext():
+                while True:
+                    with lock:
+                        batch = next(pending, None)
+                    if batch is None:
+                        return
+                    run(replica, batch)
+
+        with ThreadPoolExecutor(len(self.replicas)) as pool_:
+            for future in [pool_.submit(worker, r) for r in self.replicas]:
+                future.result()
+
+    def _forward_splitting(self, replica: Replica, ids: list[list[int]]) -> np.ndarray:
+        try:
+            return self._forward(replica, ids)
+        except torch.cuda.OutOfMemoryError:
+            if len(ids) == 1:
+                raise
+            torch.cuda.empty_cache()
+            half = len(ids) // 2
+            log.warning("GPU out of memory on a batch of %d; splitting it", len(ids))
+            return np.concatenate([self._forward_splitting(replica, ids[:half]),
+                                   self._forward_splitting(replica, ids[half:])])
+
+    def _forward(self, replica: Replica, ids: list[list[int]]) -> np.ndarray:
+        width = max(map(len, ids))
+        if replica.device.type == "cuda":  # tensor cores like multiples of 8
+            width = min(-(-width // 8) * 8, self.max_seq_length)
+        input_ids = np.full((len(ids), width), self.pad_id, dtype=np.int64)
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for row, tokens in enumerate(ids):
+            input_ids[row, : len(tokens)] = tokens
+            mask[row, : len(tokens)] = 1
+        input_tensor = torch.from_numpy(input_ids).to(replica.device, non_blocking=True)
+        mask_tensor = torch.from_numpy(mask).to(replica.device, non_blocking=True)
+        with torch.inference_mode():
+            tokens = replica.model(input_ids=input_tensor, attention_mask=mask_tensor).last_hidden_state
+            vectors = pool(tokens.float(), mask_tensor, self.layout.pooling)
+            for layer in replica.dense:
+                vectors = layer(vectors)
+            vectors = torch.nn.functional.normalize(vectors, dim=-1)
+        return vectors.cpu().numpy()
+
+    def _finish(self, vectors: np.ndarray, language: str | None) -> np.ndarray:
+        return self.removal.apply(vectors, language) if self.removal else vectors
+
+
+def _load_transformer(layout: CheckpointLayout):
+    from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()  # a checkpoint's unused pooler weights are not worth a report
+    hf_logging.disable_progress_bar()
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(layout.transformer), use_fast=True, trust_remote_code=False)
+        extra = {"add_pooling_layer": False} if layout.model_type in HAS_POOLER else {}
+        model = AutoModel.from_pretrained(str(layout.transformer), trust_remote_code=False, weights_only=True,
+                                          **extra)
+    except (OSError, ValueError, RuntimeError, KeyError) as err:
+        raise CheckpointError(f"{layout.transformer}: cannot load the model or its tokenizer "
+                              f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})") from None
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+    if not tokenizer.is_fast:
+        raise CheckpointError(f"{layout.transformer}: only fast (Rust) tokenizers are supported")
+    return tokenizer, model.eval()
+
+
+def _max_length(layout: CheckpointLayout, model, tokenizer, override: int | None) -> int:
+    """As sentence-transformers decides it: the checkpoint's max_seq_length, else what model and tokenizer allow."""
+    limit = min(getattr(model.config, "max_position_embeddings", 512) or 512, tokenizer.model_max_length or 512)
+    if model.config.model_type in ("roberta", "xlm-roberta", "camembert", "xlm-roberta-xl"):
+        limit = min(limit, model.config.max_position_embeddings - 2)  # positions start after the padding index
+    length = override or layout.max_seq_length or limit
+    if not 2 < length <= limit:
+        raise CheckpointError(f"{layout.folder}: max_seq_length {length} is outside 3..{limit}")
+    return length
+
+
+def _truncating_tokenizer(hf_tokenizer, max_length: int):
+    """A copy of the Rust tokenizer that truncates (recording what it cut) and never pads: we pad per batch."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_str(hf_tokenizer.backend_tokenizer.to_str())
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=max_length)
+    return tokenizer
+

@@ -1,0 +1,75 @@
+"""Reading checkpoint folders (encoders.checkpoint): what loads, and clear errors for what does not."""
+
+import json
+import shutil
+
+import pytest
+
+from encoders import CheckpointError, load_encoder
+from encoders.checkpoint import read_checkpoint
+
+
+def copy_of(folder, tmp_path):
+    return shutil.copytree(folder, tmp_path / "copy")
+
+
+def test_our_checkpoint_reads_as_mean_pooling(tiny_encoder_dir):
+    layout = read_checkpoint(tiny_encoder_dir)
+    assert (layout.pooling, layout.model_type, layout.max_seq_length, layout.dense) == ("mean", "bert", 32, ())
+    assert (tiny_encoder_dir / "model.safetensors").exists() and not list(tiny_encoder_dir.glob("*.bin"))
+
+
+def test_pooling_override(tiny_encoder_dir):
+    assert read_checkpoint(tiny_encoder_dir, pooling="cls").pooling == "cls"
+    with pytest.raises(CheckpointError, match="pooling 'sum'"):
+        read_checkpoint(tiny_encoder_dir, pooling="sum")
+
+
+def test_plain_transformers_folder_defaults_to_mean(tiny_encoder_dir, tmp_path):
+    folder = copy_of(tiny_encoder_dir, tmp_path)
+    (folder / "modules.json").unlink()
+    layout = read_checkpoint(folder)
+    assert layout.pooling == "mean" and layout.max_seq_length is None
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda f: (f / "config.json").unlink(), "config.json: missing"),
+    (lambda f: (f / "config.json").write_text("{not json"), "not valid JSON"),
+    (lambda f: (f / "model.safetensors").unlink(), "no model weights"),
+    (lambda f: [(f / n).unlink() for n in ("tokenizer.json",)], "no tokenizer files"),
+    (lambda f: _edit(f / "config.json", model_type="gpt2"), "unsupported architecture 'gpt2'"),
+    (lambda f: _edit(f / "config.json", auto_map={"AutoModel": "evil.Model"}), "never runs code"),
+    (lambda f: (f / "modules.json").write_text(json.dumps([{"idx": 0, "path": "", "type": "x.Transformer"},
+                                                           {"idx": 1, "path": "p", "type": "x.WeirdModule"}])),
+     "unsupported sentence-transformers module"),
+    (lambda f: (f / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode": "weightedmean"})),
+     "pooling 'weightedmean' is not supported"),
+])
+def test_damaged_folders_are_clear_errors(tiny_encoder_dir, tmp_path, damage, message):
+    folder = copy_of(tiny_encoder_dir, tmp_path)
+    damage(folder)
+    with pytest.raises(CheckpointError, match=message):
+        load_encoder(str(folder))
+
+
+def test_weights_that_do_not_fit_the_config_are_a_clear_error(tiny_encoder_dir, tmp_path):
+    folder = copy_of(tiny_encoder_dir, tmp_path)
+    _edit(folder / "config.json", hidden_size=128, intermediate_size=512)
+    with pytest.raises(CheckpointError, match="cannot load the model"):
+        load_encoder(str(folder))
+
+
+def test_unknown_names(tmp_path):
+    with pytest.raises(CheckpointError, match="unknown encoder 'laser9'"):
+        load_encoder("laser9")
+    with pytest.raises(CheckpointError, match="not a folder"):
+        read_checkpoint(tmp_path / "nothing")
+    # A hub id that cannot be fetched (offline here; unknown online) fails with the reason, not a traceback.
+    with pytest.raises(CheckpointError, match="no-such-org/no-such-model: not a local folder"):
+        load_encoder("no-such-org/no-such-model")
+
+
+def _edit(path, **changes):
+    data = json.loads(path.read_text())
+    data.update(changes)
+    path.write_text(json.dumps(data))

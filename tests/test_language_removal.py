@@ -1,0 +1,63 @@
+"""PCR and the meaning projection (encoders.language_removal), alone and applied by the encoder."""
+
+import numpy as np
+import pytest
+
+from encoders import load_encoder
+from encoders.language_removal import MEANING_FILE, MeaningProjection, PrincipalComponentRemoval, main
+from tests.conftest import sample_sentences
+
+
+def test_pcr_removes_the_first_right_singular_vector(tmp_path):
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(50, 8)).astype(np.float32) + np.array([3, 0, 0, 0, 0, 0, 0, 1], np.float32)
+    pcr = PrincipalComponentRemoval.fit({"deu_Latn": vectors})
+    first = np.linalg.svd(vectors.astype(np.float64), full_matrices=False)[2][0]
+    assert abs(pcr.components["deu_Latn"] @ first) == pytest.approx(1, abs=1e-5)
+    cleaned = pcr.apply(vectors, "deu_Latn")
+    np.testing.assert_allclose(cleaned @ pcr.components["deu_Latn"], 0, atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(cleaned, axis=1), 1, atol=1e-5)
+    pcr.save(tmp_path / "pcr.safetensors")
+    np.testing.assert_array_equal(PrincipalComponentRemoval.load(tmp_path / "pcr.safetensors").apply(vectors, "deu_Latn"),
+                                  cleaned)
+    with pytest.raises(ValueError, match="no component for language 'fra_Latn'; fitted: deu_Latn"):
+        pcr.apply(vectors, "fra_Latn")
+    with pytest.raises(ValueError, match="say which language"):
+        pcr.apply(vectors, None)
+
+
+def test_meaning_projection_round_trip(tmp_path):
+    weight, bias = np.eye(3, 4, dtype=np.float32), np.array([0, 0, 1], np.float32)
+    projection = MeaningProjection(weight, bias, "tanh")
+    projection.save(tmp_path / "m.safetensors")
+    loaded = MeaningProjection.load(tmp_path / "m.safetensors")
+    got = loaded.apply(np.array([[1, 0, 0, 5]], np.float32))
+    expected = np.tanh(np.array([1, 0, 1], np.float32))
+    np.testing.assert_allclose(got[0], expected / np.linalg.norm(expected), atol=1e-6)
+    with pytest.raises(ValueError, match="weight \\[out, in\\]"):
+        MeaningProjection(weight, np.zeros(4, np.float32))
+
+
+def test_fit_pcr_command_then_encode_with_it(tiny_encoder_dir, tmp_path):
+    model = tmp_path / "model"
+    import shutil
+
+    shutil.copytree(tiny_encoder_dir, model)
+    for lang, lines in sample_sentences().items():
+        (tmp_path / f"{lang}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["fit-pcr", "--encoder", str(model), "--input", f"de={tmp_path}/de.txt",
+                 "--input", f"en={tmp_path}/en.txt", "--sample", "15"]) == 0
+    plain = load_encoder(str(model), precision="fp32")
+    with_pcr = load_encoder(str(model), precision="fp32", language_removal="pcr")
+    sentences = sample_sentences()["de"][:5]
+    component = with_pcr.removal.components["de"]
+    np.testing.assert_allclose(with_pcr.encode(sentences, language="de") @ component, 0, atol=1e-5)
+    assert np.abs(plain.encode(sentences) @ component).min() > 0.1  # there was something to remove
+    with pytest.raises(ValueError, match=f"{MEANING_FILE}: missing"):
+        load_encoder(str(model), language_removal="meaning")
+    MeaningProjection(np.eye(8, 64, dtype=np.float32), np.zeros(8, np.float32)).save(model / MEANING_FILE)
+    meaning = load_encoder(str(model), language_removal="meaning")
+    assert meaning.dim == 8 and meaning.encode(sentences).shape == (5, 8)
+    MeaningProjection(np.eye(8, 32, dtype=np.float32), np.zeros(8, np.float32)).save(model / MEANING_FILE)
+    with pytest.raises(ValueError, match="made for vectors of size \\[32\\], but the encoder gives 64"):
+        load_encoder(str(model), language_removal="meaning")
