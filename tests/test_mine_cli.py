@@ -74,3 +74,22 @@ def test_module_entry_point_runs_from_another_directory(tmp_path):
                             env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
     assert result.returncode == 0, result.stderr
     assert "mined de-en" in result.stdout
+
+
+def test_config_names_a_checkpoint_beside_it_with_encoder_options(tmp_path, tiny_encoder_dir, capsys):
+    import shutil
+
+    shutil.copytree(tiny_encoder_dir, tmp_path / "models" / "tiny")
+    sample = REPO / "sample" / "bucc"
+    (tmp_path / "job.yaml").write_text(
+        f"input: {{src: {sample}/de-en.test.de, tgt: {sample}/de-en.test.en, src_lang: de, tgt_lang: en, "
+        "format: bucc}\nencoder: models/tiny\nencoder_options: {precision: fp32, batch_size: 8}\n"
+        "mining: {threshold: 1.0}\n")
+    assert run_main("--config", str(tmp_path / "job.yaml"), "--output", str(tmp_path / "out")) == 0
+    settings = json.loads((tmp_path / "out" / "report.json").read_text())["settings"]
+    assert settings["encoder"] == str(tmp_path / "models" / "tiny")
+    assert settings["precision"] == "fp32" and settings["batch_size"] == 8
+    capsys.readouterr()
+    (tmp_path / "job.yaml").write_text((tmp_path / "job.yaml").read_text().replace("precision", "precison"))
+    assert run_main("--config", str(tmp_path / "job.yaml"), "--output", str(tmp_path / "out2")) == 2
+    assert "unknown encoder option(s) precison" in capsys.readouterr().err
