@@ -25,6 +25,8 @@ SUPPORTED_MODEL_TYPES = frozenset({
     "deberta", "deberta-v2", "ernie", "rembert", "modernbert", "nomic_bert", "megatron-bert",
 })
 POOLING_MODES = ("mean", "cls", "max", "mean_sqrt_len_tokens", "lasttoken")
+# `pooler`: the model's own pooler head (BERT: tanh(W h_CLS + b)), what plain-transformers LaBSE folders expect.
+OVERRIDE_POOLING_MODES = (*POOLING_MODES, "pooler")
 LEGACY_POOLING_KEYS = {"mean": "pooling_mode_mean_tokens", "cls": "pooling_mode_cls_token",
                        "max": "pooling_mode_max_tokens", "mean_sqrt_len_tokens": "pooling_mode_mean_sqrt_len_tokens",
                        "lasttoken": "pooling_mode_lasttoken"}
@@ -67,8 +69,8 @@ def read_checkpoint(folder: str | Path, pooling: str | None = None) -> Checkpoin
     modules = folder / "modules.json"
     layout = _read_sentence_transformers(folder, modules) if modules.exists() else _read_plain(folder)
     if pooling is not None:
-        if pooling not in POOLING_MODES:
-            raise CheckpointError(f"pooling {pooling!r} is not one of {', '.join(POOLING_MODES)}")
+        if pooling not in OVERRIDE_POOLING_MODES:
+            raise CheckpointError(f"pooling {pooling!r} is not one of {', '.join(OVERRIDE_POOLING_MODES)}")
         layout = CheckpointLayout(**{**layout.__dict__, "pooling": pooling})
     return layout
 

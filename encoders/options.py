@@ -15,8 +15,9 @@ def add_encoder_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--token-budget", type=int, help="padded tokens per batch (default 65536 GPU, 8192 CPU)")
     group.add_argument("--batch-size", type=int, help="sentences per batch at most (default 1024 GPU, 128 CPU)")
     group.add_argument("--max-seq-length", type=int, help="truncate sentences to this many tokens")
-    group.add_argument("--pooling", choices=("mean", "cls", "max", "mean_sqrt_len_tokens", "lasttoken"),
-                       help="override the checkpoint's pooling")
+    group.add_argument("--pooling", choices=("mean", "cls", "max", "mean_sqrt_len_tokens", "lasttoken", "pooler"),
+                       help="override the checkpoint's pooling; `pooler` uses the model's pooler head (plain "
+                       "transformers LaBSE folders need it)")
     group.add_argument("--language-removal", choices=("none", "pcr", "meaning"),
                        help="remove language identity: PCR or the meaning projection saved beside the model")
 

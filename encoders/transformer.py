@@ -217,8 +217,11 @@ class TransformerEncoder:
         input_tensor = torch.from_numpy(input_ids).to(replica.device, non_blocking=True)
         mask_tensor = torch.from_numpy(mask).to(replica.device, non_blocking=True)
         with torch.inference_mode():
-            tokens = replica.model(input_ids=input_tensor, attention_mask=mask_tensor).last_hidden_state
-            vectors = pool(tokens.float(), mask_tensor, self.layout.pooling)
+            output = replica.model(input_ids=input_tensor, attention_mask=mask_tensor)
+            if self.layout.pooling == "pooler":
+                vectors = output.pooler_output.float()
+            else:
+                vectors = pool(output.last_hidden_state.float(), mask_tensor, self.layout.pooling)
             for layer in replica.dense:
                 vectors = layer(vectors)
             vectors = torch.nn.functional.normalize(vectors, dim=-1)
@@ -237,7 +240,10 @@ def _load_transformer(layout: CheckpointLayout):
     hf_logging.disable_progress_bar()
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(layout.transformer), use_fast=True, trust_remote_code=False)
-        extra = {"add_pooling_layer": False} if layout.model_type in HAS_POOLER else {}
+        if layout.pooling == "pooler" and layout.model_type not in HAS_POOLER:
+            raise CheckpointError(f"{layout.transformer}: a {layout.model_type} model has no pooler head; "
+                                  f"choose another pooling")
+        extra = {"add_pooling_layer": layout.pooling == "pooler"} if layout.model_type in HAS_POOLER else {}
         model = AutoModel.from_pretrained(str(layout.transformer), trust_remote_code=False, weights_only=True,
                                           **extra)
     except (OSError, ValueError, RuntimeError, KeyError) as err:

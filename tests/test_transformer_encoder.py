@@ -62,6 +62,23 @@ def test_plain_transformers_folder_is_mean_pooled(tiny_encoder_dir, tmp_path):
     assert cosines(got, expected).min() > 0.99999
 
 
+def test_pooler_head_for_plain_labse_style_folders(tiny_encoder_dir, tmp_path):
+    """A plain transformers folder trained to use BERT's pooler (tanh(W h_CLS + b)), as LaBSE's PyTorch port is."""
+    from transformers import AutoTokenizer, BertModel
+
+    model = BertModel.from_pretrained(str(tiny_encoder_dir), add_pooling_layer=True).eval()
+    torch.nn.init.normal_(model.pooler.dense.weight, std=0.2)
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_encoder_dir))
+    model.save_pretrained(tmp_path / "labse-port")
+    tokenizer.save_pretrained(tmp_path / "labse-port")
+    with torch.no_grad():
+        expected = model(**tokenizer(SENTENCES[:3], padding=True, return_tensors="pt")).pooler_output.numpy()
+    pooled = load_encoder(str(tmp_path / "labse-port"), precision="fp32", pooling="pooler").encode(SENTENCES[:3])
+    assert cosines(pooled, expected).min() > 0.99999
+    mean = load_encoder(str(tmp_path / "labse-port"), precision="fp32").encode(SENTENCES[:3])
+    assert cosines(pooled, mean).max() < 0.999  # a different vector: the pooler head is really applied
+
+
 def test_batching_and_order_do_not_change_vectors(tiny_encoder_dir, fp32_encoder):
     small_batches = load_encoder(str(tiny_encoder_dir), precision="fp32", token_budget=40, batch_size=3)
     reference = fp32_encoder.encode(SENTENCES)
