@@ -18,9 +18,13 @@ class BadSentenceError(ValueError):
 
     def __init__(self, problems: dict[int, str]):
         self.problems = problems
-        shown = "; ".join(f"sentence {i}: {reason}" for i, reason in list(problems.items())[:10])
-        more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
-        super().__init__(f"{len(problems)} sentence(s) cannot be embedded: {shown}{more}")
+        super().__init__(describe_problems("sentence(s)", [f"sentence {i}: {why}" for i, why in problems.items()]))
+
+
+def describe_problems(what: str, problems: list[str], shown: int = 10) -> str:
+    """One message for many unembeddable inputs: the count, then the first `shown` of them."""
+    more = f" (and {len(problems) - shown} more)" if len(problems) > shown else ""
+    return f"{len(problems)} {what} cannot be embedded: {'; '.join(problems[:shown])}{more}"
 
 
 def sentence_problem(sentence) -> str | None:

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from encoders import load_encoder
-from encoders.batching import sentence_problem
+from encoders.batching import describe_problems, sentence_problem
 from encoders.options import add_encoder_options, encoder_options
 from miner.cli import exit_status, setup_logging
 from miner.io import InputFormatError, atomic_output, iter_lines
@@ -50,8 +50,7 @@ def check_texts(path: Path, column: int | None) -> int:
         if problem:
             problems.append(f"{path}:{count}: {problem}")
     if problems:
-        more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
-        raise InputFormatError(f"{len(problems)} line(s) cannot be embedded: {'; '.join(problems[:10])}{more}")
+        raise InputFormatError(describe_problems("line(s)", problems))
     if count == 0:
         raise InputFormatError(f"{path}: no lines to embed")
     return count

@@ -37,7 +37,10 @@ class PrincipalComponentRemoval:
 
     def __init__(self, components: dict[str, np.ndarray]):
         self.components = {lang: np.asarray(c, dtype=np.float32) for lang, c in components.items()}
-        self.output_dim = len(next(iter(self.components.values()))) if self.components else 0
+        widths = {len(c) for c in self.components.values()}
+        if len(widths) > 1:
+            raise ValueError(f"PCR components of different sizes: {sorted(widths)}")
+        self.input_dim = self.output_dim = widths.pop() if widths else 0
 
     @classmethod
     def fit(cls, vectors_by_language: dict[str, np.ndarray]) -> PrincipalComponentRemoval:
@@ -79,7 +82,7 @@ class MeaningProjection:
             raise ValueError(f"meaning projection needs weight [out, in] and bias [out], got {weight.shape}, "
                              f"{bias.shape}")
         self.weight, self.bias, self.activation = weight.astype(np.float32), bias.astype(np.float32), activation
-        self.output_dim = weight.shape[0]
+        self.output_dim, self.input_dim = weight.shape
 
     def apply(self, vectors: np.ndarray, language: str | None = None) -> np.ndarray:
         return _unit_rows(ACTIVATIONS[self.activation](vectors @ self.weight.T + self.bias)).astype(np.float32)
@@ -108,9 +111,8 @@ def load_language_removal(folder: Path, kind: str | None, dim: int):
     if not path.exists():
         raise ValueError(f"{path}: missing; {kind} needs it beside the model (made by {maker})")
     removal = cls.load(path)
-    widths = ({len(c) for c in removal.components.values()} if kind == "pcr" else {removal.weight.shape[1]})
-    if widths != {dim}:
-        raise ValueError(f"{path}: made for vectors of size {sorted(widths)}, but the encoder gives {dim}")
+    if removal.input_dim != dim:
+        raise ValueError(f"{path}: made for vectors of size [{removal.input_dim}], but the encoder gives {dim}")
     return removal
 
 
