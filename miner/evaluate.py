@@ -2,6 +2,11 @@
 
     python -m miner.evaluate bucc --corpus DIR --pair de-en --split dev --embeddings EMB_DIR [--tune-split training]
     python -m miner.evaluate xsim --src-text a.txt --tgt-text b.txt --encoder char-ngram
+    python -m miner.evaluate suite --encoder DIR --flores ../shared/data/dev/flores200-devtest/devtest \
+        --bucc ../shared/data/dev/bucc-style --markdown report.md   # the dev figures of an encoder, one table
+
+`suite` runs xsim (cosine) for every `--languages` file against the pivot (FLORES' eng_Latn), both directions,
+and BUCC on every `--pairs` with the 2-fold threshold protocol; it prints and writes both as tables.
 
 Vectors come from precomputed `.npy` files (`--embeddings DIR`: DIR/<text file name>.npy, aligned with the
 lines) or from an encoder (`--encoder`). Both print the figures with the settings that produced them and can
@@ -136,6 +141,58 @@ def format_xsim(report: dict) -> str:
             f"  tgt->src accuracy {100 * b['accuracy']:.2f} (error {100 * b['error_rate']:.2f}, {b['errors']} errors)")
 
 
+SUITE_LANGUAGES = ("arb_Arab,ben_Beng,ces_Latn,deu_Latn,ell_Grek,fin_Latn,fra_Latn,heb_Hebr,hin_Deva,hun_Latn,"
+                   "ind_Latn,jpn_Jpan,kor_Hang,pes_Arab,por_Latn,rus_Cyrl,spa_Latn,swh_Latn,tam_Taml,tha_Thai,"
+                   "tur_Latn,ukr_Cyrl,vie_Latn,zho_Hans")
+
+
+def suite_report(args, source: VectorSource, config: MiningConfig) -> dict:
+    """xsim xx<->pivot for each language and BUCC F1 for each pair: the dev figures of one encoder."""
+    report: dict = {"encoder": source.describe(), "xsim": {}, "bucc": {}}
+    if args.flores:
+        pivot = _flores_file(args.flores, args.pivot)
+        for language in [lang for lang in args.languages.split(",") if lang and lang != args.pivot]:
+            result = xsim_report(_flores_file(args.flores, language), pivot, source, "absolute", config)
+            report["xsim"][language] = {"xx->pivot": result["src->tgt"]["error_rate"],
+                                        "pivot->xx": result["tgt->src"]["error_rate"], "n": result["n"]}
+        errors = [v for row in report["xsim"].values() for v in (row["xx->pivot"], row["pivot->xx"])]
+        report["xsim_mean_error"] = float(np.mean(errors)) if errors else None
+    if args.bucc:
+        for pair in [p for p in args.pairs.split(",") if p]:
+            result, _ = bucc_report(args.bucc, pair, args.split, source, config)
+            report["bucc"][pair] = {**{k: result["result"][k] for k in ("precision", "recall", "f1", "threshold")},
+                                    "oracle_f1": result["oracle"]["f1"], "protocol": result["settings"]["threshold_protocol"]}
+    report["settings"] = {"pivot": args.pivot, "bucc_split": args.split, **config.describe()}
+    return report
+
+
+def _flores_file(folder: Path, language: str) -> Path:
+    for name in (f"{language}.devtest.gz", f"{language}.devtest", f"{language}.dev.gz", f"{language}.dev"):
+        if (folder / name).exists():
+            return folder / name
+    raise InputFormatError(f"{folder}: no FLORES file for {language}")
+
+
+def format_suite(report: dict) -> str:
+    lines = []
+    if report["xsim"]:
+        pivot = report["settings"]["pivot"]
+        lines += [f"| language | xsim error xx->{pivot} (%) | xsim error {pivot}->xx (%) |", "| --- | --- | --- |"]
+        lines += [f"| {lang} | {100 * row['xx->pivot']:.2f} | {100 * row['pivot->xx']:.2f} |"
+                  for lang, row in report["xsim"].items()]
+        rows = report["xsim"].values()
+        lines.append(f"| **mean of {len(report['xsim'])}** | {100 * np.mean([r['xx->pivot'] for r in rows]):.2f} | "
+                     f"{100 * np.mean([r['pivot->xx'] for r in rows]):.2f} |")
+    if report["bucc"]:
+        s = report["settings"]
+        lines += ["", f"BUCC ({s['bucc_split']}, k={s['k']}, {s['margin']} margin, {s['selection']} selection; "
+                  f"threshold tuned 2-fold within the split; the oracle is tuned and measured on the same data):", "",
+                  "| pair | P | R | F1 | oracle F1 |", "| --- | --- | --- | --- | --- |"]
+        lines += [f"| {pair} | {100 * r['precision']:.1f} | {100 * r['recall']:.1f} | {100 * r['f1']:.1f} | "
+                  f"{100 * r['oracle_f1']:.1f} |" for pair, r in report["bucc"].items()]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m miner.evaluate", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -157,7 +214,15 @@ def main(argv: list[str] | None = None) -> int:
     xsim_args.add_argument("--tgt-lang", help="target language label for PCR (default: file name up to the first dot)")
     xsim_args.add_argument("--strict", action="store_true",
                            help="only the aligned row counts as correct, not an identical sentence elsewhere")
-    for sub in (bucc_args, xsim_args):
+    suite_args = tasks.add_parser("suite", help="xsim over many languages and BUCC over several pairs, as tables")
+    suite_args.add_argument("--flores", type=Path, help="folder of FLORES-200 files <lang>.devtest.gz")
+    suite_args.add_argument("--languages", default=SUITE_LANGUAGES, help="comma-separated FLORES codes")
+    suite_args.add_argument("--pivot", default="eng_Latn")
+    suite_args.add_argument("--bucc", type=Path, help="folder of a BUCC-format corpus")
+    suite_args.add_argument("--pairs", default="de-en,fr-en,ru-en,zh-en")
+    suite_args.add_argument("--split", default="dev")
+    suite_args.add_argument("--markdown", type=Path, help="write the tables as Markdown")
+    for sub in (bucc_args, xsim_args, suite_args):
         add_settings_arguments(sub)
         add_vector_arguments(sub)
         sub.add_argument("--report", type=Path, help="write the figures and settings as JSON")
@@ -168,7 +233,12 @@ def main(argv: list[str] | None = None) -> int:
     def command() -> None:
         settings = settings_from_args(args)
         config, source = mining_config(settings), VectorSource.from_args(args, settings)
-        if args.task == "bucc":
+        if args.task == "suite":
+            report = suite_report(args, source, config)
+            print(format_suite(report))
+            if args.markdown:
+                args.markdown.write_text(format_suite(report) + "\n", encoding="utf-8")
+        elif args.task == "bucc":
             report, curve = bucc_report(args.corpus, args.pair, args.split, source, config,
                                         args.tune_split, args.threshold)
             print(format_bucc(report))

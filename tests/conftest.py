@@ -50,3 +50,46 @@ def tiny_encoder_dir(tmp_path_factory, tiny_tokenizer) -> Path:
 
     model = new_encoder_model(bert_config(len(tiny_tokenizer), hidden=64, layers=2, max_positions=64), seed=3)
     return save_encoder(model, tiny_tokenizer, tmp_path_factory.mktemp("encoder") / "tiny", max_seq_length=32)
+
+
+def sample_gold_pairs(split: str = "training") -> list[tuple[str, str]]:
+    """The bundled example's known German-English translations (its gold), as text pairs."""
+    def rows(lang):
+        lines = (REPO / "sample" / "bucc" / f"de-en.{split}.{lang}").read_text(encoding="utf-8").splitlines()
+        return dict(line.split("\t", 1) for line in lines)
+
+    de, en = rows("de"), rows("en")
+    gold = (REPO / "sample" / "bucc" / f"de-en.{split}.gold").read_text(encoding="utf-8").split()
+    return [(de[a], en[b]) for a, b in zip(gold[0::2], gold[1::2])]
+
+
+@pytest.fixture
+def training_inputs(tmp_path, tiny_tokenizer) -> Path:
+    """A tiny training set in the formats training/ reads: documents (3 sentences each), bitext, a recipe."""
+    tiny_tokenizer.save_pretrained(tmp_path / "tokenizer")
+    for lang, lines in sample_sentences().items():
+        docs = ["\n".join(lines[i:i + 3]) for i in range(0, len(lines), 3)]
+        (tmp_path / f"{lang}.txt").write_text("\n\n".join(docs) + "\n", encoding="utf-8")
+    pairs = sample_gold_pairs("training") + sample_gold_pairs("test")
+    (tmp_path / "de-en.tsv").write_text("".join(f"{a}\t{b}\n" for a, b in pairs), encoding="utf-8")
+    (tmp_path / "recipe.yaml").write_text(TINY_RECIPE, encoding="utf-8")
+    return tmp_path
+
+
+TINY_RECIPE = """\
+output: run
+seed: 1
+model: {tokenizer: tokenizer, hidden: 64, layers: 2, heads: 2, intermediate: 128, max_seq_length: 32,
+        projection_vectors: 4, dropout: 0.0}
+data:
+  documents: [de.txt, en.txt]
+  bitext: [de-en.tsv]
+  heldout: [de-en.tsv]
+cmlm: {batch_size: 8}
+br: {batch_size: 16}
+optimizer: {lr: 2e-3, warmup_steps: 5}
+stages:
+  - {name: cmlm, objectives: [cmlm], steps: 6}
+  - {name: cmlm+br, objectives: [cmlm, br], steps: 24}
+run: {log_every: 3, eval_every: 0, checkpoint_every: 8, precision: fp32, save_dtype: float32}
+"""

@@ -88,3 +88,25 @@ def test_a_checkpoint_folder_as_encoder_with_pcr(tmp_path, tiny_encoder_dir):
     (tmp_path / "en.head.txt").write_text("".join((tmp_path / "en.txt").open().readlines()[:33]))
     assert main(["xsim", "--src-text", str(tmp_path / "de.txt"), "--tgt-text", str(tmp_path / "en.head.txt"),
                  "--encoder", str(model), "--language-removal", "pcr"]) == 0  # labels from file names: de, en
+
+
+def test_suite_tables_xsim_per_language_and_bucc_per_pair(tmp_path, capsys):
+    import gzip
+
+    from tests.conftest import sample_gold_pairs
+
+    flores = tmp_path / "flores"
+    flores.mkdir()
+    pairs = sample_gold_pairs("training")
+    for name, side in (("deu_Latn", 0), ("eng_Latn", 1)):
+        with gzip.open(flores / f"{name}.devtest.gz", "wt", encoding="utf-8") as handle:
+            handle.write("".join(p[side] + "\n" for p in pairs))
+    markdown = tmp_path / "suite.md"
+    assert main(["suite", "--encoder", "char-ngram", "--flores", str(flores), "--languages", "deu_Latn",
+                 "--bucc", str(SAMPLE), "--pairs", "de-en", "--split", "training", "--markdown", str(markdown),
+                 "--report", str(tmp_path / "suite.json")]) == 0
+    report = json.loads((tmp_path / "suite.json").read_text())
+    assert set(report["xsim"]) == {"deu_Latn"} and 0 <= report["xsim"]["deu_Latn"]["xx->pivot"] < 0.5
+    assert report["bucc"]["de-en"]["f1"] > 0.5 and "2-fold" in report["bucc"]["de-en"]["protocol"]
+    table = markdown.read_text()
+    assert "| deu_Latn |" in table and "| de-en |" in table and "mean of 1" in table

@@ -1,0 +1,167 @@
+"""Training throughput and memory: our BR training step against sentence-transformers' MultipleNegativesRankingLoss
+on the same model, batch and pairs, plus our CMLM and CMLM+BR steps; on a GPU, model FLOPs utilisation too.
+
+    python -m training.prepare                 # data/train (the train pool only)
+    python bench/bench_training.py             # the reference CPU recipe's model, 30 timed steps per run
+    python bench/bench_training.py --recipe configs/train_reference_gpu.yaml --steps 50   # on a GPU machine
+
+Each run is its own process (so peak RSS is its own), after 3 warm-up steps:
+  - peer: sentence-transformers (our exported initial checkpoint loaded with `SentenceTransformer`), its
+    MultipleNegativesRankingLoss (in-batch softmax, scale 20), torch AdamW, fp32, batch B pairs: the loop a user of
+    that library writes (its Trainer adds data-loading overhead on top);
+  - ours, BR, fp32 and at the recipe's precision (bf16 autocast where the CPU or GPU has it);
+  - ours, CMLM and CMLM+BR at the recipe's precision.
+tokens/s counts real (unpadded) tokens. MFU = 6 x non-embedding parameters x tokens/s / peak FLOP/s (GPU only; the
+attention and MLM-head FLOPs are left out, so it is a lower bound). Results: bench/results/training.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+H200_BF16_PEAK = 790e12  # ../shared/docs/ENVIRONMENT.md: bf16 matrix work near 790 TFLOP/s
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def load(recipe: Path, overrides: list[str]):
+    from training.config import load_recipe
+    from training.train import prepare_run
+    from training.trainer import Distributed, Trainer
+
+    config = load_recipe(recipe, overrides)
+    tokenizer, data, model = prepare_run(config)
+    return Trainer(config, data, tokenizer, model, Distributed.setup(config.run.device))
+
+
+def run_ours(args) -> dict:
+    from training.optim import build_optimizer
+
+    objectives = args.objectives.split("+")
+    overrides = [*args.set, f"run.precision={args.precision}", "output=/tmp/bench-training",
+                 f"stages=[{{name: bench, objectives: [{', '.join(objectives)}], steps: {args.steps + 3}}}]"]
+    trainer = load(args.recipe, overrides)
+    optimizer = build_optimizer(trainer.model, trainer.config.optimizer, 1e-4)
+    for step in range(3):
+        trainer._step(trainer.model, optimizer, objectives, 0, step)
+    _sync(trainer.dist.device)
+    tokens, start = 0, time.perf_counter()
+    for step in range(3, 3 + args.steps):
+        tokens += trainer._step(trainer.model, optimizer, objectives, 0, step)[1]
+    _sync(trainer.dist.device)
+    seconds = time.perf_counter() - start
+    return _result(trainer, tokens, seconds, f"ours {args.objectives} {args.precision}")
+
+
+def run_peer(args) -> dict:
+    """sentence-transformers' MNRL on the same pairs, the same initial weights and batch size, fp32."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.losses import MultipleNegativesRankingLoss
+
+    from training.batches import step_rng
+
+    trainer = load(args.recipe, [*args.set, "output=/tmp/bench-training", "run.precision=fp32",
+                                 "stages=[{name: bench, objectives: [br], steps: 10}]"])
+    from encoders.model import save_encoder
+
+    folder = save_encoder(trainer.model.encoder, trainer.tokenizer, Path("/tmp/bench-training-peer"),
+                          max_seq_length=trainer.config.model.max_seq_length)
+    device = trainer.dist.device
+    model = SentenceTransformer(str(folder), device=str(device))
+    model.train()
+    loss_fn = MultipleNegativesRankingLoss(model, scale=trainer.config.br.scale)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    sampler, tokenizer = trainer.samplers["br"], trainer.tokenizer
+
+    def texts(picks, side):
+        return [tokenizer.decode(getattr(sampler.bitext[g], side)[i], skip_special_tokens=True) for g, i in picks]
+
+    batches = [sampler.draw(step_rng(0, 0, 0, step), trainer.config.br.batch_size) for step in range(3 + args.steps)]
+    batches = [(texts(p, "src"), texts(p, "tgt")) for p in batches]  # decoding is set-up, not timed
+    tokens, seconds = 0, 0.0
+    for step, (src, tgt) in enumerate(batches):
+        start = time.perf_counter()
+        features = [{k: v.to(device) for k, v in model.tokenize(side).items()} for side in (src, tgt)]
+        loss = loss_fn(features, None)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        _sync(device)
+        if step >= 3:
+            seconds += time.perf_counter() - start
+            tokens += int(sum(f["attention_mask"].sum() for f in features))
+    return _result(trainer, tokens, seconds, "sentence-transformers MNRL fp32")
+
+
+def _result(trainer, tokens: int, seconds: float, name: str) -> dict:
+    import torch
+
+    encoder = trainer.model.encoder
+    non_embedding = sum(p.numel() for n, p in encoder.named_parameters() if "embeddings" not in n)
+    result = {"run": name, "tokens_per_s": tokens / seconds, "seconds": seconds, "tokens": tokens,
+              "peak_rss_mib": peak_rss_mib(), "non_embedding_parameters": non_embedding}
+    if trainer.dist.device.type == "cuda":
+        result["peak_gpu_mib"] = torch.cuda.max_memory_allocated() / 2 ** 20
+        result["mfu"] = 6 * non_embedding * result["tokens_per_s"] / H200_BF16_PEAK
+    return result
+
+
+def _sync(device) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--recipe", type=Path, default=REPO / "configs" / "train_reference_cpu.yaml")
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--set", action="append", default=[
+        "data.documents=['../data/train/documents/deu_Latn.txt.gz','../data/train/documents/eng_Latn.txt.gz']",
+        "data.bitext=['../data/train/bitext/deu_Latn-eng_Latn.tsv.gz']", "data.heldout=[]"])
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one contender in this process
+    parser.add_argument("--objectives", default="br", help=argparse.SUPPRESS)
+    parser.add_argument("--precision", default="auto", help=argparse.SUPPRESS)
+    parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "training.json")
+    args = parser.parse_args()
+    args.set = [s.replace("'../data", f"'{REPO}/data") for s in args.set]
+    if args.one:
+        print(json.dumps(run_peer(args) if args.one == "peer" else run_ours(args)))
+        return
+    runs = [("peer", "br", "fp32"), ("ours", "br", "fp32"), ("ours", "br", "auto"), ("ours", "cmlm", "auto"),
+            ("ours", "cmlm+br", "auto")]
+    results = []
+    for one, objectives, precision in runs:
+        command = [sys.executable, __file__, "--one", one, "--objectives", objectives, "--precision", precision,
+                   "--recipe", str(args.recipe), "--steps", str(args.steps), *[f"--set={s}" for s in args.set]]
+        output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+        results.append(json.loads(output.strip().splitlines()[-1]))
+        print(json.dumps(results[-1]), flush=True)
+    peer = results[0]["tokens_per_s"]
+    for result in results[1:3]:
+        result["vs_peer"] = result["tokens_per_s"] / peer
+    report = {"machine": f"{platform.processor() or platform.machine()}, {__import__('os').cpu_count()} cores",
+              "recipe": str(args.recipe), "steps": args.steps, "results": results}
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    for r in results:
+        extra = f" ({r['vs_peer']:.2f}x the peer)" if "vs_peer" in r else ""
+        print(f"{r['run']:<36} {r['tokens_per_s']:>9.0f} tokens/s{extra}  peak RSS {r['peak_rss_mib']:.0f} MiB"
+              + (f"  GPU {r['peak_gpu_mib']:.0f} MiB  MFU {100 * r['mfu']:.1f}%" if "mfu" in r else ""))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""Recipes and training inputs are checked before the first step; bad lines are counted skips, not crashes."""
+
+import gzip
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from miner.config import ConfigError
+from miner.io import InputFormatError
+from training.config import load_recipe
+from training.data import Skips, Tokenize, load_bitext, load_documents, read_tsv_bitext
+
+
+def write(path, text):
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_recipe_resolves_paths_against_its_folder(training_inputs):
+    config = load_recipe(training_inputs / "recipe.yaml")
+    assert config.model.tokenizer == str(training_inputs / "tokenizer")
+    assert config.data.documents == [str(training_inputs / "de.txt"), str(training_inputs / "en.txt")]
+    assert config.output == "run"  # relative to where you run, like miner.mine's output
+    assert [s.objectives for s in config.stages] == [["cmlm"], ["cmlm", "br"]]
+
+
+def test_recipe_overrides_base_and_stage_index(training_inputs):
+    write(training_inputs / "br_only.yaml", "base: recipe.yaml\nstages:\n  - {name: br, objectives: [br], steps: 9}\n"
+          "optimizer: {lr: 5e-4}\n")
+    config = load_recipe(training_inputs / "br_only.yaml", ["stages.0.steps=4", "br.margin=0.2"])
+    assert [(s.name, s.steps) for s in config.stages] == [("br", 4)]
+    assert config.optimizer.lr == 5e-4 and config.optimizer.warmup_steps == 5  # merged with the base's section
+    assert config.br.margin == 0.2
+    assert config.model.tokenizer == str(training_inputs / "tokenizer")  # base paths relative to the base
+
+
+@pytest.mark.parametrize("override, message", [
+    ("optimizer.learning_rate=1e-3", "unknown key(s) learning_rate"),
+    ("cmlm.mask_rate=1.5", "mask_rate"),
+    ("model.hidden=65", "multiple of heads"),
+    ("stages.0.objectives=[mlm]", "objectives must be"),
+    ("optimizer.name=sgd", "adamw or lamb"),
+    ("br.batch_size=big", "expected int"),
+    ("stages.5.steps=3", "has 2 stage"),
+    ("data.bitext=[]", "data.bitext is empty"),
+])
+def test_bad_recipes_are_refused_naming_the_key(training_inputs, override, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
+        load_recipe(training_inputs / "recipe.yaml", [override])
+
+
+def test_documents_keep_order_and_skip_one_sentence_documents(tmp_path, tiny_tokenizer):
+    write(tmp_path / "de.txt", "a eins\na zwei\na drei\n\nallein\n\n\nb eins\nb zwei\n")
+    skips = Skips()
+    [documents] = load_documents([str(tmp_path / "de.txt")], Tokenize(tiny_tokenizer, 16), skips)
+    assert documents.language == "de"
+    assert len(documents.sentences) == 5 and documents.pair_starts.tolist() == [0, 1, 3]
+    assert skips.report() == {"document with one sentence (CMLM needs two in a row)": 1}
+
+
+def test_parquet_sentences_are_ordered_by_paragraph_and_sentence_index(tmp_path, tiny_tokenizer):
+    table = pa.table({"text": ["zwei", "eins", "drei", "solo"], "language": ["deu_Latn"] * 4,
+                      "document_id": ["d1", "d1", "d1", "d2"], "paragraph_index": [0, 0, 1, 0],
+                      "sentence_index": [1, 0, 0, 0]})
+    pq.write_table(table, tmp_path / "sentences.parquet")
+    tokenize, skips = Tokenize(tiny_tokenizer, 16), Skips()
+    [documents] = load_documents([str(tmp_path / "*.parquet")], tokenize, skips)
+    decoded = [tiny_tokenizer.decode(documents.sentences[i], skip_special_tokens=True) for i in range(3)]
+    assert decoded == ["eins", "zwei", "drei"] and documents.language == "deu_Latn"
+    assert sum(skips.report().values()) == 1  # d2 has one sentence
+
+
+def test_bitext_bad_lines_are_counted_and_good_ones_kept(tmp_path, caplog):
+    path = write(tmp_path / "de-en.tsv", "Haus\thouse\nnur eine Spalte\n\tempty source\nBaum\ttree\n"
+                                         "a\tb\tc\tzu viele\nKatze\tcat\n")
+    skips = Skips()
+    pairs = read_tsv_bitext(path, skips, None)
+    assert pairs == [("Haus", "house"), ("Baum", "tree"), ("Katze", "cat")]
+    assert skips.report() == {"bitext line with 1 columns (expected 2)": 1,
+                              "bitext line with 4 columns (expected 2)": 1, "bitext pair with an empty side": 1}
+    assert f"{path}:2" in caplog.text  # the place of a skip is logged
+
+
+def test_scored_bitext_keeps_pairs_at_or_above_min_score(tmp_path):
+    with gzip.open(tmp_path / "deu_Latn-eng_Latn.tsv.gz", "wt", encoding="utf-8") as f:
+        f.write("1.20\tHaus\thouse\n1.01\tBaum\ttree\nhigh\tKatze\tcat\n1.05\tHund\tdog\n")
+    skips = Skips()
+    assert read_tsv_bitext(tmp_path / "deu_Latn-eng_Latn.tsv.gz", skips, 1.05) == [("Haus", "house"), ("Hund", "dog")]
+    assert skips.report()["bitext score is not a number"] == 1
+
+
+def test_mined_parquet_bitext_with_threshold(tmp_path, tiny_tokenizer):
+    pq.write_table(pa.table({"score": [1.3, 1.0], "src_text": ["Haus", "Baum"], "tgt_text": ["house", "tree"],
+                             "src_lang": ["de", "de"], "tgt_lang": ["en", "en"]}), tmp_path / "mined.parquet")
+    [bitext] = load_bitext([str(tmp_path / "mined.parquet")], Tokenize(tiny_tokenizer, 16), Skips(), 1.1)
+    assert bitext.name == "de-en" and len(bitext.src) == 1
+
+
+def test_bitext_languages_come_from_the_name_or_a_label(tmp_path, tiny_tokenizer):
+    write(tmp_path / "pairs.tsv", "Haus\thouse\n")
+    with pytest.raises(InputFormatError, match="cannot tell the languages"):
+        load_bitext([str(tmp_path / "pairs.tsv")], Tokenize(tiny_tokenizer, 16), Skips(), None)
+    [bitext] = load_bitext([f"deu_Latn-eng_Latn={tmp_path / 'pairs.tsv'}"], Tokenize(tiny_tokenizer, 16), Skips(),
+                           None)
+    assert (bitext.src_lang, bitext.tgt_lang) == ("deu_Latn", "eng_Latn")
+
+
+def test_missing_inputs_are_errors(tmp_path, tiny_tokenizer):
+    with pytest.raises(InputFormatError, match="no file matches"):
+        load_documents([str(tmp_path / "nothing*.txt")], Tokenize(tiny_tokenizer, 16), Skips())
+
+
+def test_long_sentences_are_cut_and_counted(tiny_tokenizer):
+    tokenize = Tokenize(tiny_tokenizer, 8)
+    ragged = tokenize(["kurz", " ".join(["Wochenende"] * 30)])
+    assert ragged.lengths().max() == 8 and tokenize.truncated == 1
+
+
+def test_identical_texts_share_keys_across_files(tmp_path, tiny_tokenizer):
+    write(tmp_path / "de-en.tsv", "Haus\thouse\nBaum\ttree\n")
+    write(tmp_path / "fr-en.tsv", "maison\thouse\n")
+    de, fr = load_bitext([str(tmp_path / "*.tsv")], Tokenize(tiny_tokenizer, 16), Skips(), None)
+    assert de.tgt_keys[0] == fr.tgt_keys[0] != de.tgt_keys[1]

@@ -1,0 +1,52 @@
+"""Training sets from the train pool: held-out and loop-pool text never leaks into the training files."""
+
+import gzip
+import json
+
+import pytest
+
+from miner.languages import dominant_script, language_code
+from training.prepare import prepare
+
+
+@pytest.mark.parametrize("name, texts, code", [
+    ("deu", ["Haus"], "deu_Latn"), ("de", ["Haus"], "deu_Latn"), ("fra-CA", ["maison"], "fra_Latn"),
+    ("srp-Cyrl", None, "srp_Cyrl"), ("zho-TW", None, "zho_Hant"), ("msa", ["rumah"], "zsm_Latn"),
+    ("rus", ["дом"], "rus_Cyrl"), ("jpn", None, "jpn_Jpan"), ("ar", ["بيت"], "arb_Arab"),
+])
+def test_language_codes(name, texts, code):
+    assert language_code(name, texts) == code
+
+
+def test_dominant_script_ignores_digits_and_punctuation():
+    assert dominant_script(["123, «Дом» 2020!"]) == "Cyrl"
+    with pytest.raises(ValueError, match="script"):
+        language_code("xyz", ["123 ..."])
+
+
+def read(path):
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return handle.read().splitlines()
+
+
+def test_prepare_from_the_train_pool(shared_data, tmp_path):
+    manifest = prepare(shared_data / "train", tmp_path, vocab_size=3000, sample_lines=20000, seed=0)
+    assert len(manifest["documents"]) > 100 and manifest["bitext"]["deu_Latn"] > 50000
+    bitext_english = {line.split("\t")[1] for path in (tmp_path / "bitext").glob("*.tsv.gz") for line in read(path)}
+    held = {line.split("\t")[1] for path in (tmp_path / "heldout").glob("*.tsv.gz") for line in read(path)}
+    pool = {line for path in (tmp_path / "loop").glob("eng_Latn.*.txt.gz") for line in read(path)}
+    assert held and pool and not held & bitext_english and not pool & bitext_english
+    documents = read(tmp_path / "documents" / "deu_Latn.txt.gz")
+    assert "" in documents  # blank lines separate documents
+    held_german = [line.split("\t")[0] for line in read(tmp_path / "heldout" / "deu_Latn-eng_Latn.tsv.gz")]
+    assert sum(line in set(documents) for line in held_german) <= 2  # at most a repeated byline
+    gold = read(tmp_path / "loop" / "deu_Latn.gold.tsv.gz")
+    sources = set(read(tmp_path / "loop" / "deu_Latn.txt.gz"))
+    assert gold and all(line.split("\t")[0] in sources for line in gold)
+    assert (tmp_path / "tokenizer" / "tokenizer.json").exists()
+    assert json.loads((tmp_path / "manifest.json").read_text())["loop"]["deu_Latn"]["gold_pairs"] == len(gold)
+
+
+def test_prepare_refuses_the_dev_pool(shared_data, tmp_path):
+    with pytest.raises(ValueError, match="never dev"):
+        prepare(shared_data / "dev", tmp_path, vocab_size=3000, sample_lines=1000, seed=0)

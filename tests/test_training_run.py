@@ -1,0 +1,118 @@
+"""End-to-end training of a tiny model on the bundled example's translations: it learns, it resumes exactly,
+and what it exports is an encoder the rest of the project loads."""
+
+import json
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file
+
+from training.config import load_recipe
+from training.train import main, prepare_run
+from training.trainer import Trainer
+
+
+def recipe(inputs, tmp_path, *overrides):
+    return load_recipe(inputs / "recipe.yaml", [f"output={tmp_path / 'run'}", *overrides])
+
+
+def train(config, resume=None):
+    tokenizer, data, model = prepare_run(config)
+    trainer = Trainer(config, data, tokenizer, model)
+    return trainer, trainer.run(resume)
+
+
+def test_br_loss_falls_and_xsim_improves(training_inputs, tmp_path):
+    config = recipe(training_inputs, tmp_path, "stages=[{name: br, objectives: [br], steps: 40}]",
+                    "run.log_every=5")
+    tokenizer, data, model = prepare_run(config)
+    trainer = Trainer(config, data, tokenizer, model)
+    before = trainer.evaluate()["xsim_error/mean"]
+    trainer.run()
+    after = trainer.evaluate()["xsim_error/mean"]
+    losses = [line["br_loss"] for line in trainer.history if "br_loss" in line]
+    assert losses[-1] < 0.5 * losses[0]
+    assert after < before - 0.3  # 42 pairs: from mostly wrong to mostly right
+    assert trainer.history[-1]["br_accuracy"] > 0.8
+
+
+def test_cmlm_loss_falls(training_inputs, tmp_path):
+    trainer, _ = train(recipe(training_inputs, tmp_path, "stages=[{name: c, objectives: [cmlm], steps: 30}]",
+                              "run.log_every=5"))
+    losses = [line["cmlm_loss"] for line in trainer.history]
+    assert losses[-1] < losses[0] - 0.3  # from uniform over the vocabulary (ln 600) towards its word statistics
+
+
+def test_interrupted_and_resumed_run_ends_with_the_same_weights(training_inputs, tmp_path, monkeypatch):
+    straight = recipe(training_inputs, tmp_path / "a")
+    train(straight)
+
+    interrupted = recipe(training_inputs, tmp_path / "b")
+    original = Trainer._after_step
+
+    def crash_after_step_21(self, position, *args):
+        original(self, position, *args)
+        if position.global_step == 21:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(Trainer, "_after_step", crash_after_step_21)
+    with pytest.raises(KeyboardInterrupt):
+        train(interrupted)
+    monkeypatch.setattr(Trainer, "_after_step", original)
+    from training import checkpoints
+
+    newest = checkpoints.latest(tmp_path / "b" / "run")
+    assert newest.name == "step-00000014"  # stage 2, step 8: checkpoint_every 8
+    train(interrupted, resume=newest)
+
+    a = load_file(str(tmp_path / "a" / "run" / "encoder" / "model.safetensors"))
+    b = load_file(str(tmp_path / "b" / "run" / "encoder" / "model.safetensors"))
+    assert a.keys() == b.keys()
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
+def test_exported_encoder_loads_and_embeds(training_inputs, tmp_path):
+    from encoders import load_encoder
+
+    _, folder = train(recipe(training_inputs, tmp_path, "stages.1.steps=4"))
+    encoder = load_encoder(str(folder))
+    vectors = encoder.encode(["Das Haus ist rot.", "The house is red."])
+    assert vectors.shape == (2, 64)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
+    record = json.loads((folder / "training.json").read_text())
+    assert record["data"]["bitext"] == {"de-en": 42} and record["recipe"]["seed"] == 1
+
+
+def test_hard_negatives_and_lamb(training_inputs, tmp_path):
+    trainer, folder = train(recipe(training_inputs, tmp_path, "br.hard_negatives=2", "br.hard_negative_pool=30",
+                                   "br.hard_negative_refresh=5", "optimizer.name=lamb",
+                                   "stages=[{name: br, objectives: [br], steps: 10}]", "run.log_every=5"))
+    assert folder.exists()
+    assert trainer.hard_negatives.negatives.shape[1] == 2
+    batch = trainer.hard_negatives.batch(np.random.default_rng(0), 8)
+    assert batch["tgt_ids"].shape[0] == 8 + 16 and batch["src_ids"].shape[0] == 8
+
+
+def test_nli_stage(training_inputs, tmp_path):
+    pairs = (training_inputs / "de-en.tsv").read_text().splitlines()
+    lines = [f"{p.split(chr(9))[0]}\t{p.split(chr(9))[1]}\t{'entailment' if i % 2 else 'contradiction'}"
+             for i, p in enumerate(pairs)]
+    (training_inputs / "nli.tsv").write_text("\n".join(lines + ["kaputt"]) + "\n")
+    trainer, _ = train(recipe(training_inputs, tmp_path, f"data.nli={training_inputs / 'nli.tsv'}",
+                              "stages=[{name: nli, objectives: [nli], steps: 6}]", "run.log_every=3"))
+    assert "nli_loss" in trainer.history[-1]
+
+
+def test_cli_check_reports_data_and_refuses_a_second_run_into_the_same_output(training_inputs, tmp_path, capsys):
+    args = ["--config", str(training_inputs / "recipe.yaml"), "--set", f"output={tmp_path / 'run'}"]
+    assert main([*args, "--check"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["bitext"] == {"de-en": 42} and report["steps"] == 30
+    assert main([*args, "--set", "stages.1.steps=2"]) == 0
+    assert main([*args, "--set", "stages.1.steps=2"]) == 2
+    assert "pass --resume" in capsys.readouterr().err
+    assert main([*args, "--set", "optimizer.lr=0.1", "--resume"]) == 2
+    assert "the recipe changed" in capsys.readouterr().err
+    assert main([*args, "--set", "model.layers=two"]) == 2
+    assert "expected int" in capsys.readouterr().err

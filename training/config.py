@@ -1,0 +1,294 @@
+"""Training recipes: a YAML file in configs/ plus `section.key=value` overrides, checked before the first step.
+
+    config = load_recipe("configs/train_reference_cpu.yaml", ["optimizer.lr=3e-4", "stages.1.steps=500"])
+
+A recipe may start from another with `base: other.yaml` (merged section by section, the recipe winning), which is
+how S1, S2, S3 and the BR-only and CMLM-only comparisons share one set of sizes. Every key is checked: an unknown
+or mistyped key is an error naming it, never a setting silently ignored hours into a run. Input paths are relative
+to the recipe file that names them (as in configs/mine_sample.yaml); `output` is relative to where you run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from miner.config import ConfigError, set_value
+
+OBJECTIVES = ("cmlm", "br", "nli")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    tokenizer: str | None = None  # a tokenizer folder (training.prepare builds one); unused when `init` is set
+    init: str | None = None  # start from this encoder checkpoint folder instead of random weights
+    hidden: int = 256
+    layers: int = 4
+    heads: int = 4
+    intermediate: int = 1024
+    dropout: float = 0.1
+    max_seq_length: int = 64  # tokens per sentence, [CLS] and [SEP] included; longer ones are cut and counted
+    projection_vectors: int = 15  # N: vectors the CMLM projection makes from s1's sentence vector
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    # "LANG=GLOB" for text (one sentence per line, a blank line between documents) or "GLOB" for sentence Parquet
+    documents: list[str] = field(default_factory=list)
+    # "GLOB" of SRC-TGT*.tsv[.gz] (source, target or score, source, target) or mined Parquet; "SRC-TGT=GLOB" to name
+    bitext: list[str] = field(default_factory=list)
+    min_score: float | None = None  # scored bitext (mined pairs) below this margin is left out
+    heldout: list[str] = field(default_factory=list)  # bitext for the periodic xsim check, never trained on
+    heldout_pairs: int = 500  # per language pair
+    language_alpha: float = 0.3  # sample language (pair) l in proportion to (n_l / N) ** alpha
+    nli: str | None = None  # premise<TAB>hypothesis<TAB>label, for the optional NLI stage
+
+
+@dataclass(frozen=True)
+class CmlmConfig:
+    batch_size: int = 64  # sentence pairs (s1, s2)
+    mask_rate: float = 80 / 256  # BERT-style masking of s2 at the paper's higher rate
+    swap_rate: float = 0.5  # s1 and s2 change places this often
+
+
+@dataclass(frozen=True)
+class BrConfig:
+    batch_size: int = 128  # translation pairs; the other pairs of the batch are the negatives
+    margin: float = 0.3  # additive margin subtracted from the true pair's cosine
+    scale: float = 20.0  # on the cosine, before the softmax
+    learn_scale: bool = False
+    alpha: float = 0.2  # weight of the BR loss when trained together with CMLM
+    hard_negatives: int = 0  # per pair, the nearest non-translations from a refreshed index (seed 004)
+    hard_negative_pool: int = 20000  # pairs whose targets are searched for hard negatives
+    hard_negative_refresh: int = 1000  # steps between refreshes of that index
+
+
+@dataclass(frozen=True)
+class NliConfig:
+    batch_size: int = 32
+    labels: list[str] = field(default_factory=lambda: ["entailment", "neutral", "contradiction"])
+
+
+@dataclass(frozen=True)
+class OptimizerConfig:
+    name: str = "adamw"  # adamw | lamb
+    lr: float = 5e-4
+    weight_decay: float = 0.01
+    beta1: float = 0.9
+    beta2: float = 0.999
+    eps: float = 1e-6
+    warmup_steps: int = 100  # then linear decay to zero at the stage's last step
+    grad_clip: float | None = 1.0
+    accumulation: int = 1  # micro-batches per optimiser step
+
+
+@dataclass(frozen=True)
+class StageConfig:
+    name: str
+    objectives: list[str]
+    steps: int
+    lr: float | None = None  # overrides optimizer.lr for this stage
+    warmup_steps: int | None = None  # overrides optimizer.warmup_steps for this stage
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    checkpoint_every: int = 500  # steps
+    keep_checkpoints: int = 2
+    log_every: int = 20
+    eval_every: int = 500  # steps between xsim checks on the held-out pairs; 0 turns them off
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    precision: str = "auto"  # auto: bf16 autocast on GPU and on CPUs with native bf16, else fp32 | bf16 | fp32
+    threads: int | None = None  # CPU threads for torch; None keeps torch's default
+    save_dtype: str = "float16"  # the exported encoder's weights
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    output: str
+    seed: int = 0
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    cmlm: CmlmConfig = field(default_factory=CmlmConfig)
+    br: BrConfig = field(default_factory=BrConfig)
+    nli: NliConfig = field(default_factory=NliConfig)
+    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
+    stages: list[StageConfig] = field(default_factory=list)
+    run: RunConfig = field(default_factory=RunConfig)
+
+    def objectives(self) -> set[str]:
+        return {objective for stage in self.stages for objective in stage.objectives}
+
+    def total_steps(self) -> int:
+        return sum(stage.steps for stage in self.stages)
+
+
+def load_recipe(path: str | Path, overrides: list[str] = ()) -> TrainConfig:
+    """Read, merge (`base:`), override, resolve paths and check a recipe."""
+    raw = _read_with_base(Path(path), seen=())
+    for override in overrides:
+        _set_override(raw, override)
+    config = parse(raw, where=str(path))
+    check(config)
+    return config
+
+
+def parse(raw: dict, where: str = "recipe") -> TrainConfig:
+    if "output" not in raw:
+        raise ConfigError(f"{where}: `output` (the run's folder) is required")
+    return _build(TrainConfig, raw, where)
+
+
+def check(config: TrainConfig) -> None:
+    """Value checks that types alone do not express."""
+    problems = []
+    if not config.stages:
+        problems.append("stages: at least one stage is needed")
+    for i, stage in enumerate(config.stages):
+        unknown = sorted(set(stage.objectives) - set(OBJECTIVES))
+        if unknown or not stage.objectives:
+            problems.append(f"stages[{i}] ({stage.name}): objectives must be a non-empty list of "
+                            f"{', '.join(OBJECTIVES)}, got {stage.objectives}")
+        if stage.steps < 1:
+            problems.append(f"stages[{i}] ({stage.name}): steps must be positive")
+        if "nli" in stage.objectives and len(stage.objectives) > 1:
+            problems.append(f"stages[{i}] ({stage.name}): nli is a stage of its own (it hurts retrieval)")
+    model, optimizer = config.model, config.optimizer
+    if model.init is None and model.tokenizer is None:
+        problems.append("model: give a tokenizer folder for a new model, or init: an encoder checkpoint")
+    if model.hidden % model.heads:
+        problems.append(f"model: hidden {model.hidden} is not a multiple of heads {model.heads}")
+    if not 3 <= model.max_seq_length:
+        problems.append("model.max_seq_length must be at least 3")
+    if not 0 < config.cmlm.mask_rate < 1:
+        problems.append("cmlm.mask_rate must be between 0 and 1")
+    if optimizer.name not in ("adamw", "lamb"):
+        problems.append(f"optimizer.name must be adamw or lamb, got {optimizer.name!r}")
+    if optimizer.accumulation < 1:
+        problems.append("optimizer.accumulation must be at least 1")
+    if config.run.precision not in ("auto", "bf16", "fp32"):
+        problems.append(f"run.precision must be auto, bf16 or fp32, got {config.run.precision!r}")
+    if config.run.save_dtype not in ("float16", "float32"):
+        problems.append(f"run.save_dtype must be float16 or float32, got {config.run.save_dtype!r}")
+    objectives = config.objectives()
+    if "cmlm" in objectives and not config.data.documents:
+        problems.append("a stage trains cmlm but data.documents is empty")
+    if "br" in objectives and not config.data.bitext:
+        problems.append("a stage trains br but data.bitext is empty")
+    if "nli" in objectives and not config.data.nli:
+        problems.append("a stage trains nli but data.nli is not set")
+    if problems:
+        raise ConfigError("invalid recipe:\n  " + "\n  ".join(problems))
+
+
+def as_dict(config: TrainConfig) -> dict:
+    return dataclasses.asdict(config)
+
+
+# -- reading ---------------------------------------------------------------------------------------------------
+
+PATH_KEYS = {("model", "tokenizer"), ("model", "init"), ("data", "nli")}
+PATH_LIST_KEYS = {("data", "documents"), ("data", "bitext"), ("data", "heldout")}
+
+
+def _read_with_base(path: Path, seen: tuple) -> dict:
+    if path.resolve() in seen:
+        raise ConfigError(f"{path}: `base` chain loops back to itself")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: recipe not found") from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: invalid YAML ({err})") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping of sections at the top level")
+    _resolve_paths(raw, path.parent)
+    base = raw.pop("base", None)
+    if base is None:
+        return raw
+    return _merge(_read_with_base(path.parent / base, (*seen, path.resolve())), raw)
+
+
+def _resolve_paths(raw: dict, folder: Path) -> None:
+    """Make the recipe's input paths independent of where it is run from (`LANG=path` keeps its label)."""
+    for sect, key in PATH_KEYS:
+        value = (raw.get(sect) or {}).get(key) if isinstance(raw.get(sect), dict) else None
+        if isinstance(value, str):
+            raw[sect][key] = str(folder / value)
+    for sect, key in PATH_LIST_KEYS:
+        values = (raw.get(sect) or {}).get(key) if isinstance(raw.get(sect), dict) else None
+        if isinstance(values, list):
+            raw[sect][key] = [_resolve_spec(v, folder) if isinstance(v, str) else v for v in values]
+
+
+def _resolve_spec(spec: str, folder: Path) -> str:
+    label, sep, path = spec.rpartition("=")
+    return f"{label}{sep}{folder / path}"
+
+
+def _merge(base: dict, recipe: dict) -> dict:
+    merged = dict(base)
+    for key, value in recipe.items():
+        merged[key] = _merge(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict) \
+            else value
+    return merged
+
+
+def _set_override(raw: dict, override: str) -> None:
+    """`stages.1.steps=500` indexes into the stage list; everything else is miner.config's `a.b=value`."""
+    key = override.partition("=")[0].strip()
+    parts = key.split(".")
+    if len(parts) == 3 and parts[0] == "stages" and parts[1].isdigit():
+        stages = raw.get("stages") or []
+        index = int(parts[1])
+        if index >= len(stages):
+            raise ConfigError(f"override {override!r}: the recipe has {len(stages)} stage(s)")
+        set_value(stages[index], f"{parts[2]}={override.partition('=')[2]}")
+        return
+    set_value(raw, override)
+
+
+def _build(cls, raw, where: str):
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected a mapping, got {raw!r}")
+    hints = typing.get_type_hints(cls)
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    values = {name: _convert(hints[name], value, f"{where}: {name}") for name, value in raw.items()}
+    missing = [f.name for f in dataclasses.fields(cls) if f.name not in values
+               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    if missing:
+        raise ConfigError(f"{where}: missing key(s) {', '.join(missing)}")
+    return cls(**values)
+
+
+def _convert(hint, value, where: str):
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if dataclasses.is_dataclass(hint):
+        return _build(hint, value or {}, where)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _convert(inner, value, where)
+    if origin is list:
+        if not isinstance(value, list):
+            raise ConfigError(f"{where}: expected a list, got {value!r}")
+        return [_convert(args[0], item, f"{where}[{i}]") for i, item in enumerate(value)]
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if hint is float and isinstance(value, str):  # YAML 1.1 reads 5e-4 (no dot) as a string
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    if hint in (int, float, str, bool) and (not isinstance(value, hint) or (hint is int and isinstance(value, bool))):
+        raise ConfigError(f"{where}: expected {hint.__name__}, got {value!r}")
+    return value

@@ -1,0 +1,383 @@
+"""Training inputs, read and checked before the first step: documents (for CMLM), bitext (for BR), NLI triples.
+
+Documents
+    * text: one sentence per line, a blank line between documents; the language from a `LANG=GLOB` label or the
+      file name (`deu_Latn.txt.gz`);
+    * Parquet, the pipeline's sentence output: columns `text`, `language`, `document_id`, and when present
+      `paragraph_index` and `sentence_index`, which give the order within a document (else the row order).
+    CMLM needs consecutive sentences, so documents with fewer than two sentences are skipped and counted.
+Bitext
+    * TSV, gzipped or not: `source<TAB>target`, or `score<TAB>source<TAB>target` as the miner writes it; the
+      languages come from a `SRC-TGT=GLOB` label or from the file name (`deu_Latn-eng_Latn.tsv.gz`);
+    * Parquet, the miner's bitext output (`score`, `src_text`, `tgt_text`, `src_lang`, `tgt_lang`).
+    Scored pairs below `min_score` are left out. A line with the wrong number of columns or an empty side is a
+    counted skip, and the first few are logged with file and line.
+Every sentence is tokenised once, up front, into a ragged int32 array; sentences longer than the model's maximum
+are cut and counted (the vector of the first max_seq_length tokens is still a fair training signal).
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from miner.io import InputFormatError, iter_lines
+
+log = logging.getLogger("training.data")
+LOGGED_SKIPS = 5  # per reason: enough to find the problem, not a log flooded by a broken file
+
+
+class Skips:
+    """Counted skips by reason, with the first few places of each logged."""
+
+    def __init__(self) -> None:
+        self.counts: Counter = Counter()
+
+    def add(self, reason: str, where: str) -> None:
+        self.counts[reason] += 1
+        if self.counts[reason] <= LOGGED_SKIPS:
+            log.warning("skipped %s: %s", where, reason)
+
+    def count(self, reason: str) -> None:
+        self.counts[reason] += 1
+
+    def report(self) -> dict[str, int]:
+        return dict(sorted(self.counts.items()))
+
+
+@dataclass
+class Ragged:
+    """Token id sequences stored as one int32 array and offsets (memory: 4 bytes a token)."""
+
+    ids: np.ndarray
+    offsets: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        return self.ids[self.offsets[i]:self.offsets[i + 1]]
+
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    @classmethod
+    def concatenate(cls, parts: list[Ragged]) -> Ragged:
+        if not parts:
+            return cls(np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int64))
+        shifts = np.cumsum([0] + [len(p.ids) for p in parts[:-1]])
+        offsets = np.concatenate([parts[0].offsets[:1]] + [p.offsets[1:] + shift for p, shift in zip(parts, shifts)])
+        return cls(np.concatenate([p.ids for p in parts]), offsets)
+
+    @classmethod
+    def from_lists(cls, sequences: list[list[int]]) -> Ragged:
+        offsets = np.zeros(len(sequences) + 1, dtype=np.int64)
+        np.cumsum([len(s) for s in sequences], out=offsets[1:])
+        ids = np.fromiter((t for s in sequences for t in s), dtype=np.int32, count=int(offsets[-1]))
+        return cls(ids, offsets)
+
+
+@dataclass
+class DocumentSet:
+    """One language's sentences in document order; `pair_starts[i]` and the next sentence share a document."""
+
+    language: str
+    sentences: Ragged
+    pair_starts: np.ndarray
+
+
+@dataclass
+class BitextSet:
+    """One language pair's translation pairs; `*_keys` identify identical texts (they are not negatives)."""
+
+    src_lang: str
+    tgt_lang: str
+    src: Ragged
+    tgt: Ragged
+    src_keys: np.ndarray
+    tgt_keys: np.ndarray
+    texts: tuple[list[str], list[str]] | None = None  # kept for held-out pairs (xsim counts identical texts)
+
+    @property
+    def name(self) -> str:
+        return f"{self.src_lang}-{self.tgt_lang}"
+
+
+@dataclass
+class TrainingData:
+    documents: list[DocumentSet] = field(default_factory=list)
+    bitext: list[BitextSet] = field(default_factory=list)
+    heldout: list[BitextSet] = field(default_factory=list)
+    nli: tuple[Ragged, Ragged, np.ndarray] | None = None
+    skips: dict[str, int] = field(default_factory=dict)
+    truncated: int = 0
+
+    def summary(self) -> dict:
+        return {
+            "documents": {d.language: {"sentences": len(d.sentences), "pairs": len(d.pair_starts)}
+                          for d in self.documents},
+            "bitext": {b.name: len(b.src) for b in self.bitext},
+            "heldout": {b.name: len(b.src) for b in self.heldout},
+            "nli": len(self.nli[2]) if self.nli else 0,
+            "skipped": self.skips, "truncated": self.truncated,
+        }
+
+
+class Tokenize:
+    """The fast tokenizer's batch call, cutting at max_length and counting what it cut."""
+
+    def __init__(self, tokenizer, max_length: int):
+        from tokenizers import Tokenizer
+
+        self.backend = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
+        self.backend.no_padding()
+        self.backend.enable_truncation(max_length=max_length)
+        self.truncated = 0
+
+    def __call__(self, texts: list[str], chunk: int = 20000) -> Ragged:
+        """In chunks: a tokenizer Encoding object weighs ~1 kB, too much to hold for a million sentences."""
+        parts = []
+        for start in range(0, len(texts), chunk):
+            encodings = self.backend.encode_batch(texts[start:start + chunk])
+            self.truncated += sum(1 for e in encodings if e.overflowing)
+            parts.append(Ragged.from_lists([e.ids for e in encodings]))
+        return Ragged.concatenate(parts)
+
+
+# -- discovery -------------------------------------------------------------------------------------------------
+
+def expand(spec: str, what: str) -> tuple[str | None, list[Path]]:
+    """`LABEL=GLOB` or `GLOB` -> (label, files); a pattern that matches nothing is an error."""
+    label, _, pattern = spec.rpartition("=") if "=" in spec else ("", "", spec)
+    files = sorted(Path(p) for p in glob.glob(pattern))
+    if not files:
+        raise InputFormatError(f"{what} {spec!r}: no file matches {pattern}")
+    return label or None, files
+
+
+PAIR_NAME = re.compile(r"^([A-Za-z]{2,3}(?:_[A-Za-z]{4})?)-([A-Za-z]{2,3}(?:_[A-Za-z]{4})?)\b")
+
+
+LANGUAGE_NAME = re.compile(r"^([A-Za-z]{2,3}(?:_[A-Za-z]{4})?)\.")
+
+
+def language_of(path: Path) -> str:
+    match = LANGUAGE_NAME.match(path.name)
+    if not match:
+        raise InputFormatError(f"{path}: cannot tell the language; name the file LANG.txt.gz (e.g. "
+                               f"deu_Latn.txt.gz) or write LANG=GLOB")
+    return match.group(1)
+
+
+def pair_of(path: Path, label: str | None) -> tuple[str, str]:
+    match = PAIR_NAME.match(label or path.name)
+    if not match:
+        raise InputFormatError(f"{path}: cannot tell the languages; name the file SRC-TGT.tsv.gz "
+                               f"(e.g. deu_Latn-eng_Latn.tsv.gz) or write SRC-TGT=FILE")
+    return match.group(1), match.group(2)
+
+
+# -- documents -------------------------------------------------------------------------------------------------
+
+def read_text_documents(path: Path, skips: Skips) -> list[list[str]]:
+    documents, current, start = [], [], 1
+    for number, line in enumerate(iter_lines(path), start=1):
+        text = line.strip()
+        if text:
+            current.append(text)
+            continue
+        _close_document(documents, current, f"{path}:{start}", skips)
+        current, start = [], number + 1
+    _close_document(documents, current, f"{path}:{start}", skips)
+    return documents
+
+
+def _close_document(documents: list, sentences: list[str], where: str, skips: Skips) -> None:
+    if len(sentences) >= 2:
+        documents.append(sentences)
+    elif sentences:
+        skips.add("document with one sentence (CMLM needs two in a row)", where)
+
+
+def read_parquet_documents(path: Path, skips: Skips) -> dict[str, list[list[str]]]:
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    missing = {"text", "language", "document_id"} - set(table.column_names)
+    if missing:
+        raise InputFormatError(f"{path}: sentence Parquet needs columns text, language, document_id; "
+                               f"missing {', '.join(sorted(missing))}")
+    order = [c for c in ("paragraph_index", "sentence_index") if c in table.column_names]
+    rows = table.select(["language", "document_id", *order, "text"]).to_pylist()
+    grouped: dict[tuple, list] = {}
+    for position, row in enumerate(rows):
+        key = (row["language"], row["document_id"])
+        grouped.setdefault(key, []).append((*[row[c] for c in order], position, row["text"]))
+    by_language: dict[str, list[list[str]]] = {}
+    for (language, document), items in grouped.items():
+        sentences = [item[-1].strip() for item in sorted(items) if item[-1] and item[-1].strip()]
+        _close_document(by_language.setdefault(language, []), sentences, f"{path}: document {document}", skips)
+    return by_language
+
+
+def document_set(language: str, documents: list[list[str]], tokenize: Tokenize) -> DocumentSet:
+    sentences = [s for d in documents for s in d]
+    ends = np.cumsum([len(d) for d in documents])
+    starts = np.concatenate([[0], ends[:-1]])
+    pair_starts = np.concatenate([np.arange(s, e - 1) for s, e in zip(starts, ends)]) if documents else \
+        np.zeros(0, dtype=np.int64)
+    return DocumentSet(language, tokenize(sentences), pair_starts.astype(np.int64))
+
+
+def load_documents(specs: list[str], tokenize: Tokenize, skips: Skips) -> list[DocumentSet]:
+    by_language: dict[str, list[list[str]]] = {}
+    for spec in specs:
+        label, files = expand(spec, "data.documents")
+        for path in files:
+            if path.suffix == ".parquet":
+                for language, docs in read_parquet_documents(path, skips).items():
+                    by_language.setdefault(label or language, []).extend(docs)
+            else:
+                by_language.setdefault(label or language_of(path), []).extend(read_text_documents(path, skips))
+    return [document_set(lang, docs, tokenize) for lang, docs in sorted(by_language.items()) if docs]
+
+
+# -- bitext ----------------------------------------------------------------------------------------------------
+
+def read_tsv_bitext(path: Path, skips: Skips, min_score: float | None) -> list[tuple[str, str]]:
+    pairs, columns = [], None
+    for number, line in enumerate(iter_lines(path), start=1):
+        if not line.strip():
+            continue
+        fields_ = line.split("\t")
+        columns = columns or len(fields_)
+        where = f"{path}:{number}"
+        if len(fields_) != columns or columns not in (2, 3):
+            skips.add(f"bitext line with {len(fields_)} columns (expected {columns if columns in (2, 3) else '2 or 3'})",
+                      where)
+            continue
+        if columns == 3:
+            try:
+                score = float(fields_[0])
+            except ValueError:
+                skips.add("bitext score is not a number", where)
+                continue
+            if min_score is not None and score < min_score:
+                skips.count("bitext pair below data.min_score (by design, not logged)")
+                continue
+        source, target = fields_[-2].strip(), fields_[-1].strip()
+        if not source or not target:
+            skips.add("bitext pair with an empty side", where)
+            continue
+        pairs.append((source, target))
+    return pairs
+
+
+def read_parquet_bitext(path: Path, min_score: float | None) -> dict[tuple[str, str], list[tuple[str, str]]]:
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    needed = {"src_text", "tgt_text", "src_lang", "tgt_lang"}
+    if not needed <= set(table.column_names):
+        raise InputFormatError(f"{path}: mined Parquet needs columns {', '.join(sorted(needed))}")
+    rows = table.to_pylist()
+    grouped: dict[tuple[str, str], list] = {}
+    for row in rows:
+        if min_score is not None and row.get("score") is not None and row["score"] < min_score:
+            continue
+        if row["src_text"] and row["tgt_text"]:
+            grouped.setdefault((row["src_lang"], row["tgt_lang"]), []).append((row["src_text"], row["tgt_text"]))
+    return grouped
+
+
+class TextKeys:
+    """Equal texts of one language get equal keys, across all files and pairs: a copy of a sentence (NTREX's
+    English side is shared by 128 pairs) is not a negative of itself."""
+
+    def __init__(self) -> None:
+        self.known: dict[tuple[str, str], int] = {}
+
+    def __call__(self, language: str, texts: list[str]) -> np.ndarray:
+        known = self.known
+        return np.fromiter((known.setdefault((language, t), len(known)) for t in texts), dtype=np.int64,
+                           count=len(texts))
+
+
+def bitext_set(langs: tuple[str, str], pairs: list[tuple[str, str]], tokenize: Tokenize, keys: TextKeys,
+               keep_texts: bool = False) -> BitextSet:
+    sources, targets = [p[0] for p in pairs], [p[1] for p in pairs]
+    return BitextSet(langs[0], langs[1], tokenize(sources), tokenize(targets), keys(langs[0], sources),
+                     keys(langs[1], targets), (sources, targets) if keep_texts else None)
+
+
+def load_bitext(specs: list[str], tokenize: Tokenize, skips: Skips, min_score: float | None,
+                keep_texts: bool = False, limit: int | None = None) -> list[BitextSet]:
+    by_pair: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for spec in specs:
+        label, files = expand(spec, "bitext")
+        for path in files:
+            if path.suffix == ".parquet":
+                for langs, pairs in read_parquet_bitext(path, min_score).items():
+                    by_pair.setdefault(pair_of(path, label) if label else langs, []).extend(pairs)
+            else:
+                by_pair.setdefault(pair_of(path, label), []).extend(read_tsv_bitext(path, skips, min_score))
+    keys = TextKeys()
+    return [bitext_set(langs, pairs[:limit], tokenize, keys, keep_texts)
+            for langs, pairs in sorted(by_pair.items()) if pairs]
+
+
+# -- NLI -------------------------------------------------------------------------------------------------------
+
+def load_nli(path: Path, labels: list[str], tokenize: Tokenize, skips: Skips):
+    premises, hypotheses, label_ids = [], [], []
+    index = {label: i for i, label in enumerate(labels)}
+    for number, line in enumerate(iter_lines(path), start=1):
+        parts = line.split("\t")
+        where = f"{path}:{number}"
+        if len(parts) != 3 or not parts[0].strip() or not parts[1].strip():
+            skips.add("NLI line that is not premise<TAB>hypothesis<TAB>label", where)
+            continue
+        if parts[2].strip() not in index:
+            skips.add(f"NLI label not in {labels}", where)
+            continue
+        premises.append(parts[0].strip())
+        hypotheses.append(parts[1].strip())
+        label_ids.append(index[parts[2].strip()])
+    return tokenize(premises), tokenize(hypotheses), np.asarray(label_ids, dtype=np.int64)
+
+
+# -- all of it -------------------------------------------------------------------------------------------------
+
+def load_training_data(config, tokenizer) -> TrainingData:
+    """Everything the recipe's stages need, checked: an objective left without examples is an error."""
+    from miner.config import ConfigError
+
+    tokenize, skips = Tokenize(tokenizer, config.model.max_seq_length), Skips()
+    objectives, data = config.objectives(), config.data
+    result = TrainingData()
+    if "cmlm" in objectives:
+        result.documents = load_documents(data.documents, tokenize, skips)
+        if not result.documents:
+            raise ConfigError("data.documents: no document with two or more sentences")
+    if "br" in objectives:
+        result.bitext = load_bitext(data.bitext, tokenize, skips, data.min_score)
+        if not result.bitext:
+            raise ConfigError("data.bitext: no usable translation pair")
+    if data.heldout:
+        result.heldout = load_bitext(data.heldout, tokenize, skips, None, keep_texts=True,
+                                     limit=data.heldout_pairs)
+    if "nli" in objectives:
+        result.nli = load_nli(Path(data.nli), config.nli.labels, tokenize, skips)
+        if not len(result.nli[2]):
+            raise ConfigError(f"data.nli: {data.nli} has no usable example")
+    result.skips, result.truncated = skips.report(), tokenize.truncated
+    if result.truncated:
+        log.info("%d sentences were longer than %d tokens and were cut", result.truncated,
+                 config.model.max_seq_length)
+    return result

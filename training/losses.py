@@ -1,0 +1,61 @@
+"""The training losses (METHODS §4-6), each a few lines of tensor algebra with its formula beside it."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from training.batches import IGNORE
+
+
+def bitext_retrieval_loss(src: torch.Tensor, tgt: torch.Tensor, margin: float, scale: torch.Tensor | float,
+                          src_keys: torch.Tensor | None = None, tgt_keys: torch.Tensor | None = None):
+    """Additive-margin softmax over in-batch negatives, both directions (METHODS §5).
+
+        phi(x, y) = scale * cos(x, y)
+        L_s = -1/B sum_i log( e^{phi(s_i,t_i) - scale*m} / (e^{phi(s_i,t_i) - scale*m} + sum_{j!=i} e^{phi(s_i,t_j)}) )
+        L_t = the same with sources and targets swapped;   L = L_s + L_t
+
+    `src` [B, d] and `tgt` [B + E, d] are unit rows; the E extra targets are hard negatives (seed 004) and only
+    enlarge the source->target softmax. A negative whose text equals the positive's (same key) is left out: a
+    repeated sentence is not a wrong answer. Returns (loss, in-batch accuracy over both directions).
+    """
+    batch = src.shape[0]
+    gold = torch.arange(batch, device=src.device)
+    sims = src @ tgt.T  # [B, B + E]
+    forward = scale * (sims - margin * F.one_hot(gold, sims.shape[1]).to(sims.dtype))
+    backward = scale * (sims[:, :batch].T - margin * torch.eye(batch, device=src.device, dtype=sims.dtype))
+    if tgt_keys is not None:
+        forward = forward.masked_fill(_copies_of_positive(tgt_keys, batch), float("-inf"))
+    if src_keys is not None:
+        backward = backward.masked_fill(_copies_of_positive(src_keys, batch), float("-inf"))
+    loss = F.cross_entropy(forward, gold) + F.cross_entropy(backward, gold)
+    with torch.no_grad():
+        accuracy = ((forward.argmax(1) == gold).float().mean() + (backward.argmax(1) == gold).float().mean()) / 2
+    return loss, accuracy
+
+
+def _copies_of_positive(keys: torch.Tensor, batch: int) -> torch.Tensor:
+    """[batch, len(keys)]: True where column j holds the same text as row i's positive (column i), j != i."""
+    same = keys[:batch, None] == keys[None, :]
+    return same.fill_diagonal_(False)
+
+
+def masked_lm_loss(logits: torch.Tensor, labels: torch.Tensor):
+    """Cross-entropy over the masked positions only; (loss, accuracy). `logits` [M, V] for the M masked labels."""
+    loss = F.cross_entropy(logits.float(), labels)
+    with torch.no_grad():
+        accuracy = (logits.argmax(-1) == labels).float().mean()
+    return loss, accuracy
+
+
+def masked_positions(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Flat indices of the scored positions and their labels: the vocabulary projection runs on these alone."""
+    flat = labels.reshape(-1)
+    where = (flat != IGNORE).nonzero(as_tuple=True)[0]
+    return where, flat[where]
+
+
+def nli_features(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """[u, v, |u - v|, u * v]: the classifier input of METHODS §6."""
+    return torch.cat([u, v, (u - v).abs(), u * v], dim=-1)

@@ -1,0 +1,139 @@
+"""The training network: the inference encoder (encoders/model.py) plus the heads only training uses.
+
+    CMLM (METHODS §4): v = mean-pool(encoder(s1)); P(v) -> N vectors of width h; the same encoder reads
+        [P(v)_1 .. P(v)_N, embed(masked s2)] and an MLM head (tied to the token embeddings) predicts s2's masks.
+    BR (§5): unit mean-pooled vectors of source and target, additive-margin softmax in both directions.
+    NLI (§6): a 3-way classifier on [u, v, |u - v|, u * v].
+Only `encoder` is exported (encoders.model.save_encoder); the heads stay in the training checkpoints.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from encoders.model import bert_config, new_encoder_model
+from encoders.pooling import pool
+from training.losses import bitext_retrieval_loss, masked_lm_loss, masked_positions, nli_features
+
+MAX_SCALE = 100.0  # a learned softmax scale is clipped here: beyond it the loss only sharpens, never ranks better
+
+
+class ProjectionMLP(nn.Module):
+    """P(v) = FC(2h -> h*N)(ReLU(FC(2h -> 2h)(ReLU(FC(h -> 2h)(v))))), reshaped to N vectors of width h."""
+
+    def __init__(self, hidden: int, vectors: int):
+        super().__init__()
+        self.vectors = vectors
+        self.layers = nn.Sequential(nn.Linear(hidden, 2 * hidden), nn.ReLU(), nn.Linear(2 * hidden, 2 * hidden),
+                                    nn.ReLU(), nn.Linear(2 * hidden, hidden * vectors))
+
+    def forward(self, v: torch.Tensor) -> torch.Tensor:
+        return self.layers(v).view(v.shape[0], self.vectors, -1)
+
+
+class MlmHead(nn.Module):
+    """BERT's prediction head: dense, GELU, LayerNorm, then the token embedding matrix (tied) and a bias."""
+
+    def __init__(self, hidden: int, embeddings: nn.Embedding, eps: float):
+        super().__init__()
+        self.transform = nn.Sequential(nn.Linear(hidden, hidden), nn.GELU(), nn.LayerNorm(hidden, eps=eps))
+        self.embeddings = embeddings
+        self.bias = nn.Parameter(torch.zeros(embeddings.num_embeddings))
+
+    def forward(self, states: torch.Tensor) -> torch.Tensor:
+        return F.linear(self.transform(states), self.embeddings.weight, self.bias)
+
+
+class TrainingModel(nn.Module):
+    def __init__(self, encoder: nn.Module, projection_vectors: int, br_scale: float, learn_scale: bool,
+                 nli_labels: int = 3):
+        super().__init__()
+        self.encoder = encoder
+        hidden = encoder.config.hidden_size
+        self.projection = ProjectionMLP(hidden, projection_vectors)
+        self.mlm_head = MlmHead(hidden, encoder.embeddings.word_embeddings, encoder.config.layer_norm_eps)
+        self.log_scale = nn.Parameter(torch.tensor(float(br_scale)).log(), requires_grad=learn_scale)
+        self.nli_head = nn.Linear(4 * hidden, nli_labels)
+
+    # -- sentence vectors ------------------------------------------------------------------------------------
+
+    def embed(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Mean-pooled sentence vectors (float32), as the exported encoder computes them."""
+        states = self.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+        return pool(states.float(), mask, "mean")
+
+    def scale(self) -> torch.Tensor:
+        return self.log_scale.exp().clamp(max=MAX_SCALE)
+
+    # -- objectives ------------------------------------------------------------------------------------------
+
+    def cmlm(self, batch: dict) -> dict[str, torch.Tensor]:
+        v = self.embed(batch["s1_ids"], batch["s1_mask"])
+        projected = self.projection(v).to(self.encoder.embeddings.word_embeddings.weight.dtype)
+        tokens = self.encoder.embeddings.word_embeddings(batch["s2_ids"])
+        inputs = torch.cat([projected.to(tokens.dtype), tokens], dim=1)
+        mask = torch.cat([torch.ones(projected.shape[:2], dtype=batch["s2_mask"].dtype, device=tokens.device),
+                          batch["s2_mask"]], dim=1)
+        states = self.encoder(inputs_embeds=inputs, attention_mask=mask).last_hidden_state[:, projected.shape[1]:]
+        where, labels = masked_positions(batch["mlm_labels"])
+        logits = self.mlm_head(states.reshape(-1, states.shape[-1])[where])
+        loss, accuracy = masked_lm_loss(logits, labels)
+        return {"cmlm_loss": loss, "mlm_accuracy": accuracy}
+
+    def bitext_retrieval(self, batch: dict, margin: float) -> dict[str, torch.Tensor]:
+        src = F.normalize(self.embed(batch["src_ids"], batch["src_mask"]), dim=-1)
+        tgt = F.normalize(self.embed(batch["tgt_ids"], batch["tgt_mask"]), dim=-1)
+        loss, accuracy = bitext_retrieval_loss(src, tgt, margin, self.scale(), batch.get("src_keys"),
+                                               batch.get("tgt_keys"))
+        return {"br_loss": loss, "br_accuracy": accuracy}
+
+    def nli(self, batch: dict) -> dict[str, torch.Tensor]:
+        u = self.embed(batch["premise_ids"], batch["premise_mask"])
+        v = self.embed(batch["hypothesis_ids"], batch["hypothesis_mask"])
+        logits = self.nli_head(nli_features(u, v))
+        loss = F.cross_entropy(logits, batch["nli_labels"])
+        return {"nli_loss": loss, "nli_accuracy": (logits.argmax(-1) == batch["nli_labels"]).float().mean()}
+
+    def forward(self, batches: dict[str, dict], br_margin: float = 0.3, br_alpha: float = 0.2):
+        """One micro-step's losses. `batches` maps objective -> batch; with CMLM and BR together the total is
+        L_cmlm + alpha * L_br (METHODS §5). One forward call, so DistributedDataParallel sees every use."""
+        out: dict[str, torch.Tensor] = {}
+        if "cmlm" in batches:
+            out.update(self.cmlm(batches["cmlm"]))
+        if "br" in batches:
+            out.update(self.bitext_retrieval(batches["br"], br_margin))
+        if "nli" in batches:
+            out.update(self.nli(batches["nli"]))
+        weight = br_alpha if "cmlm" in batches else 1.0
+        out["loss"] = out.get("cmlm_loss", 0.0) + weight * out.get("br_loss", 0.0) + out.get("nli_loss", 0.0)
+        return out
+
+
+def new_encoder(model_config, vocab_size: int, pad_id: int, seed: int) -> nn.Module:
+    """A random encoder sized by the recipe, with room for the N projected vectors in front of s2."""
+    config = bert_config(vocab_size, hidden=model_config.hidden, layers=model_config.layers,
+                         heads=model_config.heads, intermediate=model_config.intermediate,
+                         max_positions=positions_needed(model_config), pad_token_id=pad_id)
+    config.hidden_dropout_prob = config.attention_probs_dropout_prob = model_config.dropout  # read at build
+    return new_encoder_model(config, seed=seed).train()
+
+
+def positions_needed(model_config) -> int:
+    """CMLM puts N vectors before s2's tokens: positions for both, rounded up to a multiple of 8."""
+    need = model_config.max_seq_length + model_config.projection_vectors
+    return -(-need // 8) * 8
+
+
+def load_encoder_for_training(folder: str, model_config) -> nn.Module:
+    from transformers import BertModel
+
+    encoder = BertModel.from_pretrained(folder, add_pooling_layer=False, trust_remote_code=False,
+                                        hidden_dropout_prob=model_config.dropout,
+                                        attention_probs_dropout_prob=model_config.dropout)
+    if encoder.config.max_position_embeddings < positions_needed(model_config):
+        raise ValueError(f"{folder}: {encoder.config.max_position_embeddings} positions, but CMLM with "
+                         f"max_seq_length {model_config.max_seq_length} and {model_config.projection_vectors} "
+                         f"projected vectors needs {positions_needed(model_config)}")
+    return encoder.float().train()

@@ -1,0 +1,126 @@
+"""Train an encoder from a recipe: `python -m training.train --config configs/<recipe>.yaml`.
+
+    python -m training.prepare                                          # data/train from ../shared/data/train
+    python -m training.train --config configs/train_reference_cpu.yaml  # S3: CMLM, then CMLM + BR
+    python -m training.train --config configs/train_reference_cpu.yaml --set stages.1.steps=200 --set run.threads=2
+    python -m training.train --config ... --resume                      # continue from the newest checkpoint
+    python -m training.train --config ... --check                       # read and check everything, train nothing
+    torchrun --nproc_per_node 8 -m training.train --config configs/train_reference_gpu.yaml   # several GPUs
+
+The recipe and every input are read and checked before the first step: unknown keys, missing files, inputs with no
+usable example are errors; bad lines are counted skips. The encoder lands in <output>/encoder, loadable by
+`miner.mine`, `miner.evaluate` and `encoders.encode`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+
+import torch
+
+from training.config import load_recipe
+
+log = logging.getLogger("training")
+
+
+def load_tokenizer(config):
+    from transformers import AutoTokenizer
+
+    folder = config.model.init or config.model.tokenizer
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder, use_fast=True, trust_remote_code=False)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{folder}: cannot load a tokenizer ({err})") from None
+    if not tokenizer.is_fast or tokenizer.mask_token_id is None or tokenizer.pad_token_id is None:
+        raise ValueError(f"{folder}: training needs a fast tokenizer with [MASK] and [PAD] tokens")
+    return tokenizer
+
+
+def build_model(config, tokenizer):
+    from training.model import TrainingModel, load_encoder_for_training, new_encoder
+
+    if config.model.init:
+        encoder = load_encoder_for_training(config.model.init, config.model)
+    else:
+        encoder = new_encoder(config.model, len(tokenizer), tokenizer.pad_token_id, config.seed)
+    if encoder.config.vocab_size < len(tokenizer):
+        raise ValueError(f"the tokenizer has {len(tokenizer)} tokens but the model only {encoder.config.vocab_size}")
+    with torch.random.fork_rng():
+        torch.manual_seed(config.seed)
+        return TrainingModel(encoder, config.model.projection_vectors, config.br.scale, config.br.learn_scale,
+                             len(config.nli.labels))
+
+
+def prepare_run(config):
+    """Tokenizer, checked data and model: everything that can fail before the first step."""
+    from training.data import load_training_data
+
+    tokenizer = load_tokenizer(config)
+    data = load_training_data(config, tokenizer)
+    return tokenizer, data, build_model(config, tokenizer)
+
+
+def resume_point(config, resume: bool) -> Path | None:
+    from training import checkpoints
+
+    found = checkpoints.latest(Path(config.output))
+    if found and not resume:
+        raise ValueError(f"{config.output} already holds checkpoints ({found.name}): pass --resume to continue "
+                         f"that run, or choose another output")
+    if resume and not found:
+        log.warning("--resume: no checkpoint in %s, starting from the beginning", config.output)
+    return found if resume else None
+
+
+def run(config, resume: bool = False) -> Path | None:
+    from training.trainer import Distributed, Trainer
+
+    if config.run.threads:
+        torch.set_num_threads(config.run.threads)
+    dist = Distributed.setup(config.run.device)
+    start = resume_point(config, resume)
+    tokenizer, data, model = prepare_run(config)
+    summary = data.summary()
+    log.info("data: %d languages of documents (%d sentence pairs), %d language pairs of bitext (%d pairs), "
+             "%d held-out pairs; skipped %s; %d sentences cut at %d tokens", len(summary["documents"]),
+             sum(d["pairs"] for d in summary["documents"].values()), len(summary["bitext"]),
+             sum(summary["bitext"].values()), sum(summary["heldout"].values()), summary["skipped"] or "nothing",
+             summary["truncated"], config.model.max_seq_length)
+    trainer = Trainer(config, data, tokenizer, model, dist)
+    return trainer.run(start)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from miner.cli import exit_status, setup_logging
+
+    parser = argparse.ArgumentParser(prog="python -m training.train", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", type=Path, required=True, help="the recipe (YAML)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="override a setting, e.g. --set optimizer.lr=3e-4 or --set stages.0.steps=100")
+    parser.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in the output")
+    parser.add_argument("--check", action="store_true", help="read and check recipe and data, then stop")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    setup_logging(args.verbose)
+
+    def command() -> None:
+        config = load_recipe(args.config, args.overrides)
+        if args.check:
+            _, data, model = prepare_run(config)
+            parameters = sum(p.numel() for p in model.encoder.parameters())
+            print(json.dumps({"encoder_parameters": parameters, "steps": config.total_steps(), **data.summary()},
+                             indent=2))
+            return
+        folder = run(config, args.resume)
+        if folder:
+            print(f"encoder: {folder}")
+
+    return exit_status(command)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
