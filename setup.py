@@ -23,7 +23,11 @@ INSTALL_REQUIRES = [
     "trafilatura>=1.8",
     "lxml_html_clean>=0.1",  # trafilatura needs it; pip 23 does not resolve lxml's html_clean extra
     "warcio>=1.7",
+    "charset-normalizer>=3.0",  # charset detection for pages whose declared charset is missing or wrong
     "google-cloud-storage>=2.10",
+    "sentencex>=1.0.32",  # sentence splitting: per-language abbreviation rules for ~300 languages (Wikimedia)
+    "pythainlp>=5.4",  # Thai has no sentence-final punctuation: its CRFCut model decides which spaces end one
+    "python-crfsuite>=0.9.12",  # CRFCut needs it; pythainlp does not declare it
 ]
 
 EXTRAS_REQUIRE = {
@@ -32,7 +36,9 @@ EXTRAS_REQUIRE = {
     # faiss-gpu-cu12 ships the same `faiss` module as faiss-cpu: see the README's GPU section.
     "gpu": ["faiss-gpu-cu12>=1.8"],
     # sentence-transformers: the tests check our checkpoints give the same vectors there; bench/ races it.
-    "test": ["pytest>=8", "hypothesis>=6.100", "matplotlib>=3.8", "sentence-transformers>=3.0"],
+    # gcp-storage-emulator: a real GCS server on loopback for the gs:// tests.
+    "test": ["pytest>=8", "hypothesis>=6.100", "matplotlib>=3.8", "sentence-transformers>=3.0",
+             "gcp-storage-emulator>=2024.8"],
 }
 
 setup(

@@ -3,32 +3,84 @@
 
 * macrolanguages become the individual language FLORES-200 uses for them (msa -> zsm, fas -> pes, swa -> swh ...),
   so a model trained on NTREX's `msa` is evaluated on FLORES' `zsm_Latn`;
-* region suffixes are dropped (`fra-CA` -> fra); the script comes from the name when it has one (`srp-Cyrl`),
-  else from the text itself (`dominant_script`).
+* region suffixes are dropped (`fra-CA` -> fra); the script comes from the name when it has one (`srp-Cyrl`,
+  `srp_cyrl`), else from the text itself (`dominant_script`); Chinese is `Hans` or `Hant` by its characters
+  (`han_script`), and `cmn` is named `zho` as FLORES-200 names it.
 """
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from collections import Counter
 
-# ISO 639-1 (WMT's two-letter names) -> ISO 639-3
+# ISO 639-1 (WMT's and Wikipedia's two-letter names) -> ISO 639-3 (macrolanguages stay macro here: INDIVIDUAL
+# below picks FLORES-200's individual language)
 TWO_TO_THREE = {
-    "ar": "arb", "bn": "ben", "cs": "ces", "de": "deu", "en": "eng", "es": "spa", "et": "est", "fi": "fin",
-    "fr": "fra", "gl": "glg", "gu": "guj", "ha": "hau", "hi": "hin", "hu": "hun", "id": "ind", "is": "isl",
-    "it": "ita", "ja": "jpn", "kk": "kaz", "km": "khm", "ko": "kor", "lt": "lit", "lv": "lvs", "ne": "npi",
-    "pl": "pol", "ps": "pbt", "pt": "por", "ro": "ron", "ru": "rus", "si": "sin", "sv": "swe", "ta": "tam",
-    "th": "tha", "tr": "tur", "uk": "ukr", "xh": "xho", "zh": "zho", "zu": "zul",
+    "aa": "aar", "ab": "abk", "ae": "ave", "af": "afr", "ak": "aka", "am": "amh", "an": "arg", "ar": "ara",
+    "as": "asm", "av": "ava", "ay": "aym", "az": "aze", "ba": "bak", "be": "bel", "bg": "bul", "bi": "bis",
+    "bm": "bam", "bn": "ben", "bo": "bod", "br": "bre", "bs": "bos", "ca": "cat", "ce": "che", "ch": "cha",
+    "co": "cos", "cr": "cre", "cs": "ces", "cu": "chu", "cv": "chv", "cy": "cym", "da": "dan", "de": "deu",
+    "dv": "div", "dz": "dzo", "ee": "ewe", "el": "ell", "en": "eng", "eo": "epo", "es": "spa", "et": "est",
+    "eu": "eus", "fa": "fas", "ff": "ful", "fi": "fin", "fj": "fij", "fo": "fao", "fr": "fra", "fy": "fry",
+    "ga": "gle", "gd": "gla", "gl": "glg", "gn": "grn", "gu": "guj", "gv": "glv", "ha": "hau", "he": "heb",
+    "hi": "hin", "ho": "hmo", "hr": "hrv", "ht": "hat", "hu": "hun", "hy": "hye", "hz": "her", "ia": "ina",
+    "id": "ind", "ie": "ile", "ig": "ibo", "ii": "iii", "ik": "ipk", "io": "ido", "is": "isl", "it": "ita",
+    "iu": "iku", "ja": "jpn", "jv": "jav", "ka": "kat", "kg": "kon", "ki": "kik", "kj": "kua", "kk": "kaz",
+    "kl": "kal", "km": "khm", "kn": "kan", "ko": "kor", "kr": "kau", "ks": "kas", "ku": "kur", "kv": "kom",
+    "kw": "cor", "ky": "kir", "la": "lat", "lb": "ltz", "lg": "lug", "li": "lim", "ln": "lin", "lo": "lao",
+    "lt": "lit", "lu": "lub", "lv": "lav", "mg": "mlg", "mh": "mah", "mi": "mri", "mk": "mkd", "ml": "mal",
+    "mn": "mon", "mr": "mar", "ms": "msa", "mt": "mlt", "my": "mya", "na": "nau", "nb": "nob", "nd": "nde",
+    "ne": "nep", "ng": "ndo", "nl": "nld", "nn": "nno", "no": "nor", "nr": "nbl", "nv": "nav", "ny": "nya",
+    "oc": "oci", "oj": "oji", "om": "orm", "or": "ori", "os": "oss", "pa": "pan", "pi": "pli", "pl": "pol",
+    "ps": "pus", "pt": "por", "qu": "que", "rm": "roh", "rn": "run", "ro": "ron", "ru": "rus", "rw": "kin",
+    "sa": "san", "sc": "srd", "sd": "snd", "se": "sme", "sg": "sag", "sh": "hbs", "si": "sin", "sk": "slk",
+    "sl": "slv", "sm": "smo", "sn": "sna", "so": "som", "sq": "sqi", "sr": "srp", "ss": "ssw", "st": "sot",
+    "su": "sun", "sv": "swe", "sw": "swa", "ta": "tam", "te": "tel", "tg": "tgk", "th": "tha", "ti": "tir",
+    "tk": "tuk", "tl": "tgl", "tn": "tsn", "to": "ton", "tr": "tur", "ts": "tso", "tt": "tat", "tw": "twi",
+    "ty": "tah", "ug": "uig", "uk": "ukr", "ur": "urd", "uz": "uzb", "ve": "ven", "vi": "vie", "vo": "vol",
+    "wa": "wln", "wo": "wol", "xh": "xho", "yi": "yid", "yo": "yor", "za": "zha", "zh": "zho", "zu": "zul",
 }
 # macrolanguage (or older name) -> the individual language FLORES-200 uses
 INDIVIDUAL = {
     "ara": "arb", "aze": "azj", "fas": "pes", "fil": "tgl", "kur": "kmr", "lav": "lvs",
     "mlg": "plt", "mon": "khk", "msa": "zsm", "nep": "npi", "orm": "gaz", "pus": "pbt", "sqi": "als",
     "swa": "swh", "uzb": "uzn", "kau": "knc", "pob": "por",
+    "cmn": "zho", "ekk": "est", "nor": "nob", "alb": "als", "ori": "ory", "yid": "ydd", "que": "quy", "aym": "ayr",
+    "gug": "grn", "ful": "fuv", "din": "dik",
 }
-# languages whose script a text sample cannot settle (Han is shared by zho and jpn; Hans/Hant differ by characters)
+# languages whose script a text sample cannot settle (Han is shared by zho and jpn); Chinese itself is told Hans or
+# Hant by its characters (`han_script`)
 FIXED_SCRIPT = {"jpn": "Jpan", "kor": "Hang", "yue": "Hant"}
 REGION_SCRIPT = {("zho", "CN"): "Hans", ("zho", "TW"): "Hant", ("zho", "HK"): "Hant"}
+
+# Common characters written differently in Simplified and Traditional Chinese, pair by pair (simplified[i] is
+# traditional[i]); each is checked to be (almost) absent from the other variant in NTREX-128 zho-CN/zho-TW and UD
+# Chinese PUD. Counting them tells Hans from Hant in 99-100% of FLORES-200 sentences.
+SIMPLIFIED_ONLY = (
+    "万与专业东两个为丽举义乐乡书买乱争亚产亲亿仅从们价众优会传伤体党关写军农办务动区医华协单卖卢卫厂厅历压县参双发变"
+    "叶号叹吗听启吴员响哟团园围国图圣场坏块坚坛垒墙壮声处备够头夹夺奋奖妆妇妈孙学宁宝实宽宾对寻导将尔尘尧尽层属岁岗岛"
+    "峡巩币帅师帐带帮广庆庐库应庙庞废开异弃张弯弹强归当录彻径忆忧怀态怜总恋恳恶悬惊惧惨惩惯愤戏战执扩扫扬扰抚抢护报担"
+    "拟拥择挡挤挥损捡换据掷揽搀携摄摆撑敌敛数断无旧时旷昼显晋晓暂术机杀杂权条来杨极构枣枪标栋树样档桥桩梦检楼欢欧毁毕"
+    "毙气汇汉汤沟没沪泪泽洁浅浆浊测济浓涛涡涨渐渔湾溃滚滞满灭灯灵灾炉点炼烂烛烟烧热爱爷牵状犹独狮猎环现电画畅疗监盖盘"
+    "矿码础确礼祸离种积称稳穷竞笔筑签简类粮紧红约级纪纯纲纳纵纸线练组细织终绍经结绕绘给络统继续维综绿缓编缘缩网罗罚职"
+    "联肃胜脑脚脸节苏药获营虑虽补装见观规视览觉触誉计订认讨让训议讯记讲许论设访证评识诉词译试诗诚话诞询该详语误说请诸"
+    "读课谁调谈谋谓谢贝负贡财责败货质购贯贴贵贷贸费贺资赋赏赔赛赞赶趋跃践车轨转轮软轻载较辅辆辈边达过运还这进远连迟适"
+    "选递逻遗邓邮邻郑释针钟钢钱铁银链销锁错键镇长门闭问间闻阅队阳阴阵际陆陈险隐难雾顶项顺须预领频题颜风飞饭饮馆马驱验"
+    "骑鱼鲜鸟鸡齐龄龙"
+)
+TRADITIONAL_ONLY = (
+    "萬與專業東兩個為麗舉義樂鄉書買亂爭亞產親億僅從們價眾優會傳傷體黨關寫軍農辦務動區醫華協單賣盧衛廠廳歷壓縣參雙發變"
+    "葉號嘆嗎聽啟吳員響喲團園圍國圖聖場壞塊堅壇壘牆壯聲處備夠頭夾奪奮獎妝婦媽孫學寧寶實寬賓對尋導將爾塵堯盡層屬歲崗島"
+    "峽鞏幣帥師帳帶幫廣慶廬庫應廟龐廢開異棄張彎彈強歸當錄徹徑憶憂懷態憐總戀懇惡懸驚懼慘懲慣憤戲戰執擴掃揚擾撫搶護報擔"
+    "擬擁擇擋擠揮損撿換據擲攬攙攜攝擺撐敵斂數斷無舊時曠晝顯晉曉暫術機殺雜權條來楊極構棗槍標棟樹樣檔橋樁夢檢樓歡歐毀畢"
+    "斃氣匯漢湯溝沒滬淚澤潔淺漿濁測濟濃濤渦漲漸漁灣潰滾滯滿滅燈靈災爐點煉爛燭煙燒熱愛爺牽狀猶獨獅獵環現電畫暢療監蓋盤"
+    "礦碼礎確禮禍離種積稱穩窮競筆築簽簡類糧緊紅約級紀純綱納縱紙線練組細織終紹經結繞繪給絡統繼續維綜綠緩編緣縮網羅罰職"
+    "聯肅勝腦腳臉節蘇藥獲營慮雖補裝見觀規視覽覺觸譽計訂認討讓訓議訊記講許論設訪證評識訴詞譯試詩誠話誕詢該詳語誤說請諸"
+    "讀課誰調談謀謂謝貝負貢財責敗貨質購貫貼貴貸貿費賀資賦賞賠賽贊趕趨躍踐車軌轉輪軟輕載較輔輛輩邊達過運還這進遠連遲適"
+    "選遞邏遺鄧郵鄰鄭釋針鐘鋼錢鐵銀鏈銷鎖錯鍵鎮長門閉問間聞閱隊陽陰陣際陸陳險隱難霧頂項順須預領頻題顏風飛飯飲館馬驅驗"
+    "騎魚鮮鳥雞齊齡龍"
+)
 
 # first word of a character's Unicode name -> ISO 15924
 SCRIPT_OF_NAME = {
@@ -39,14 +91,29 @@ SCRIPT_OF_NAME = {
     "ARMENIAN": "Armn", "THAANA": "Thaa", "CJK": "Hani", "HIRAGANA": "Jpan", "KATAKANA": "Jpan",
     "TIFINAGH": "Tfng", "SYRIAC": "Syrc", "CHEROKEE": "Cher", "COPTIC": "Copt", "CANADIAN": "Cans",
     "OL": "Olck", "NKO": "Nkoo", "MONGOLIAN": "Mong", "JAVANESE": "Java", "BALINESE": "Bali",
+    "YI": "Yiii", "VAI": "Vaii", "TAGALOG": "Tglg", "ADLAM": "Adlm", "BAMUM": "Bamu", "BUGINESE": "Bugi",
 }
 
 
-def char_script(char: str) -> str | None:
+_SIMPLIFIED, _TRADITIONAL = frozenset(SIMPLIFIED_ONLY), frozenset(TRADITIONAL_ONLY)
+
+
+@functools.lru_cache(maxsize=1 << 16)  # per character, called on every letter of every sentence: the name lookup
+def char_script(char: str) -> str | None:   # is the cost, and texts reuse a few hundred characters
     if not char.isalpha():
         return None
     name = unicodedata.name(char, "")
     return SCRIPT_OF_NAME.get(name.split(" ", 1)[0]) if name else None
+
+
+def han_script(texts: list[str]) -> str:
+    """`Hant` when the texts hold more traditional-only than simplified-only characters, else `Hans` (ties too:
+    most Chinese on the web is simplified)."""
+    simplified = traditional = 0
+    for text in texts:
+        simplified += sum(char in _SIMPLIFIED for char in text)
+        traditional += sum(char in _TRADITIONAL for char in text)
+    return "Hant" if traditional > simplified else "Hans"
 
 
 def dominant_script(texts: list[str], sample_chars: int = 20000) -> str | None:
@@ -68,11 +135,11 @@ def language_code(name: str, texts: list[str] | None = None) -> str:
     """`deu`, `de`, `fra-CA`, `srp-Cyrl`, `zho-TW`, `msa` ... -> `deu_Latn`, `fra_Latn`, `srp_Cyrl`, `zho_Hant`, `zsm_Latn`."""
     base, _, tail = name.replace("_", "-").partition("-")
     base = TWO_TO_THREE.get(base.lower(), base.lower())
-    script = tail if len(tail) == 4 and tail.istitle() else REGION_SCRIPT.get((base, tail.upper()))
+    script = tail.title() if len(tail) == 4 and tail.isalpha() else REGION_SCRIPT.get((base, tail.upper()))
     base = INDIVIDUAL.get(base, base)
     script = script or FIXED_SCRIPT.get(base)
     if script is None and base == "zho":
-        script = "Hans"
+        script = han_script(texts or [])
     if script is None:
         found = dominant_script(texts or [])
         if found is None:

@@ -1,0 +1,64 @@
+"""The job's settings: a YAML file (configs/pipeline_sample.yaml by default) plus `--set section.key=value`.
+
+Paths inside the file (input, lid.model, encoder) are relative to the file; gs:// and absolute paths are kept.
+Each section is checked by the stage that uses it, so a typo fails before any data is read.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from miner.config import ConfigError, load_config
+from pipelines.storage import is_remote
+
+DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "pipeline_sample.yaml"
+SECTIONS = {
+    "input": str, "output": str, "languages": list, "pairs": str, "pivot": str,
+    "read": dict, "extract": dict, "lid": dict, "split": dict, "filters": dict, "shards": dict,
+    "encoder": str, "encoder_options": dict, "embed": dict, "mining": dict, "knn": dict, "gold": str,
+}
+PATH_KEYS = (("input",), ("gold",), ("encoder",), ("lid", "model"))
+PAIRINGS = ("pivot", "all")
+
+
+def load_settings(config: str | Path | None = DEFAULT_CONFIG, overrides: list[str] = ()) -> dict:
+    settings = load_config(config, list(overrides))
+    unknown = sorted(set(settings) - set(SECTIONS))
+    if unknown:
+        raise ConfigError(f"{config}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(SECTIONS)}")
+    for key, kind in SECTIONS.items():
+        if settings.get(key) is not None and not isinstance(settings[key], kind):
+            raise ConfigError(f"{config}: {key} must be a {kind.__name__}, got {settings[key]!r}")
+    if settings.get("pairs", "pivot") not in PAIRINGS:
+        raise ConfigError(f"pairs must be one of {', '.join(PAIRINGS)}, got {settings['pairs']!r}")
+    if config is not None:
+        _resolve_paths(settings, Path(config).resolve().parent)
+    return settings
+
+
+def _resolve_paths(settings: dict, base: Path) -> None:
+    for keys in PATH_KEYS:
+        node = settings
+        for key in keys[:-1]:
+            node = node.get(key) or {}
+        value = node.get(keys[-1])
+        if not isinstance(value, str) or not value or is_remote(value) or os.path.isabs(value):
+            continue
+        candidate = os.path.normpath(base / value)
+        if keys == ("encoder",) and not os.path.exists(candidate):
+            continue  # not a folder beside the config: a built-in encoder (char-ngram) or a hub id
+        node[keys[-1]] = candidate
+
+
+def section(settings: dict, name: str) -> dict:
+    value = settings.get(name) or {}
+    return dict(value)
+
+
+def language_pairs(languages: list[str], pairing: str, pivot: str) -> list[tuple[str, str]]:
+    """(source, target) pairs to mine: every language with the pivot as target, or every pair (sorted)."""
+    languages = sorted(set(languages))
+    if pairing == "pivot":
+        return [(lang, pivot) for lang in languages if lang != pivot] if pivot in languages else []
+    return [(a, b) for i, a in enumerate(languages) for b in languages[i + 1:]]

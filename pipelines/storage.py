@@ -1,0 +1,134 @@
+"""Files through Beam's FileSystems, so a local folder and gs://bucket/prefix are the same code.
+
+Every output is written under a temporary name beside its final one and renamed into place when complete, so a
+killed run leaves finished files or none, never a partial one; a rerun overwrites with identical bytes.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import posixpath
+import shutil
+import tempfile
+import uuid
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+log = logging.getLogger("pipelines.storage")
+RAW = CompressionTypes.UNCOMPRESSED  # never let FileSystems guess: .gz outputs are gzipped by us, inputs by warcio
+TEMPORARY_MARK = ".tmp-"
+
+
+def is_remote(path: str) -> bool:
+    return "://" in path
+
+
+def join(base: str, *parts: str) -> str:
+    return FileSystems.join(base, *parts) if is_remote(base) else os.path.join(base, *parts)
+
+
+def match(pattern: str) -> list[str]:
+    """Paths matching a glob, sorted (a rerun sees the same order); an empty match is an error naming it."""
+    paths = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+    if not paths:
+        raise FileNotFoundError(f"{pattern}: no files match")
+    return paths
+
+
+def exists(path: str) -> bool:
+    return FileSystems.exists(path)
+
+
+def read_bytes(path: str) -> bytes:
+    with FileSystems.open(path, compression_type=RAW) as handle:
+        return handle.read()
+
+
+def write_bytes(path: str, data: bytes) -> None:
+    """Write `data` to `path` atomically: a temporary sibling, then a rename."""
+    if not is_remote(path):
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    temporary = f"{path}{TEMPORARY_MARK}{uuid.uuid4().hex}"
+    with FileSystems.create(temporary, compression_type=RAW) as handle:
+        handle.write(data)
+    FileSystems.rename([temporary], [path])  # replaces an older file: os.rename locally, copy + delete on GCS
+
+
+def read_json(path: str) -> dict:
+    return json.loads(read_bytes(path).decode("utf-8"))
+
+
+def write_json(path: str, data: dict) -> None:
+    write_bytes(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+
+
+def table_bytes(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="zstd")
+    return sink.getvalue()
+
+
+def write_parquet(path: str, table: pa.Table) -> None:
+    write_bytes(path, table_bytes(table))
+
+
+def read_parquet(path: str, columns: list[str] | None = None) -> pa.Table:
+    return pq.read_table(io.BytesIO(read_bytes(path)), columns=columns)
+
+
+def delete_tree(path: str) -> None:
+    """Remove a folder (or gs:// prefix) and everything under it; nothing there is fine."""
+    if is_remote(path):  # object stores have no folders: delete what the prefix holds
+        found = [m.path for m in FileSystems.match([path.rstrip("/") + "/**"])[0].metadata_list]
+        if found:
+            FileSystems.delete(found)
+    elif os.path.exists(path):
+        shutil.rmtree(path)
+
+
+def stage_folder(local: str, remote: str) -> str:
+    """Copy a local folder (a model) to `remote` so workers that cannot see this machine's disk can read it."""
+    for root, _, files in os.walk(local):
+        for name in sorted(files):
+            source = os.path.join(root, name)
+            target = join(remote, os.path.relpath(source, local).replace(os.sep, "/"))
+            with open(source, "rb") as handle:
+                write_bytes(target, handle.read())
+    log.info("staged %s to %s", local, remote)
+    return remote
+
+
+def local_folder(path: str, cache: dict[str, str] = {}) -> str:  # noqa: B006 - one cache per process on purpose
+    """A local folder holding the files under `path`: the path itself when local, else a download (once per
+    process) into a temporary folder, for libraries that only read local files (faiss, fastText, transformers)."""
+    if not is_remote(path):
+        return path
+    if path not in cache:
+        folder = tempfile.mkdtemp(prefix="cmlm-")
+        prefix = path.rstrip("/") + "/"
+        for remote in match(prefix + "**"):
+            target = os.path.join(folder, posixpath.relpath(remote, prefix))
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "wb") as handle:
+                handle.write(read_bytes(remote))
+        cache[path] = folder
+    return cache[path]
+
+
+def local_file(path: str, cache: dict[str, str] = {}) -> str:  # noqa: B006
+    """`local_folder` for one file."""
+    if not is_remote(path):
+        return path
+    if path not in cache:
+        folder = tempfile.mkdtemp(prefix="cmlm-")
+        target = os.path.join(folder, posixpath.basename(path))
+        with open(target, "wb") as handle:
+            handle.write(read_bytes(path))
+        cache[path] = target
+    return cache[path]

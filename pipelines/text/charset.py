@@ -1,0 +1,175 @@
+"""Bytes of a crawled page -> text: the declared charset when it fits the bytes, detection when it does not.
+
+Order, first fit wins (each step is checked against the whole body, strictly, unless it says "repaired"):
+
+1. a byte-order mark (UTF-8, UTF-16);
+2. a declared 7-bit stateful encoding (ISO-2022-*, HZ) when the body has its escape sequences: these bytes are
+   also valid UTF-8, so they must come before the UTF-8 test;
+3. strict UTF-8. A page that is valid UTF-8 is UTF-8 whatever it declares: legacy text almost never forms valid
+   multi-byte sequences, while pages declaring ISO-8859-1 and serving UTF-8 are common;
+4. UTF-8 with a few broken bytes (at least 10 valid multi-byte characters per invalid sequence): decoded with
+   U+FFFD for the broken bytes ("utf-8-repaired") rather than read as mojibake in a single-byte charset;
+5. the declared charset: HTTP Content-Type first, then `<meta charset>` / `http-equiv` in the first 16 KiB. Labels
+   are mapped as browsers do (WHATWG Encoding Standard): ISO-8859-1 and ASCII mean windows-1252, GB2312 means
+   GB18030, Shift_JIS means windows-31j, EUC-KR means windows-949;
+6. detection with charset_normalizer on the first 64 KiB; among equally good guesses, the charset more common on
+   the web wins (charset_normalizer alone reads short windows-1251 Russian as Mac Cyrillic);
+7. the declared or detected charset with replacement characters, when under 1% of the characters are replaced.
+
+Otherwise the body is undecodable (`UndecodableError`): binary data served as text/html, mostly.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass
+
+META_WINDOW = 16384          # bytes searched for <meta charset>
+DETECT_WINDOW = 65536        # bytes given to charset detection
+REPAIR_RATIO = 10            # valid multi-byte characters per broken sequence for a UTF-8 repair
+MAX_REPLACED_SHARE = 0.01    # replacement characters allowed in a last-resort decode
+
+# WHATWG label mapping where Python's codec of the same name decodes differently from browsers.
+_BROWSER_CODECS = {
+    "latin_1": "cp1252", "ascii": "cp1252", "iso8859_9": "cp1254", "iso8859_11": "cp874", "tis_620": "cp874",
+    "gb2312": "gb18030", "gbk": "gb18030", "shift_jis": "cp932", "euc_kr": "cp949", "big5": "big5hkscs",
+}
+_EXTRA_LABELS = {"x-sjis": "cp932", "windows-31j": "cp932", "x-gbk": "gb18030", "ks_c_5601-1987": "cp949",
+                 "x-euc-jp": "euc_jp", "x-mac-cyrillic": "mac_cyrillic", "x-cp1251": "cp1251", "x-cp1252": "cp1252"}
+_STATEFUL = ("iso2022_jp", "iso2022_jp_2", "iso2022_kr", "hz")
+_UNICODE_WIDE = ("utf_16", "utf_16_le", "utf_16_be", "utf_32", "utf_32_le", "utf_32_be")
+
+# Web usage order (W3Techs): a tie-break between guesses that decode the sample equally well.
+_WEB_PRIOR = ["utf_8", "cp1252", "cp1251", "cp932", "shift_jis", "euc_jp", "gb18030", "gbk", "gb2312", "cp949",
+              "euc_kr", "cp1250", "iso8859_2", "big5", "big5hkscs", "cp1256", "cp1254", "iso8859_15", "cp874",
+              "cp1253", "iso8859_7", "cp1255", "cp1257", "koi8_r", "koi8_u", "iso8859_5", "cp1258", "windows_1258"]
+
+_BOMS = ((codecs.BOM_UTF8, "utf_8_sig"), (codecs.BOM_UTF16_LE, "utf_16"), (codecs.BOM_UTF16_BE, "utf_16"))
+_META = re.compile(rb"""<meta[^>]{0,512}?charset\s*=\s*["']?\s*([A-Za-z0-9_:.+-]{1,40})""", re.IGNORECASE)
+_CHARSET_PARAM = re.compile(r"""charset\s*=\s*["']?\s*([A-Za-z0-9_:.+-]{1,40})""", re.IGNORECASE)
+
+
+class UndecodableError(ValueError):
+    """No charset reads the bytes as text."""
+
+
+@dataclass(frozen=True)
+class Decoded:
+    text: str
+    charset: str            # Python codec name the text was decoded with
+    method: str             # bom | stateful | utf-8 | utf-8-repaired | declared | detected | repaired
+    declared_wrong: bool    # a charset was declared and the bytes are not in it
+
+
+def codec_name(label: str | None) -> str | None:
+    """A charset label (HTTP or HTML) as a Python codec name, mapped as browsers map it; None if unknown."""
+    if not label:
+        return None
+    label = label.strip().strip("\"'").lower()
+    if label in _EXTRA_LABELS:
+        return _EXTRA_LABELS[label]
+    try:
+        name = codecs.lookup(label).name.replace("-", "_")
+    except LookupError:
+        return None
+    name = {"iso8859_1": "latin_1", "us_ascii": "ascii", "mbcs": None}.get(name, name)
+    return _BROWSER_CODECS.get(name, name) if name else None
+
+
+def charset_from_content_type(value: str | None) -> str | None:
+    """The `charset=` parameter of a Content-Type header value, as given."""
+    match = _CHARSET_PARAM.search(value or "")
+    return match.group(1) if match else None
+
+
+def meta_charset(body: bytes) -> str | None:
+    """The charset label of `<meta charset=...>` or `<meta http-equiv=content-type content="...; charset=...">`."""
+    match = _META.search(body[:META_WINDOW])
+    return match.group(1).decode("ascii") if match else None
+
+
+def decode_html(body: bytes, http_charset: str | None = None) -> Decoded:
+    """Decode a page body (HTML or text) following the order in the module docstring."""
+    declared = _declared_codecs(body, http_charset)
+    for bom, name in _BOMS:
+        if body.startswith(bom):
+            return Decoded(body.decode(name, "replace"), name, "bom", False)
+    for name in declared:
+        if name in _STATEFUL and (b"\x1b" in body or b"~{" in body):
+            decoded = _strict(body, name)
+            if decoded is not None:
+                return Decoded(decoded, name, "stateful", False)
+    wrong = bool(declared) and declared[0] not in ("utf_8", "utf_8_sig")
+    text = _strict(body, "utf_8")
+    if text is not None:
+        return Decoded(text, "utf_8", "utf-8", wrong and not body.isascii())
+    repaired = _repaired_utf8(body)
+    if repaired is not None:
+        return Decoded(repaired, "utf_8", "utf-8-repaired", wrong)
+    return _decode_legacy(body, declared)
+
+
+def _decode_legacy(body: bytes, declared: list[str]) -> Decoded:
+    """Steps 5-7: a body that is not UTF-8."""
+    for name in declared:
+        text = _strict(body, name)
+        if text is not None:
+            return Decoded(text, name, "declared", False)
+    guesses = _detected_codecs(body)
+    for name in guesses:
+        text = _strict(body, name)
+        if text is not None:
+            return Decoded(text, name, "detected", bool(declared))
+    for name in dict.fromkeys(declared + guesses[:1]):
+        text = body.decode(name, "replace")
+        if text.count("\ufffd") <= MAX_REPLACED_SHARE * len(text):
+            return Decoded(text, name, "repaired", name not in declared and bool(declared))
+    raise UndecodableError(f"no charset fits (declared: {', '.join(declared) or 'none'}; "
+                           f"detected: {', '.join(guesses[:3]) or 'none'})")
+
+
+def _declared_codecs(body: bytes, http_charset: str | None) -> list[str]:
+    names = [codec_name(http_charset), codec_name(meta_charset(body))]
+    # UTF-16/32 without a byte-order mark: browsers ignore such labels in <meta>, and a wrong one garbles everything
+    return list(dict.fromkeys(n for n in names if n and n not in _UNICODE_WIDE))
+
+
+def _strict(body: bytes, name: str) -> str | None:
+    try:
+        return body.decode(name)
+    except (UnicodeDecodeError, LookupError):
+        return None
+
+
+def _repaired_utf8(body: bytes) -> str | None:
+    """UTF-8 with U+FFFD for broken sequences, when valid multi-byte characters far outnumber the broken ones."""
+    text = body.decode("utf_8", "replace")
+    broken = text.count("\ufffd") - body.count("\ufffd".encode())
+    valid = len(text) - len(text.encode("ascii", "ignore")) - text.count("\ufffd")
+    return text if 0 < broken and valid >= REPAIR_RATIO * broken else None
+
+
+def _detected_codecs(body: bytes) -> list[str]:
+    """charset_normalizer's guesses, best first; ties broken by how common the charset is on the web."""
+    try:
+        from charset_normalizer import from_bytes
+    except ImportError as err:  # a dependency of requests, which trafilatura needs; named in setup.py
+        raise ImportError("charset detection needs charset_normalizer: pip install charset-normalizer") from err
+    matches = from_bytes(body[:DETECT_WINDOW])
+    ranked = sorted(matches, key=lambda m: (round(m.chaos, 2), -round(m.coherence, 2), _prior(m)))
+    names = []
+    for match in ranked:
+        names.extend(sorted(match.could_be_from_charset, key=_rank))
+    return list(dict.fromkeys(_BROWSER_CODECS.get(n, n) for n in names if n not in _UNICODE_WIDE))
+
+
+_WEB_RANK = {name: rank for rank, name in enumerate(_WEB_PRIOR)}
+
+
+def _rank(name: str) -> int:
+    return _WEB_RANK.get(name, len(_WEB_RANK))
+
+
+def _prior(match) -> int:
+    return min(map(_rank, match.could_be_from_charset))

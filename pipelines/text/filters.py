@@ -1,0 +1,190 @@
+"""Sentence filters: each small, configurable, and returning keep (`True`) or `(False, reason)`.
+
+    filters = build_filters({"length": {"min_chars": 15}, "lid_score": {"min_score": 0.6}})
+    kept = apply_filters(sentences, filters, tally)      # drops counted as filter/dropped:<name>:<reason>
+
+Every filter looks at one sentence alone, so they run anywhere (one worker, one record at a time). The defaults
+are set for mining: a pair is only as good as its two sentences, and short, symbol-heavy or wrong-script lines
+are what margin scoring confuses most easily (a "© 2024" line matches every other "© 2024" line).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+import unicodedata
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from miner.languages import char_script
+from pipelines.text.records import Sentence, Tally
+
+KEEP = True
+
+# scripts written without spaces between words: length in tokens is estimated from letters instead
+UNSPACED_SCRIPTS = {"Hani", "Hans", "Hant", "Jpan", "Thai", "Laoo", "Khmr", "Mymr", "Tibt"}
+CHARS_PER_TOKEN_UNSPACED = 1.6  # mean word length in characters of Chinese and Thai text, near enough for a bound
+# a language's script name -> the scripts its letters may be in (Chinese and Japanese mix Han with kana, Korean
+# mixes Hangul with Han)
+SCRIPT_FAMILY = {"Hans": {"Hani"}, "Hant": {"Hani"}, "Jpan": {"Hani", "Jpan"}, "Hang": {"Hang", "Hani"},
+                 "Kore": {"Hang", "Hani"}}
+
+
+def script_of(language: str) -> str:
+    return language.rpartition("_")[2]
+
+
+def letter_scripts(text: str) -> list[str]:
+    return [s for s in map(char_script, text) if s]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _is_mark(char: str) -> bool:
+    return unicodedata.category(char) in ("Mn", "Mc")
+
+
+@dataclass(frozen=True)
+class LengthFilter:
+    """Length in characters and in tokens (whitespace words; letters / 1.6 in unspaced scripts)."""
+
+    name = "length"
+    min_chars: int = 10
+    max_chars: int = 500
+    min_tokens: int = 3
+    max_tokens: int = 150
+
+    def __call__(self, sentence: Sentence):
+        n = len(sentence.text)
+        if n < self.min_chars:
+            return False, "too-few-chars"
+        if n > self.max_chars:
+            return False, "too-many-chars"
+        tokens = self.tokens(sentence.text, script_of(sentence.language))
+        if tokens < self.min_tokens:
+            return False, "too-few-tokens"
+        if tokens > self.max_tokens:
+            return False, "too-many-tokens"
+        return KEEP
+
+    @staticmethod
+    def tokens(text: str, script: str) -> float:
+        if script in UNSPACED_SCRIPTS:
+            return sum(c.isalpha() for c in text) / CHARS_PER_TOKEN_UNSPACED
+        return len(text.split())
+
+
+@dataclass(frozen=True)
+class ScriptFilter:
+    """The share of letters written in the language's own script: a Russian sentence in Latin letters, or an
+    English menu line labelled Chinese, is not what a `rus_Cyrl` or `zho_Hans` side should hold."""
+
+    name = "script"
+    min_share: float = 0.75
+
+    def __call__(self, sentence: Sentence):
+        scripts = letter_scripts(sentence.text)
+        if not scripts:
+            return False, "no-letters"
+        expected = script_of(sentence.language)
+        allowed = SCRIPT_FAMILY.get(expected, {expected})
+        share = sum(s in allowed for s in scripts) / len(scripts)
+        return KEEP if share >= self.min_share else (False, "script-mismatch")
+
+
+@dataclass(frozen=True)
+class LetterShareFilter:
+    """Letters against digits, punctuation and symbols, among the non-space characters: tables, prices,
+    dates and code fragments fail it."""
+
+    name = "letters"
+    min_share: float = 0.6
+
+    def __call__(self, sentence: Sentence):
+        chars = [c for c in sentence.text if not c.isspace()]
+        if not chars:
+            return False, "empty"
+        letters = sum(c.isalpha() or _is_mark(c) for c in chars)  # marks: Indic vowel signs are letters' parts
+        return KEEP if letters / len(chars) >= self.min_share else (False, "few-letters")
+
+
+@dataclass(frozen=True)
+class RepetitionFilter:
+    """A character repeated many times in a row ("!!!!!!", "aaaaaaah", "-------"), or a sentence whose
+    distinct characters are too few for its length (keyboard mashing, "ha ha ha ha ha")."""
+
+    name = "repetition"
+    max_run: int = 5
+    min_distinct_share: float = 0.1
+    min_length_for_distinct: int = 40
+
+    def __post_init__(self):
+        object.__setattr__(self, "_run", re.compile(r"(.)\1{%d,}" % (self.max_run - 1), re.DOTALL))
+
+    def __call__(self, sentence: Sentence):
+        text = sentence.text
+        if self._run.search(text):
+            return False, "repeated-chars"
+        if len(text) >= self.min_length_for_distinct and len(set(text)) / len(text) < self.min_distinct_share:
+            return False, "few-distinct-chars"
+        return KEEP
+
+
+@dataclass(frozen=True)
+class LidScoreFilter:
+    """The language identifier's probability for the sentence's language; `per_language` overrides the floor
+    (closely related languages, e.g. bos/hrv/srp, share probability mass and need a lower one)."""
+
+    name = "lid_score"
+    min_score: float = 0.5
+    per_language: dict = dataclasses.field(default_factory=dict)
+
+    def __call__(self, sentence: Sentence):
+        floor = self.per_language.get(sentence.language, self.min_score)
+        return KEEP if sentence.lid_score >= floor else (False, "low-lid-score")
+
+
+FILTERS = {f.name: f for f in (LengthFilter, ScriptFilter, LetterShareFilter, RepetitionFilter, LidScoreFilter)}
+DEFAULT_ORDER = ("length", "letters", "repetition", "script", "lid_score")  # cheapest first
+
+
+def build_filters(config: dict | None = None) -> list:
+    """Filters from a `filters:` settings section: {name: {option: value} | false}. A missing name runs with its
+    defaults; `false` turns it off; unknown names or options are errors naming them."""
+    config = dict(config or {})
+    unknown = set(config) - set(FILTERS)
+    if unknown:
+        raise ValueError(f"filters: unknown filter(s) {sorted(unknown)}; known: {sorted(FILTERS)}")
+    filters = []
+    for name in DEFAULT_ORDER:
+        options = config.get(name, {})
+        if options is False:
+            continue
+        cls = FILTERS[name]
+        fields = {f.name for f in dataclasses.fields(cls)}
+        bad = set(options or {}) - fields
+        if bad:
+            raise ValueError(f"filters.{name}: unknown option(s) {sorted(bad)}; known: {sorted(fields)}")
+        filters.append(cls(**(options or {})))
+    return filters
+
+
+def check(sentence: Sentence, filters: list) -> tuple[bool, str]:
+    """The first drop among `filters` as (False, "<filter>:<reason>"), else (True, "")."""
+    for sentence_filter in filters:
+        verdict = sentence_filter(sentence)
+        if verdict is not KEEP:
+            return False, f"{sentence_filter.name}:{verdict[1]}"
+    return True, ""
+
+
+def apply_filters(sentences: Iterable[Sentence], filters: list, tally: Tally) -> Iterator[Sentence]:
+    """Sentences that pass every filter; each drop counted as `filter`/`dropped:<filter>:<reason>` (counted,
+    not logged one by one: dropping is the filters' normal work, not a fault in the input)."""
+    for sentence in sentences:
+        keep, reason = check(sentence, filters)
+        if keep:
+            tally.count("filter", "kept")
+            yield sentence
+        else:
+            tally.count("filter", f"dropped:{reason}")

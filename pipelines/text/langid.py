@@ -1,0 +1,450 @@
+"""Language identification with fastText: official models (lid.176, GlotLID, NLLB's LID) or our own, every answer
+named ISO 639-3 + script (`deu_Latn`, `zho_Hant`) whatever the model's labels.
+
+Label schemes. A label with a script (`__label__eng_Latn`: GlotLID, NLLB, ours) keeps it, its language brought to
+the FLORES-200 name (`cmn` -> `zho`, `ekk` -> `est`: miner.languages.INDIVIDUAL). A label without one (lid.176's
+Wikipedia codes: `__label__en`, `__label__sr`, `__label__als`) is read as ISO 639-1/639-3, with the few Wikipedia
+codes that mean something else mapped first (`als` is Alemannic there, `gsw`, not Tosk Albanian), and its script is
+read from the text: `sr` on Cyrillic text is `srp_Cyrl`, on Latin text `srp_Latn`. Chinese (`zh`, or any `Hani`
+label) is `Hans` or `Hant` by counting characters that only one of the two writes (miner.languages.han_script:
+99-100% right on FLORES-200 sentences); `ja`, `ko`, `yue` have a fixed script. Text without letters gets
+`und_Zyyy` with score 0. Models that tell `zho_Hans` from `zho_Hant` themselves (NLLB's, ours) are overruled the
+same way: their two labels add up as Chinese, and the characters decide (our model's own Hans/Hant choice was right
+for 85% of FLORES sentences, the characters for 99.8%).
+
+Normalisation. fastText sees one line: whitespace and control characters collapse to single spaces and the text is
+cut to `max_chars` characters before prediction (bounded work per call). Our model also lowercases and drops digits,
+in training and prediction alike (on FLORES, lowercasing costs nothing on ordinary text and keeps 83% accuracy on
+upper-cased text, where a cased model falls to 41%; dropping digits is neutral): its settings travel with it in
+`<model file>.json` (`cmlm-lid.ftz.json`, with the model's sha256). An official model without that file gets
+whitespace normalisation only, as its authors' own tools do.
+
+Sentences in a document. `identify_document` averages the paragraphs' distributions, weighted by length. A
+sentence's own distribution p is then combined with a prior that favours the document's language d by
+`document_weight` to 1 against any other language: d wins when weight * p(d) > p(best), so a short or ambiguous
+sentence whose distribution still gives d some mass follows the document, while a clearly foreign sentence (a
+quoted English sentence in a German page, p(eng) = 0.99, p(deu) = 0.001) keeps its own label. The default weight,
+30, comes from the FLORES documents of `evaluate --documents` (3 to 100 tried: short sentences gain 10 points,
+foreign ones lose 0.1).
+
+    python -m pipelines.text.langid train --train-pool ../shared/data/train --output models/lid/cmlm-lid.ftz
+    python -m pipelines.text.langid evaluate --model models/lid/cmlm-lid.ftz \\
+        --flores ../shared/data/dev/flores200-devtest/devtest --documents --output lid-report.json
+    python -m pipelines.text.langid predict --model lid.176.ftz < sentences.txt     # lang<TAB>score<TAB>text
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import re
+import sys
+import unicodedata
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from miner.io import InputFormatError
+from miner.languages import FIXED_SCRIPT, INDIVIDUAL, TWO_TO_THREE, char_script, dominant_script, han_script
+from pipelines.text.records import Document, Tally
+
+log = logging.getLogger("pipelines.text.langid")
+LABEL_PREFIX = "__label__"
+UNDETERMINED = "und_Zyyy"
+# lid.176 speaks Wikipedia codes: these are not ISO codes, or name another language in ISO 639-3
+WIKIPEDIA_CODES = {"als": "gsw", "bh": "bho", "no": "nob", "sh": "hbs"}
+SCRIPTED_LABEL = re.compile(r"([a-z]{2,3})_([A-Z][a-z]{3})")
+DOCUMENT_WEIGHT = 30.0   # prior odds of the document's language against any other (FLORES documents sweep)
+DOCUMENT_CHARS = 5000    # identify_document reads paragraphs up to this many characters
+SIDECAR_FORMAT = "cmlm-lid/1"
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_DIGITS = re.compile(r"\d+")
+
+
+@dataclass(frozen=True)
+class Normalization:
+    """What a text goes through before fastText sees it: the same in training and prediction."""
+
+    lowercase: bool = False
+    drop_digits: bool = False
+    max_chars: int = 1000
+
+    def apply(self, text: str) -> str:
+        text = unicodedata.normalize("NFC", _CONTROL.sub(" ", text[: 2 * self.max_chars]))
+        if self.drop_digits:
+            text = _DIGITS.sub("", text)
+        if self.lowercase:
+            text = text.lower()
+        return " ".join(text.split())[: self.max_chars]
+
+
+OFFICIAL = Normalization()                                   # lid.176, GlotLID, NLLB: one line, as it is
+OURS = Normalization(lowercase=True, drop_digits=True)       # chosen by measurement (docs in the report)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a model label stands for: a language, and its script, or None where the text tells the script."""
+
+    language: str
+    script: str | None
+
+
+def parse_label(label: str) -> Target:
+    """`__label__eng_Latn` -> eng + Latn; `__label__cmn_Hani` -> zho + (from text); `__label__sr` -> srp + (from
+    text); `__label__als` -> gsw (lid.176's Alemannic)."""
+    name = label.removeprefix(LABEL_PREFIX)
+    scripted = SCRIPTED_LABEL.fullmatch(name)
+    if scripted:
+        language, script = scripted.groups()
+        language = INDIVIDUAL.get(language, language)
+        if script == "Hani" or (language == "zho" and script in ("Hans", "Hant")):
+            return Target(language, None)  # Chinese characters tell Hans from Hant better than the models do
+        return Target(language, script)
+    name = name.lower().replace("-", "_")
+    name = WIKIPEDIA_CODES.get(name, name)
+    language = INDIVIDUAL.get(TWO_TO_THREE.get(name, name), TWO_TO_THREE.get(name, name))
+    return Target(language, FIXED_SCRIPT.get(language))
+
+
+def script_of_text(text: str, language: str = "") -> str:
+    """The script a label without one takes: the text's own, Hans or Hant for Chinese characters (for Chinese, as
+    soon as there are any: names in Latin letters do not make a sentence zho_Latn), else Zyyy."""
+    if language == "zho" and any(char_script(char) == "Hani" for char in text):
+        return han_script([text])
+    script = dominant_script([text])
+    if script == "Hani":
+        return han_script([text])
+    return script or "Zyyy"
+
+
+def _has_letter(text: str) -> bool:
+    return any(char.isalpha() for char in text)
+
+
+class LanguageIdentifier:
+    """A fastText language-identification model whose answers are named lang_Script."""
+
+    def __init__(self, model, normalization: Normalization = OFFICIAL, path: str = ""):
+        self.model = model
+        self.normalization = normalization
+        self.path = path
+        self.targets = {label: parse_label(label) for label in model.get_labels()}
+
+    @classmethod
+    def load(cls, path: str | Path, normalization: Normalization | None = None) -> LanguageIdentifier:
+        """A fastText .bin/.ftz; `<file name>.json` beside it (written by our training) sets the
+        normalisation, else `normalization`, else whitespace only."""
+        path = Path(path)
+        if not path.is_file():
+            raise InputFormatError(f"{path}: language-identification model not found")
+        sidecar = read_sidecar(path)
+        if sidecar and sidecar.get("model_sha256") and sidecar["model_sha256"] != _sha256(path):
+            raise InputFormatError(f"{sidecar_path(path)} describes another model than {path} (sha256 differs): "
+                                   "its normalisation cannot be trusted; retrain or remove it")
+        if normalization is None:
+            normalization = Normalization(**sidecar["normalization"]) if sidecar else OFFICIAL
+        return cls(load_fasttext(path), normalization, str(path))
+
+    @property
+    def languages(self) -> list[str]:
+        """The model's languages: `lang_Script`, or `lang_*` where the script comes from the text (Chinese: both)."""
+        codes = set()
+        for target in self.targets.values():
+            scripts = [target.script] if target.script else ["Hans", "Hant"] if target.language == "zho" else ["*"]
+            codes.update(f"{target.language}_{script}" for script in scripts)
+        return sorted(codes)
+
+    def covers(self, code: str) -> bool:
+        language, _, script = code.partition("_")
+        return any(t.language == language and t.script in (None, script) for t in self.targets.values())
+
+    def predict(self, texts: Sequence[str], k: int = 1, threshold: float = 0.0) -> list[list[tuple[str, float]]]:
+        """Up to k (language, probability) per text, most probable first; labels that meet in one name add up."""
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(f"predict takes strings: item {i} is {type(text).__name__}")
+        normalized = [self.normalization.apply(text) for text in texts]
+        rows = [i for i, text in enumerate(normalized) if _has_letter(text)]
+        results: list[list[tuple[str, float]]] = [[(UNDETERMINED, 0.0)] for _ in texts]
+        if rows:
+            labels, probabilities = self.model.predict([normalized[i] for i in rows], k=k, threshold=threshold)
+            for i, row_labels, row_probabilities in zip(rows, labels, probabilities):
+                results[i] = self._named(row_labels, row_probabilities, normalized[i])
+        return results
+
+    def _named(self, labels, probabilities, text: str) -> list[tuple[str, float]]:
+        scores: dict[str, float] = defaultdict(float)
+        text_scripts: dict[str, str] = {}   # read once, and only when a label needs it
+        for label, probability in zip(labels, probabilities):
+            target = self.targets[label]
+            script = target.script
+            if script is None:
+                key = "zho" if target.language == "zho" else ""
+                script = text_scripts.get(key) or text_scripts.setdefault(key, script_of_text(text, key))
+            scores[f"{target.language}_{script}"] += float(probability)
+        return sorted(((code, min(1.0, p)) for code, p in scores.items()), key=lambda item: (-item[1], item[0]))
+
+    def identify_document(self, paragraphs: Sequence[str], k: int = 5) -> tuple[str, float]:
+        """The document's language and its share of the length-weighted paragraph distributions."""
+        taken, total = [], 0
+        for paragraph in paragraphs:
+            if total >= DOCUMENT_CHARS:
+                break
+            taken.append(paragraph)
+            total += len(paragraph)
+        return document_language(self.predict(taken, k=k), [len(p) for p in taken])
+
+    def label_document(self, document: Document, tally: Tally | None = None) -> Document:
+        """The document with `language` and `language_score` set; one without letters is counted as a skip."""
+        language, probability = self.identify_document(document.paragraphs)
+        if tally is not None:
+            if language == UNDETERMINED:
+                tally.skip("langid", "no letters", document.where, document.url)
+            else:
+                tally.count("langid", "documents")
+        return replace(document, language=language, language_score=round(probability, 4))
+
+    def identify_sentences(self, sentences: Sequence[str], document_language: str | None,
+                           document_weight: float = DOCUMENT_WEIGHT, k: int = 10) -> list[tuple[str, float]]:
+        """One (language, probability) per sentence, leaning to `document_language` (see the module notes)."""
+        return [with_document(p, document_language, document_weight) for p in self.predict(sentences, k=k)]
+
+
+def document_language(predictions: Sequence[list[tuple[str, float]]], lengths: Sequence[int]) -> tuple[str, float]:
+    scores: dict[str, float] = defaultdict(float)
+    total = 0.0
+    for prediction, length in zip(predictions, lengths):
+        if prediction[0][0] == UNDETERMINED:
+            continue
+        weight = min(length, OURS.max_chars)
+        total += weight
+        for code, probability in prediction:
+            scores[code] += weight * probability
+    if not total:
+        return UNDETERMINED, 0.0
+    best = min(scores, key=lambda code: (-scores[code], code))
+    return best, scores[best] / total
+
+
+def with_document(prediction: list[tuple[str, float]], document_language: str | None,
+                  document_weight: float = DOCUMENT_WEIGHT) -> tuple[str, float]:
+    """The sentence's label after a prior of `document_weight`:1 for the document's language.
+
+    posterior(d) = w p(d) / (w p(d) + 1 - p(d)), posterior(x) = p(x) / (w p(d) + 1 - p(d)) for x != d.
+    """
+    best, p_best = prediction[0]
+    if not document_language or best in (document_language, UNDETERMINED):
+        return best, p_best
+    p_doc = dict(prediction).get(document_language, 0.0)
+    norm = document_weight * p_doc + 1.0 - p_doc
+    if document_weight * p_doc > p_best:
+        return document_language, min(1.0, document_weight * p_doc / norm)
+    return best, min(1.0, p_best / norm)
+
+
+# -- files ------------------------------------------------------------------------------------------------------
+
+def sidecar_path(model_path: Path) -> Path:
+    return model_path.with_name(model_path.name + ".json")
+
+
+def read_sidecar(model_path: Path) -> dict | None:
+    path = sidecar_path(model_path)
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise InputFormatError(f"{path}: not JSON ({err})") from None
+    if not isinstance(data, dict) or data.get("format") != SIDECAR_FORMAT:
+        return None  # someone else's JSON beside a model: not ours to read
+    fields = set(Normalization.__dataclass_fields__)
+    if not isinstance(data.get("normalization"), dict) or not set(data["normalization"]) <= fields:
+        raise InputFormatError(f"{path}: 'normalization' must be an object with keys among {sorted(fields)}")
+    return data
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def load_fasttext(path: Path):
+    """fastText's own binary format (not a pickle); a file it cannot parse is a clear error."""
+    try:
+        from fasttext.FastText import _FastText
+    except ImportError as err:  # pragma: no cover - setup.py installs it
+        raise ImportError("language identification needs fastText: pip install fasttext-numpy2-wheel") from err
+    try:
+        return _FastText(model_path=str(path))
+    except (ValueError, RuntimeError, MemoryError) as err:
+        raise InputFormatError(f"{path}: not a fastText model ({err})") from None
+
+
+# -- commands ---------------------------------------------------------------------------------------------------
+
+def train_command(args) -> dict:
+    """Read the train pool, balance it, train, quantise, write the model and its sidecar; returns the sidecar."""
+    import tempfile
+    import time
+
+    from miner.io import write_json
+    from pipelines.text import langid_data as data
+
+    started = time.monotonic()
+    normalization = Normalization(lowercase=not args.keep_case, drop_digits=not args.keep_digits,
+                                  max_chars=args.max_chars)
+    balance = data.Balance(cap=args.cap, floor=args.floor, max_repeat=args.max_repeat, min_lines=args.min_lines,
+                           seed=args.seed)
+    settings = data.TrainSettings(dim=args.dim, epoch=args.epoch, lr=args.lr, minn=args.minn, maxn=args.maxn,
+                                  bucket=args.bucket, min_count=args.min_count, loss=args.loss, thread=args.threads,
+                                  seed=args.seed, quantize=not args.no_quantize, cutoff=args.cutoff,
+                                  dsub=args.dsub, retrain=args.retrain)
+    pool = data.read_pool(args.train_pool, args.sources.split(",") if args.sources else None)
+    verbose = 2 if sys.stderr.isatty() else 0
+    unquantized = args.output.with_suffix(".bin") if settings.quantize and args.keep_unquantized else None
+    with tempfile.TemporaryDirectory(prefix="cmlm-lid-") as folder:
+        training_file = Path(folder) / "train.txt"
+        examples = data.write_training_file(training_file, data.balance(pool, balance), normalization)
+        if len(examples) < 2:
+            raise ValueError(f"{args.train_pool}: {len(examples)} language(s) with enough text: nothing to tell apart")
+        log.info("training on %d examples in %d languages", sum(examples.values()), len(examples))
+        model = data.train_fasttext(training_file, settings, verbose)
+        if unquantized is not None:
+            data.save_model(model, unquantized)
+        if settings.quantize:
+            data.quantize(model, training_file, settings, verbose)
+    data.save_model(model, args.output)
+    sidecar = {
+        "format": SIDECAR_FORMAT, "normalization": asdict(normalization), "languages": len(examples),
+        "examples": examples, "pool_lines": pool.sizes(),
+        "sources": {name: dict(sorted(n.items())) for name, n in pool.sources.items()},
+        "skipped": dict(pool.skipped), "balance": asdict(balance), "settings": asdict(settings),
+        "train_pool": str(args.train_pool), "seconds": round(time.monotonic() - started, 1),
+    }
+    for path in filter(None, (unquantized, args.output)):
+        write_json(sidecar_path(path), {**sidecar, "model_sha256": _sha256(path), "model_bytes": path.stat().st_size,
+                                        "quantized": path == args.output and settings.quantize})
+    return {**sidecar, "model_bytes": args.output.stat().st_size}
+    return sidecar
+
+
+def evaluate_command(args) -> dict:
+    from miner.io import write_json
+    from pipelines.text.langid_eval import evaluate
+
+    identifier = LanguageIdentifier.load(args.model)
+    weights = tuple(float(w) for w in args.document_weights.split(","))
+    languages = args.languages.split(",") if args.languages else None
+    report = evaluate(identifier, args.flores, documents=args.documents, languages=languages, weights=weights)
+    if args.output:
+        write_json(args.output, report)
+    return report
+
+
+def predict_command(args) -> None:
+    identifier = LanguageIdentifier.load(args.model)
+    lines = [line.rstrip("\n") for line in sys.stdin]
+    if args.document:
+        language, probability = identifier.identify_document(lines)
+        print(f"# document\t{language}\t{probability:.4f}")
+        answers = [[answer] for answer in identifier.identify_sentences(lines, language)]
+    else:
+        answers = identifier.predict(lines, k=args.k)
+    for line, answer in zip(lines, answers):
+        labels = "\t".join(f"{code}\t{probability:.4f}" for code, probability in answer)
+        print(f"{labels}\t{line}")
+
+
+def summary(report: dict) -> str:
+    """The evaluation report as markdown tables: overall, the weakest languages, and the document figures."""
+    sentences = report["sentences"]
+    overall = (f"| {sentences['languages']} | {sentences['sentences']} | {sentences['accuracy']:.4f} | "
+               f"{sentences['macro_f1']:.4f} |")
+    rows = ["| languages | sentences | accuracy | macro-F1 |", "|---|---|---|---|", overall, ""]
+    documents = report.get("documents")
+    if documents:
+        rows += [f"documents: {documents['documents']}, document accuracy {documents['document_accuracy']:.4f}", "",
+                 "| sentences | native | short | foreign | all |", "|---|---|---|---|---|"]
+        for name, row in documents["sentence_accuracy"].items():
+            rows.append(f"| {name} | {row['native']:.4f} | {row['short']:.4f} | {row['foreign']:.4f} | "
+                        f"{row['all']:.4f} |")
+    return "\n".join(rows)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m pipelines.text.langid", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-v", "--verbose", action="store_true")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    train = commands.add_parser("train", help="train our model from the train pool")
+    train.add_argument("--train-pool", type=Path, required=True, help="e.g. ../shared/data/train (never dev/)")
+    train.add_argument("--output", type=Path, default=Path("models/lid/cmlm-lid.ftz"))
+    train.add_argument("--sources", help="comma-separated subset of: ntrex-128, wmt-news, wmt21, multi30k, "
+                       "bible-nt, ud-pud, flores-v1, udhr (default: all)")
+    defaults_balance, defaults_train = _defaults()
+    for name, value in defaults_balance.items():
+        train.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
+    for name, value in defaults_train.items():
+        if name not in ("quantize", "retrain", "thread", "seed"):
+            train.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
+    train.add_argument("--threads", type=int, default=10, help="fastText threads (10 at least: see ENVIRONMENT)")
+    train.add_argument("--no-quantize", action="store_true", help="write the full model (hundreds of MB)")
+    train.add_argument("--keep-unquantized", action="store_true", help="also write <output>.bin before quantising")
+    train.add_argument("--retrain", action="store_true", help="fine-tune after quantising (slower, a bit better)")
+    train.add_argument("--keep-case", action="store_true", help="do not lowercase (training and prediction)")
+    train.add_argument("--keep-digits", action="store_true", help="do not drop digits (training and prediction)")
+    train.add_argument("--max-chars", type=int, default=OURS.max_chars)
+
+    evaluate = commands.add_parser("evaluate", help="accuracy and macro-F1 on FLORES-200 devtest")
+    evaluate.add_argument("--model", type=Path, required=True)
+    evaluate.add_argument("--flores", type=Path, required=True, help="FLORES-200 devtest folder")
+    evaluate.add_argument("--documents", action="store_true", help="also sentence accuracy with and without the "
+                          "document's language, on documents built from FLORES articles")
+    evaluate.add_argument("--document-weights", default=f"{DOCUMENT_WEIGHT:g}", help="comma-separated prior odds")
+    evaluate.add_argument("--languages", help="comma-separated lang_Script subset")
+    evaluate.add_argument("--output", type=Path, help="write the full JSON report here")
+
+    predict = commands.add_parser("predict", help="label stdin lines: lang<TAB>score<TAB>text")
+    predict.add_argument("--model", type=Path, required=True)
+    predict.add_argument("--k", type=int, default=1)
+    predict.add_argument("--document", action="store_true", help="the lines are one document's sentences")
+    return parser
+
+
+def _defaults() -> tuple[dict, dict]:
+    from pipelines.text.langid_data import Balance, TrainSettings
+
+    return asdict(Balance()), asdict(TrainSettings())
+
+
+def main(argv: list[str] | None = None) -> int:
+    from miner.cli import exit_status, setup_logging  # the commands only: miner.cli pulls in numpy and faiss
+
+    args = build_parser().parse_args(argv)
+    setup_logging(args.verbose)
+
+    def command() -> None:
+        if args.command == "train":
+            sidecar = train_command(args)
+            print(json.dumps({key: sidecar[key] for key in ("languages", "model_bytes", "seconds")}))
+        elif args.command == "evaluate":
+            print(summary(evaluate_command(args)))
+        else:
+            predict_command(args)
+
+    return exit_status(command)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

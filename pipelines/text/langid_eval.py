@@ -1,0 +1,205 @@
+"""Language-identification quality on FLORES-200 devtest (../shared/data/dev: measuring only, never training).
+
+Sentence level: every devtest file of a language the model covers (files named `<lang_Script>.devtest[.gz]`, names
+brought to our scheme by miner.languages.language_code: `cmn_Hans` -> `zho_Hans`; a file whose one line names
+another file, like `ara.devtest` -> `arb_Arab.devtest`, is an alias and read once under its target). Accuracy over
+all sentences, macro-F1 over the covered languages (precision counts every sentence predicted as the language),
+and per language: n, accuracy, precision, recall, F1 and the most frequent wrong answers.
+
+Documents (`--documents`): FLORES sentences come in articles (metadata_devtest.tsv.gz, the URL column, beside the
+devtest folder; groups of 4 consecutive sentences without it). For each covered language every article becomes a
+document in that language in which, with a fixed seed, some sentences are cut to a few words (`short`: headings,
+captions, fragments) and half the documents of 3 sentences or more get one sentence of another language
+(`foreign`: English half of the time, the quoted English sentence in a German page). Sentence accuracy is reported alone, with the document's
+language as identified from its own sentences, and with the true document language (the ceiling), per kind.
+"""
+
+from __future__ import annotations
+
+import gzip
+import logging
+import random
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from miner.io import InputFormatError, read_lines
+from miner.languages import language_code
+from pipelines.text.langid import DOCUMENT_WEIGHT, UNDETERMINED, LanguageIdentifier, document_language, with_document
+
+log = logging.getLogger("pipelines.text.langid_eval")
+ENGLISH = "eng_Latn"
+SUFFIXES = (".devtest.gz", ".devtest", ".dev.gz", ".dev")
+
+
+def read_flores(folder: Path, only: set[str] | None = None) -> dict[str, list[str]]:
+    """Sentences per language (our names) of a FLORES-200 split folder; `only` these languages when given."""
+    if not folder.is_dir():
+        raise InputFormatError(f"{folder}: not a folder (expected FLORES-200's devtest/)")
+    texts: dict[str, list[str]] = {}
+    for path in sorted(folder.iterdir()):
+        suffix = next((s for s in SUFFIXES if path.name.endswith(s)), None)
+        if suffix is None or (only is not None and _named_code(path.name.removesuffix(suffix)) not in only):
+            continue
+        lines = read_lines(path)
+        if len(lines) == 1 and lines[0].strip().endswith(suffix.removesuffix(".gz")) and " " not in lines[0].strip():
+            log.info("%s: an alias of %s: read once, under its target", path, lines[0].strip())
+            continue
+        code = language_code(path.name.removesuffix(suffix), lines[:50])
+        if code in texts:
+            raise InputFormatError(f"{path}: a second file for {code}")
+        texts[code] = lines
+    if not texts:
+        raise InputFormatError(f"{folder}: no <lang_Script>.devtest[.gz] files")
+    return texts
+
+
+def _named_code(name: str) -> str | None:
+    """The code a file name gives without reading the file (None where the script must come from the text)."""
+    try:
+        return language_code(name)
+    except ValueError:
+        return None
+
+
+def read_document_ids(folder: Path, count: int) -> list[str]:
+    """One article id per sentence: the URL column of metadata_<split>.tsv.gz beside the folder, else groups of 4."""
+    path = folder.parent / f"metadata_{folder.name}.tsv.gz"
+    if path.is_file():
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            urls = [line.split("\t", 1)[0] for line in handle.read().splitlines()[1:]]
+        if len(urls) == count:
+            return urls
+        log.warning("%s: %d rows for %d sentences: articles taken as groups of 4", path, len(urls), count)
+    return [str(i // 4) for i in range(count)]
+
+
+# -- sentences --------------------------------------------------------------------------------------------------
+
+def scores(gold: list[str], predicted: list[str], languages: list[str]) -> dict:
+    """Accuracy, macro-F1 over `languages`, and per-language figures with the most frequent confusions."""
+    by_gold: dict[str, Counter] = defaultdict(Counter)
+    predicted_count = Counter(predicted)
+    for g, p in zip(gold, predicted):
+        by_gold[g][p] += 1
+    per_language = {}
+    for language in languages:
+        answers = by_gold[language]
+        n, tp = sum(answers.values()), answers[language]
+        precision = tp / predicted_count[language] if predicted_count[language] else 0.0
+        recall = tp / n if n else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        confused = [[code, c] for code, c in answers.most_common() if code != language][:3]
+        per_language[language] = {"n": n, "precision": round(precision, 4), "recall": round(recall, 4),
+                                  "f1": round(f1, 4), "confused_with": confused}
+    correct = sum(g == p for g, p in zip(gold, predicted))
+    return {"sentences": len(gold), "accuracy": round(correct / len(gold), 4) if gold else 0.0,
+            "macro_f1": round(sum(v["f1"] for v in per_language.values()) / len(languages), 4) if languages else 0.0,
+            "per_language": per_language}
+
+
+def evaluate_sentences(identifier: LanguageIdentifier, flores: dict[str, list[str]]) -> dict:
+    covered = sorted(code for code in flores if identifier.covers(code))
+    gold = [code for code in covered for _ in flores[code]]
+    texts = [text for code in covered for text in flores[code]]
+    predicted = [p[0][0] for p in identifier.predict(texts, k=1)]
+    report = scores(gold, predicted, covered)
+    report["languages"] = len(covered)
+    report["not_covered"] = sorted(code for code in flores if code not in covered)
+    return report
+
+
+# -- documents --------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TestDocument:
+    language: str
+    sentences: tuple[str, ...]
+    gold: tuple[str, ...]
+    kinds: tuple[str, ...]     # native, short, foreign
+
+
+def fragment(text: str, rng: random.Random) -> str:
+    """The first 2-4 words, or 4-10 characters of a text written without spaces."""
+    words = text.split()
+    if len(words) >= 5:
+        return " ".join(words[: rng.randint(2, 4)])
+    return text[: rng.randint(4, 10)]
+
+
+def build_documents(flores: dict[str, list[str]], doc_ids: list[str], languages: list[str], seed: int = 7,
+                    short_share: float = 0.3, foreign_share: float = 0.5) -> list[TestDocument]:
+    rng = random.Random(seed)
+    articles: dict[str, list[int]] = defaultdict(list)
+    for row, doc_id in enumerate(doc_ids):
+        articles[doc_id].append(row)
+    documents = []
+    for language in languages:
+        others = [code for code in languages if code != language]
+        for rows in articles.values():
+            sentences, gold, kinds = [], [], []
+            for row in rows:
+                short = rng.random() < short_share
+                sentences.append(fragment(flores[language][row], rng) if short else flores[language][row])
+                gold.append(language)
+                kinds.append("short" if short else "native")
+            if others and len(rows) >= 3 and rng.random() < foreign_share:  # a page with a quote, not a quote
+                other = ENGLISH if ENGLISH in others and rng.random() < 0.5 else rng.choice(others)
+                at = rng.randint(0, len(sentences))
+                sentences.insert(at, flores[other][rng.randrange(len(flores[other]))])
+                gold.insert(at, other)
+                kinds.insert(at, "foreign")
+            documents.append(TestDocument(language, tuple(sentences), tuple(gold), tuple(kinds)))
+    return documents
+
+
+def evaluate_documents(identifier: LanguageIdentifier, flores: dict[str, list[str]], doc_ids: list[str],
+                       weights: tuple[float, ...] = (DOCUMENT_WEIGHT,), seed: int = 7, k: int = 10) -> dict:
+    languages = sorted(code for code in flores if identifier.covers(code))
+    documents = build_documents(flores, doc_ids, languages, seed=seed)
+    texts = [s for d in documents for s in d.sentences]
+    predictions = iter(identifier.predict(texts, k=k))
+    tallies: dict[str, Counter] = defaultdict(Counter)
+    documents_right = 0
+    for document in documents:
+        own = [next(predictions) for _ in document.sentences]
+        found, _ = document_language(own, [len(s) for s in document.sentences])
+        documents_right += found == document.language
+        for prediction, gold, kind in zip(own, document.gold, document.kinds):
+            for name, label in [("alone", prediction[0][0])] + [
+                    (f"{how}_w{w:g}", with_document(prediction, doc, w)[0])
+                    for w in weights for how, doc in (("document", found), ("true_document", document.language))]:
+                tallies[name][(kind, label == gold)] += 1
+    kinds = ("native", "short", "foreign")
+    result = {"documents": len(documents), "languages": len(languages), "seed": seed,
+              "document_accuracy": round(documents_right / len(documents), 4) if documents else 0.0,
+              "sentences": {kind: sum(tallies["alone"][(kind, ok)] for ok in (True, False)) for kind in kinds},
+              "sentence_accuracy": {}}
+    for name, tally in tallies.items():
+        row = {kind: _share(tally, kind) for kind in kinds}
+        row["all"] = round(sum(tally[(kind, True)] for kind in kinds) / sum(tally.values()), 4)
+        result["sentence_accuracy"][name] = row
+    return result
+
+
+def _share(tally: Counter, kind: str) -> float:
+    total = tally[(kind, True)] + tally[(kind, False)]
+    return round(tally[(kind, True)] / total, 4) if total else 0.0
+
+
+def evaluate(identifier: LanguageIdentifier, flores_folder: Path, documents: bool = False,
+             languages: list[str] | None = None, weights: tuple[float, ...] = (DOCUMENT_WEIGHT,)) -> dict:
+    flores = read_flores(flores_folder, set(languages) if languages else None)
+    if languages:
+        unknown = sorted(set(languages) - set(flores))
+        if unknown:
+            raise ValueError(f"not in {flores_folder}: {', '.join(unknown)}")
+        flores = {code: flores[code] for code in languages}
+    report = {"model": identifier.path, "flores": str(flores_folder), "normalization": vars(identifier.normalization)}
+    report["sentences"] = evaluate_sentences(identifier, flores)
+    if documents:
+        doc_ids = read_document_ids(flores_folder, len(next(iter(flores.values()))))
+        report["documents"] = evaluate_documents(identifier, flores, doc_ids, weights)
+    if UNDETERMINED in report["sentences"]["per_language"]:
+        del report["sentences"]["per_language"][UNDETERMINED]
+    return report

@@ -1,0 +1,107 @@
+"""What flows between the text stages, and the tally every stage reports its counts and skips to.
+
+Order within a document survives every stage (paragraph and sentence indices), because CMLM training needs
+consecutive sentences and the miner reports where a pair came from.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+log = logging.getLogger("pipelines.text")
+ROUTINE_SKIPS = {"not-200", "not-html", "no-content", "empty"}
+
+
+@dataclass(frozen=True)
+class Page:
+    """One crawl record worth extracting: an HTTP 200 HTML response (decoded) or a WET text conversion."""
+
+    url: str
+    record_id: str          # WARC-Record-ID: the document id from here on (stable across reruns)
+    date: str               # WARC-Date, ISO 8601
+    content: str            # decoded HTML, or plain text for WET conversion records
+    content_type: str       # "html" or "text"
+    source: str             # the crawl file it came from
+    position: int           # the record's index in that file (0-based, counting every record)
+    charset: str = ""       # the charset the content was decoded with
+
+    @property
+    def where(self) -> str:
+        return f"{self.source}#{self.position}"
+
+
+@dataclass(frozen=True)
+class Document:
+    """A page's main content: paragraphs in reading order."""
+
+    url: str
+    document_id: str
+    date: str
+    paragraphs: tuple[str, ...]
+    source: str = ""
+    position: int = 0
+    language: str = ""      # the document's language once identified (lang_Script), else ""
+    language_score: float = 0.0
+
+    @property
+    def where(self) -> str:
+        return f"{self.source}#{self.position}"
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """A sentence out of the text stage: what the embed and mine stages and CMLM training read."""
+
+    text: str
+    language: str           # lang_Script, e.g. deu_Latn
+    lid_score: float        # the language identifier's probability for `language`
+    url: str
+    document_id: str
+    paragraph_index: int    # index of the paragraph in the document's main content
+    sentence_index: int     # index of the sentence in its paragraph
+    source: str = ""
+    position: int = 0
+    date: str = ""
+    copies: int = 1         # how many times its normalised text was seen in the language (dedup)
+
+    @property
+    def order_key(self) -> tuple:
+        """Where it stands in the crawl: dedup keeps the first occurrence by this key, whatever the runner's order."""
+        return (self.source, self.position, self.paragraph_index, self.sentence_index)
+
+
+@dataclass
+class Tally:
+    """Counts per (stage, what): kept records, and skips by reason. A skip is also logged with where it happened.
+
+    The Beam wrappers pass `on_count` to turn every count into a Metrics counter; plain callers read `counts`.
+    """
+
+    on_count: Callable[[str, str, int], None] | None = None
+    counts: Counter = field(default_factory=Counter)
+    log_skips: bool = True
+
+    def count(self, stage: str, what: str, n: int = 1) -> None:
+        self.counts[(stage, what)] += n
+        if self.on_count is not None:
+            self.on_count(stage, what, n)
+
+    def skip(self, stage: str, reason: str, where: str, detail: str = "") -> None:
+        """A record left out: counted as `skipped:<reason>` and logged (file#record, reason, detail); at INFO for
+        what every crawl is full of (redirects, images), at WARNING for damaged or pathological input."""
+        self.count(stage, f"skipped:{reason}")
+        if self.log_skips:
+            level = logging.INFO if reason in ROUTINE_SKIPS else logging.WARNING
+            log.log(level, "%s: %s skipped (%s)%s", where, stage, reason, f": {detail}" if detail else "")
+
+    def of(self, stage: str) -> dict[str, int]:
+        return {what: n for (s, what), n in sorted(self.counts.items()) if s == stage}
+
+    def as_dict(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for (stage, what), n in sorted(self.counts.items()):
+            out.setdefault(stage, {})[what] = n
+        return out

@@ -1,0 +1,121 @@
+"""The whole text stage for one page or one crawl file: what the Beam extract stage runs per element, and what
+tests and benchmarks run without Beam.
+
+    stage = TextStage(settings)                 # the job's settings: read, extract, lid, split, filters
+    for sentence in stage.file_sentences("sample/web/sample.warc.gz", tally):
+        ...
+
+Per page: main content (extract.py) -> the document's language from its paragraphs (langid.py) -> each paragraph
+split with that language's rules (sentences.py) -> each sentence's language, leaning to the document's ->
+filters (filters.py). Sentences keep their paragraph and sentence indices. Dedup is not here: it needs every
+page (dedup.py in memory, a CombinePerKey in the Beam job).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+from pipelines import storage
+from pipelines.text.extract import ExtractSettings, Extractor
+from pipelines.text.filters import apply_filters, build_filters
+from pipelines.text.records import Page, Sentence, Tally
+from pipelines.text.sentences import SentenceSplitter
+from pipelines.text.warc import ReadLimits, read_pages
+
+STAGE = "sentences"
+LID_OPTIONS = ("model",)
+
+
+def _options(cls, values: dict | None, section: str):
+    values = dict(values or {})
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(values) - known
+    if unknown:
+        raise ValueError(f"{section}: unknown setting(s) {sorted(unknown)}; known: {sorted(known)}")
+    return cls(**values)
+
+
+class TextStage:
+    """Pages in, filtered sentences out; heavy parts (the extraction child process, the fastText model) are made
+    on first use, so constructing one is cheap and every Beam worker makes its own."""
+
+    def __init__(self, settings: dict):
+        self.check_settings(settings)
+        self.limits = _options(ReadLimits, settings.get("read"), "read")
+        self.extract_settings = _options(ExtractSettings, settings.get("extract"), "extract")
+        self.split_settings = dict(settings.get("split") or {})
+        self.filters = build_filters(settings.get("filters"))
+        self.lid_model = (settings.get("lid") or {}).get("model")
+        self._extractor = self._lid = self._splitter = None
+
+    @staticmethod
+    def check_settings(settings: dict) -> None:
+        """Every text setting, checked before any data is read."""
+        _options(ReadLimits, settings.get("read"), "read")
+        _options(ExtractSettings, settings.get("extract"), "extract")
+        build_filters(settings.get("filters"))
+        lid = dict(settings.get("lid") or {})
+        unknown = set(lid) - set(LID_OPTIONS)
+        if unknown:
+            raise ValueError(f"lid: unknown setting(s) {sorted(unknown)}; known: {list(LID_OPTIONS)}")
+        if not lid.get("model"):
+            raise ValueError("lid.model: a fastText language-identification model is needed "
+                             "(python -m pipelines.text.langid train, or lid.176.bin, GlotLID, NLLB's LID)")
+        SentenceSplitter(**dict(settings.get("split") or {}))
+
+    # -- the parts, made on first use --------------------------------------------------------------------------
+
+    @property
+    def extractor(self) -> Extractor:
+        if self._extractor is None:
+            self._extractor = Extractor(self.extract_settings)
+        return self._extractor
+
+    @property
+    def lid(self):
+        if self._lid is None:
+            from pipelines.text.langid import LanguageIdentifier
+
+            path = self.lid_model
+            if storage.is_remote(path):  # fastText reads local files: copy the model (and its sidecar) once
+                folder = storage.local_folder(path.rsplit("/", 1)[0])
+                path = f"{folder}/{path.rsplit('/', 1)[1]}"
+            self._lid = LanguageIdentifier.load(path)
+        return self._lid
+
+    @property
+    def splitter(self) -> SentenceSplitter:
+        if self._splitter is None:
+            self._splitter = SentenceSplitter(**self.split_settings)
+        return self._splitter
+
+    # -- the work ----------------------------------------------------------------------------------------------
+
+    def pages(self, path: str, tally: Tally) -> Iterator[Page]:
+        return read_pages(path, tally, self.limits)
+
+    def sentences(self, page: Page, tally: Tally) -> Iterator[Sentence]:
+        document = self.extractor.extract(page, tally)
+        if document is None:
+            return
+        language, score = self.lid.identify_document(document.paragraphs)
+        tally.count("lid", "documents")
+        tally.count("lid", f"document:{language}")
+        pieces = [(p, s, text) for p, paragraph in enumerate(document.paragraphs)
+                  for s, text in enumerate(self.splitter.split(paragraph, language if score else None))]
+        labels = self.lid.identify_sentences([text for _, _, text in pieces], language)
+        tally.count(STAGE, "split", len(pieces))
+        sentences = (Sentence(text=text, language=label, lid_score=label_score, url=document.url,
+                              document_id=document.document_id, paragraph_index=paragraph, sentence_index=index,
+                              source=document.source, position=document.position, date=document.date)
+                     for (paragraph, index, text), (label, label_score) in zip(pieces, labels))
+        yield from apply_filters(sentences, self.filters, tally)
+
+    def file_sentences(self, path: str, tally: Tally) -> Iterator[Sentence]:
+        for page in self.pages(path, tally):
+            yield from self.sentences(page, tally)
+
+    def close(self) -> None:
+        if self._extractor is not None:
+            self._extractor.close()

@@ -1,0 +1,67 @@
+"""Decoding crawled bodies: declared charsets when they fit, browsers' label mapping, detection when they do not."""
+
+from __future__ import annotations
+
+import codecs
+import random
+
+import pytest
+
+from pipelines.text.charset import UndecodableError, codec_name, decode_html, meta_charset
+
+FRENCH = "Les élèves ont préparé un gâteau très spécial pour la fête de l'école, où êtes-vous ? " * 3
+RUSSIAN = "Москва является столицей России и крупнейшим городом страны, здесь много музеев. " * 3
+JAPANESE = "日本語のテキストです。東京は日本の首都であり、とても大きな都市です。" * 3
+
+
+@pytest.mark.parametrize("label, name", [("ISO-8859-1", "cp1252"), ("us-ascii", "cp1252"), ("utf8", "utf_8"),
+                                         ("Shift_JIS", "cp932"), ("gb2312", "gb18030"), ("EUC-KR", "cp949"),
+                                         ("x-sjis", "cp932"), ("windows-1251", "cp1251"), ("windows-125", None),
+                                         ("", None), (None, None)])
+def test_labels_map_as_browsers_map_them(label, name):
+    assert codec_name(label) == name
+
+
+def test_meta_charset_in_both_forms():
+    assert meta_charset(b'<html><head><meta charset="windows-1251">') == "windows-1251"
+    assert meta_charset(b'<META HTTP-EQUIV="Content-Type" CONTENT="text/html; charset=Shift_JIS">') == "Shift_JIS"
+    assert meta_charset(b"<html><head><title>none</title>") is None
+
+
+def test_valid_utf8_wins_over_a_wrong_declaration():
+    decoded = decode_html(FRENCH.encode("utf-8"), "iso-8859-1")
+    assert (decoded.text, decoded.charset, decoded.method, decoded.declared_wrong) == \
+           (FRENCH, "utf_8", "utf-8", True)
+
+
+def test_declared_legacy_charsets_are_used():
+    page = f'<meta charset="shift_jis"><p>{JAPANESE}</p>'
+    decoded = decode_html(page.encode("shift_jis"))
+    assert JAPANESE in decoded.text and decoded.method == "declared"
+    assert decode_html(FRENCH.encode("cp1252"), "ISO-8859-1").text == FRENCH
+
+
+@pytest.mark.parametrize("text, encoding", [(FRENCH, "cp1252"), (RUSSIAN, "cp1251"), (JAPANESE, "shift_jis"),
+                                            (RUSSIAN, "koi8_r")])
+def test_undeclared_legacy_charsets_are_detected(text, encoding):
+    decoded = decode_html(f"<html><body><p>{text}</p></body></html>".encode(encoding))
+    assert text in decoded.text and decoded.method == "detected"
+
+
+def test_byte_order_marks_and_stateful_encodings():
+    assert decode_html(codecs.BOM_UTF16_LE + RUSSIAN.encode("utf-16-le")).text == RUSSIAN
+    decoded = decode_html(JAPANESE.encode("iso2022_jp"), "ISO-2022-JP")
+    assert (decoded.text, decoded.method) == (JAPANESE, "stateful")
+
+
+def test_a_few_broken_bytes_in_utf8_are_replaced_not_misread():
+    body = FRENCH.encode("utf-8").replace("élèves".encode(), b"\xe9l\xe8ves", 1)
+    decoded = decode_html(body, "utf-8")
+    assert decoded.method == "utf-8-repaired" and decoded.text.count("\ufffd") == 2
+    assert decoded.text.endswith(FRENCH[-40:])
+
+
+def test_binary_bodies_are_undecodable():
+    noise = random.Random(5).randbytes(4000)
+    with pytest.raises(UndecodableError, match="no charset fits"):
+        decode_html(noise, "utf-8")

@@ -1,0 +1,200 @@
+"""Main-content extraction: paragraphs in reading order, bounded work per record, and quality against trafilatura."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+
+import pytest
+
+from pipelines.text.extract import Extractor, ExtractSettings, extract_document, is_furniture, main, paragraphs_of
+from pipelines.text.extract_eval import score, summary, throughput
+from pipelines.text.records import Page, Tally
+from tests.warc_files import WarcBuilder, html_page
+
+ARTICLE = [
+    "Die Brücke über den Fluss wurde im Jahr 1890 gebaut und verbindet seitdem die beiden Hälften der Stadt.",
+    "Im Zweiten Weltkrieg wurde sie schwer beschädigt, aber schon 1949 wieder für den Verkehr freigegeben.",
+    "Heute überqueren sie jeden Tag mehr als zwanzigtausend Fahrzeuge, Radfahrer und Fußgänger.",
+    "Eine gründliche Sanierung ist für die kommenden Jahre geplant, die Kosten werden auf vierzig Millionen geschätzt.",
+]
+
+BOILERPLATE_PAGE = f"""<!DOCTYPE html><html lang="de"><head><meta charset="utf-8"><title>Die alte Brücke</title></head>
+<body>
+<header><nav><ul><li><a href="/">Startseite</a></li><li><a href="/politik">Politik</a></li>
+<li><a href="/kultur">Kultur</a></li><li><a href="/sport">Sport</a></li></ul></nav></header>
+<main><article>
+<h1>Die alte Brücke</h1>
+<p>{ARTICLE[0]}</p><p>{ARTICLE[1]}</p>
+<p>Lesen Sie auch: Neue Radwege in der Innenstadt</p>
+<p>{ARTICLE[2]}</p><p>{ARTICLE[3]}</p>
+<p>Foto: Stadtarchiv</p>
+</article>
+<aside><h2>Meistgelesen</h2><ul><li><a href="/a">Wahl im Herbst</a></li><li><a href="/b">Neues Stadion</a></li></ul></aside>
+</main>
+<footer><p>© 2024 Stadtanzeiger. Alle Rechte vorbehalten.</p><p><a href="/impressum">Impressum</a> |
+<a href="/datenschutz">Datenschutz</a></p>
+<div class="cookie">Wir verwenden Cookies. Mit der Nutzung der Seite stimmen Sie zu. <a href="#">OK</a></div></footer>
+</body></html>"""
+
+
+def page(content: str, url: str = "http://example.de/bruecke", kind: str = "html", position: int = 0) -> Page:
+    return Page(url=url, record_id=f"<urn:uuid:{position}>", date="2024-01-01T00:00:00Z", content=content,
+                content_type=kind, source="test.warc.gz", position=position)
+
+
+def slow_page() -> str:
+    # 20,000 link blocks: trafilatura needs seconds for it (about 4 s on the development machine)
+    return "<html><body>" + "".join(f'<div><a href="/x{i}">link {i}</a> text text</div>' for i in range(20000)) \
+           + "</body></html>"
+
+
+def skips(tally: Tally) -> dict:
+    return {what.split(":", 1)[1]: n for what, n in tally.of("extract").items() if what.startswith("skipped:")}
+
+
+@pytest.fixture(scope="module")
+def extractor():
+    with Extractor() as shared:
+        yield shared
+
+
+def test_article_paragraphs_in_order_without_page_furniture(extractor):
+    tally = Tally(log_skips=False)
+    document = extractor.extract(page(BOILERPLATE_PAGE), tally)
+    assert document is not None
+    assert document.paragraphs == ("Die alte Brücke", *ARTICLE)
+    text = "\n".join(document.paragraphs)
+    for furniture in ("Startseite", "Impressum", "Cookies", "Alle Rechte", "Meistgelesen", "Lesen Sie auch",
+                      "Stadtarchiv"):
+        assert furniture not in text
+    assert (document.url, document.document_id, document.source, document.position) == \
+           ("http://example.de/bruecke", "<urn:uuid:0>", "test.warc.gz", 0)
+    assert tally.of("extract") == {"documents": 1, "paragraphs": len(document.paragraphs)}
+
+
+def test_the_filter_removes_what_trafilatura_keeps(extractor):
+    unfiltered = Extractor(ExtractSettings(boilerplate_filter=False, time_limit_s=0))
+    with_furniture = unfiltered.extract(page(BOILERPLATE_PAGE), Tally(log_skips=False)).paragraphs
+    assert "Lesen Sie auch: Neue Radwege in der Innenstadt" in with_furniture
+    assert "Foto: Stadtarchiv" in with_furniture
+    assert [p for p in with_furniture if not is_furniture(p)] == \
+           list(extractor.extract(page(BOILERPLATE_PAGE), Tally(log_skips=False)).paragraphs)
+
+
+def test_time_limit_kills_a_slow_extraction_in_a_worker_thread_and_the_next_page_extracts():
+    settings = ExtractSettings(time_limit_s=0.5)
+    tally = Tally(log_skips=False)
+    results = {}
+
+    def work():     # Beam calls DoFns from worker threads, where SIGALRM cannot reach
+        results["slow"] = extract_document(page(slow_page(), "http://slow.example/"), tally, settings)
+        results["next"] = extract_document(page(BOILERPLATE_PAGE, position=1), tally, settings)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join(120)
+    assert not thread.is_alive()
+    assert results["slow"] is None and skips(tally) == {"timeout": 1}
+    assert results["next"] is not None and ARTICLE[0] in results["next"].paragraphs
+
+
+def test_a_dead_extraction_process_is_a_crashed_skip_and_is_replaced(extractor):
+    tally = Tally(log_skips=False)
+    assert extractor.extract(page(BOILERPLATE_PAGE), tally) is not None
+    os.kill(extractor._child.process.pid, signal.SIGKILL)
+    assert extractor.extract(page(BOILERPLATE_PAGE, position=1), tally) is None
+    assert extractor.extract(page(BOILERPLATE_PAGE, position=2), tally) is not None
+    assert skips(tally) == {"crashed": 1} and tally.of("extract")["documents"] == 2
+
+
+def test_bounded_and_empty_pages_are_counted_skips(extractor):
+    tally = Tally(log_skips=False)
+    deep = "<html><body>" + "<div>" * 400 + f"<p>{ARTICLE[0]}</p>" + "</div>" * 400 + "</body></html>"
+    no_text = '<html><body><img src="a.jpg"><script>var shown = 1;</script><div><img src="b.jpg"></div></body></html>'
+    assert extractor.extract(page(deep), tally) is None
+    assert extractor.extract(page("  \n "), tally) is None
+    assert extractor.extract(page(no_text), tally) is None
+    small = Extractor(ExtractSettings(max_html_chars=1000, max_elements=50, time_limit_s=0))
+    assert small.extract(page(BOILERPLATE_PAGE), tally) is None
+    assert small.extract(page("<p>x</p>" * 60), tally) is None
+    assert extractor.extract(page(BOILERPLATE_PAGE), tally) is not None
+    assert skips(tally) == {"too-deep": 1, "empty": 1, "no-content": 1, "too-large": 1, "too-many-elements": 1}
+
+
+def test_wet_text_pages_are_split_into_lines_without_extraction(extractor):
+    tally = Tally(log_skips=False)
+    document = extractor.extract(page("\n".join(ARTICLE) + "\n\n© 2024 Stadtanzeiger\n", kind="text"), tally)
+    assert document.paragraphs == tuple(ARTICLE)
+
+
+def test_paragraphs_of_trafilatura_text():
+    text = "Title\n- first item\n- second item\n| cell a | cell b | \n\n  Plain line.  \n"
+    assert paragraphs_of(text) == ["Title", "first item", "second item", "cell a", "cell b", "Plain line."]
+
+
+@pytest.mark.parametrize("line", ["Read more: Looted colonial art", "© AFP / MARCO BERTORELLO", "Quelle: dpa",
+                                  "Zum Newsletter anmelden", "Alle Rechte vorbehalten.", "Teilen | Twitter | Facebook",
+                                  "Aktualisiert am 17.01.2021.", "3:59 PM", "Lea más: Juan propone legalizar"])
+def test_furniture_lines(line):
+    assert is_furniture(line)
+
+
+@pytest.mark.parametrize("line", [*ARTICLE, (
+    "Wer sich für den Newsletter der Stadt anmeldet, bekommt jede Woche eine Übersicht der Baustellen, der "
+    "Veranstaltungen und der Sitzungen des Gemeinderats, und kann ihn jederzeit wieder abbestellen."),
+    "Quellen und Flüsse der Region", "Read the full report in the appendix."])
+def test_text_is_not_furniture(line):
+    assert not is_furniture(line)
+
+
+def test_show_command_prints_documents_and_the_tally(tmp_path, capsys):
+    with WarcBuilder(tmp_path / "show.warc.gz") as b:
+        b.response("http://example.de/bruecke", BOILERPLATE_PAGE.encode())
+        b.response("http://example.de/gone", b"", status="404 Not Found")
+        b.response("http://example.de/zwei", html_page("Zweite Seite", *ARTICLE[2:]).encode())
+    assert main(["show", str(b.path), "--limit", "5"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].startswith("1\thttp://example.de/bruecke\t") and "paragraphs" in lines[0]
+    assert lines[1].startswith("3\thttp://example.de/zwei\t")
+    assert "read\tskipped:not-200\t1" in out and "extract\tdocuments\t2" in out
+
+
+def test_commands_report_bad_input_as_errors(tmp_path, capsys):
+    assert main(["evaluate", "--eval-dir", str(tmp_path)]) == 2
+    assert "no evaldata.json" in capsys.readouterr().err
+    assert main(["show", str(tmp_path / "absent.warc.gz")]) == 2
+    assert main(["show", str(tmp_path / "absent.warc.gz"), "--set", "no_such=1"]) == 2
+    assert "unknown setting" in capsys.readouterr().err
+
+
+def test_throughput_counts_the_same_pages_for_every_system(tmp_path):
+    with WarcBuilder(tmp_path / "speed.warc.gz") as b:
+        for n in range(3):
+            b.response(f"http://example.de/{n}", BOILERPLATE_PAGE.encode())
+    results = throughput([str(b.path)])
+    assert set(results) == {"warcio + trafilatura.extract", "stage (child process)", "stage (in process)"}
+    assert {r["pages"] for r in results.values()} == {3} and all(r["pages_per_s"] > 0 for r in results.values())
+
+
+def test_stage_keeps_up_with_trafilatura_on_its_evaluation_set(shared_data, tmp_path):
+    eval_dir = shared_data / "web/trafilatura-eval"
+    report_path = tmp_path / "report.json"
+    assert main(["evaluate", "--eval-dir", str(eval_dir), "--every", "25", "--report", str(report_path)]) == 0
+    report = json.loads(report_path.read_text())
+    assert report["pages"] >= 39 and not report["missing"]
+    library, stage = report["systems"]["trafilatura.extract defaults"], report["systems"]["stage"]
+    assert stage["f1"] >= library["f1"] - 0.005
+    assert stage["with_kept"] >= library["with_kept"] - 0.01
+    assert stage["without_dropped"] >= library["without_dropped"]
+
+
+def test_scoring_follows_trafilatura_evaluation():
+    item = {"with": ["Die Brücke  wurde", "nicht da"], "without": ["Impressum", "Cookies"]}
+    # whitespace-normalised substring search: tp, fp, fn, tn
+    assert score(item, "Die Brücke\nwurde gebaut. Impressum") == (1, 1, 1, 1)
+    assert score(item, None) == (0, 0, 2, 2)
+    assert summary(1, 1, 1, 1)["f1"] == pytest.approx(0.5)

@@ -1,0 +1,70 @@
+"""The whole text stage on the bundled web sample: every known translation comes out as a sentence, in its
+language, in document order, with the boilerplate around it left out."""
+
+import csv
+
+import pytest
+
+from pipelines.settings import load_settings
+from pipelines.text.dedup import dedup, normalise
+from pipelines.text.records import Tally
+from pipelines.text.stage import TextStage
+from tests.conftest import REPO
+
+SAMPLE = REPO / "sample" / "web"
+
+
+@pytest.fixture(scope="module")
+def sample_sentences():
+    settings = load_settings()
+    stage = TextStage(settings)
+    tally = Tally(log_skips=False)
+    try:
+        sentences = list(stage.file_sentences(str(SAMPLE / "sample.warc.gz"), tally))
+    finally:
+        stage.close()
+    return sentences, tally
+
+
+def test_known_sentences_come_out_in_their_language(sample_sentences):
+    sentences, _ = sample_sentences
+    found = {(s.language, normalise(s.text)) for s in sentences}
+    with open(SAMPLE / "pairs.tsv", encoding="utf-8") as handle:
+        rows = [r for r in csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE) if r["kind"] == "sentence"]
+    sides = {(r[f"{side}_lang"], normalise(r[f"{side}_text"])) for r in rows for side in ("src", "tgt")}
+    missing = sides - found
+    assert len(missing) <= 0.03 * len(sides), sorted(missing)[:10]
+
+
+def test_boilerplate_is_left_out(sample_sentences):
+    sentences, _ = sample_sentences
+    texts = " ".join(s.text for s in sentences).lower()
+    for furniture in ("cookie", "all rights reserved", "newsletter"):
+        assert furniture not in texts
+
+
+def test_order_and_counts(sample_sentences):
+    sentences, tally = sample_sentences
+    assert tally.of("read")["pages"] == 30 and tally.of("extract")["documents"] == 30
+    assert tally.of("lid")["documents"] == 30
+    assert tally.of("filter")["kept"] == len(sentences)
+    by_document: dict = {}
+    for s in sentences:
+        by_document.setdefault(s.document_id, []).append((s.paragraph_index, s.sentence_index))
+    assert len(by_document) == 30
+    assert all(positions == sorted(positions) for positions in by_document.values())
+    unique = list(dedup(sentences, Tally()))
+    assert len(unique) <= len(sentences)
+
+
+@pytest.mark.parametrize("section, value, message", [
+    ("read", {"max_bytes": 1}, "read: unknown setting"),
+    ("extract", {"time_limit": 3}, "extract: unknown setting"),
+    ("filters", {"lenght": {}}, "unknown filter"),
+    ("lid", {"model": None}, "lid.model"),
+])
+def test_bad_settings_fail_before_any_data_is_read(section, value, message):
+    settings = load_settings()
+    settings[section] = value
+    with pytest.raises(ValueError, match=message):
+        TextStage.check_settings(settings)

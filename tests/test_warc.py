@@ -1,0 +1,274 @@
+"""Reading crawl files: good records always come out, and every bad one is a counted skip with its reason."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from warcio.archiveiterator import ArchiveIterator
+
+from miner.io import InputFormatError
+from pipelines.text.records import Tally
+from pipelines.text.warc import ReadLimits, read_pages
+from tests.warc_files import WarcBuilder, gzip_bomb, html_page, warc_header
+
+GERMAN = "Die Straße führt über die Brücke zum Marktplatz, wo Bürger ihre Waren anbieten."
+RUSSIAN = ("Москва является столицей России и крупнейшим городом страны. Здесь расположены многие музеи, "
+           "театры и университеты, а также Кремль и Красная площадь.")
+
+
+def good(builder: WarcBuilder, n: int) -> str:
+    url = f"http://good.example/{n}"
+    builder.response(url, html_page(f"Good page {n}", f"{GERMAN} Nummer {n}.").encode())
+    return url
+
+
+def read(path, limits: ReadLimits | None = None):
+    tally = Tally(log_skips=False)
+    return list(read_pages(str(path), tally, limits or ReadLimits())), tally.of("read")
+
+
+def skips(counts: dict) -> dict:
+    return {what.split(":", 1)[1]: n for what, n in counts.items() if what.startswith("skipped:")}
+
+
+@pytest.mark.parametrize("gzipped", [True, False], ids=["gzip", "plain"])
+def test_good_records_survive_the_bad_ones_around_them(tmp_path, gzipped):
+    with WarcBuilder(tmp_path / ("mixed.warc.gz" if gzipped else "mixed.warc"), gzipped) as b:
+        urls = [good(b, 0)]
+        b.raw(b"WARX/9.9 this is no record header\r\nfoo: bar\r\n\r\nsome bytes\r\n\r\n")
+        urls.append(good(b, 1))
+        b.raw(warc_header("http://bad-length.example/", "twelve") + b"HTTP/1.1 200 OK\r\n\r\n<p>x</p>\r\n\r\n")
+        urls.append(good(b, 2))
+        b.response("http://pdf.example/a.pdf", b"%PDF-1.4 binary", content_type="application/pdf")
+        b.response("http://missing.example/", html_page("Not found", "Gone.").encode(), status="404 Not Found")
+        urls.append(good(b, 3))
+        b.response("http://huge.example/", b"<html><body>" + b"<p>big page text</p>" * (30 * 2**20 // 20) + b"</body>")
+        urls.append(good(b, 4))
+        b.response("http://empty.example/", b"")
+        b.response("http://blank.example/", b"  \r\n\t ")
+        b.response("http://binary.example/", bytes(range(256)) * 40, content_type="text/html")
+        b.raw(warc_header("http://bad-http.example/", 20) + b"garbage not http\r\n\r\n\r\n\r\n")
+        urls.append(good(b, 5))
+    pages, counts = read(b.path)
+    assert [p.url for p in pages] == urls
+    assert skips(counts) == {"malformed": 3, "not-html": 1, "not-200": 1, "too-large": 1, "empty": 2,
+                             "undecodable": 1}
+    assert all(GERMAN in p.content and p.charset == "utf_8" and p.content_type == "html" for p in pages)
+    # positions count every record, the warcinfo and the bad ones included
+    assert [p.position for p in pages] == [1, 3, 5, 8, 10, 15]
+    assert counts["bytes"] < 2**20, "the 30 MB block must be skipped, not read"
+
+
+def test_gzip_bombs_are_skipped_without_inflating_them(tmp_path):
+    limits = ReadLimits(max_payload_bytes=256 * 2**10)
+    with WarcBuilder(tmp_path / "bombs.warc.gz") as b:
+        first = good(b, 0)
+        # a record declaring 32 MiB of zeros, and one declaring 10 bytes followed by 32 MiB of zeros in its member
+        b.raw_member(gzip_bomb("http://bomb.example/declared", 32 * 2**20, 32 * 2**20))
+        second = good(b, 1)
+        b.raw_member(gzip_bomb("http://bomb.example/hidden", 10, 32 * 2**20, record_type="metadata"))
+        third = good(b, 2)
+        # an HTTP body with Content-Encoding: gzip that inflates to 32 MiB
+        body = zlib.compressobj(1, zlib.DEFLATED, 31)
+        bomb_body = body.compress(bytes(32 * 2**20)) + body.flush()
+        b.response("http://bomb.example/encoded", bomb_body, headers=(("Content-Encoding", "gzip"),))
+        fourth = good(b, 3)
+    pages, counts = read(b.path, limits)
+    assert [p.url for p in pages] == [first, second, third, fourth]
+    assert skips(counts) == {"too-large": 2, "malformed": 1}
+    assert counts["bytes"] < 2**20, f"inflated {counts['bytes']} bytes for 4 small pages"
+
+
+def test_truncated_gzip_keeps_every_record_before_the_break(tmp_path):
+    with WarcBuilder(tmp_path / "whole.warc.gz") as b:
+        urls = [good(b, n) for n in range(4)]
+    data = b.path.read_bytes()
+    cut = tmp_path / "cut.warc.gz"
+    cut.write_bytes(data[:-300])        # inside the last record's member
+    pages, counts = read(cut)
+    assert [p.url for p in pages] == urls[:3]
+    assert skips(counts) == {"truncated": 1}
+
+
+def test_truncated_plain_record_is_one_skip(tmp_path):
+    with WarcBuilder(tmp_path / "whole.warc", gzipped=False) as b:
+        urls = [good(b, n) for n in range(3)]
+    cut = tmp_path / "cut.warc"
+    cut.write_bytes(b.path.read_bytes()[:-200])
+    pages, counts = read(cut)
+    assert [p.url for p in pages] == urls[:2]
+    assert skips(counts) == {"truncated": 1}
+
+
+def test_corrupt_gzip_member_is_skipped_and_reading_goes_on(tmp_path):
+    with WarcBuilder(tmp_path / "corrupt.warc.gz") as b:
+        first = good(b, 0)
+        member = bytearray(gzip.compress(warc_header("http://corrupt.example/", 5000) + b"x" * 5000))
+        member[40:60] = bytes(20)        # the deflate data, not the header
+        b.raw_member(bytes(member))
+        second = good(b, 1)
+    pages, counts = read(b.path)
+    assert [p.url for p in pages] == [first, second]
+    assert set(skips(counts)) <= {"bad-gzip", "malformed"} and sum(skips(counts).values()) == 1
+
+
+def test_charsets_declared_wrong_missing_or_broken(tmp_path):
+    with WarcBuilder(tmp_path / "charsets.warc.gz") as b:
+        # windows-1252 bytes declared as UTF-8
+        b.response("http://cp1252.example/", html_page("Straße", GERMAN, charset="utf-8").encode("cp1252"))
+        # windows-1251 Russian, declared nowhere
+        b.response("http://cp1251.example/", html_page("Москва", RUSSIAN, charset=None).encode("cp1251"),
+                   content_type="text/html")
+        # UTF-8 with a few invalid bytes
+        broken = html_page("Grüße", GERMAN * 3).encode().replace("Brücke".encode(), b"Br\xfccke", 1)
+        b.response("http://broken.example/", broken)
+        # declared in <meta> only, and a label Python does not know in the header
+        b.response("http://meta.example/", html_page("Straße", GERMAN, charset="iso-8859-1").encode("cp1252"),
+                   content_type="text/html; charset=windows-125")
+    pages, counts = read(b.path)
+    by_url = {p.url: p for p in pages}
+    assert len(pages) == 4 and not skips(counts)
+    assert GERMAN in by_url["http://cp1252.example/"].content
+    assert by_url["http://cp1252.example/"].charset == "cp1252"
+    assert RUSSIAN in by_url["http://cp1251.example/"].content
+    assert by_url["http://cp1251.example/"].charset == "cp1251"
+    assert "Br\ufffdcke" in by_url["http://broken.example/"].content and GERMAN in by_url["http://broken.example/"].content
+    assert GERMAN in by_url["http://meta.example/"].content
+    assert counts["charset:declared-wrong"] == 1
+    assert counts["charset:detected"] == 2
+    assert counts["charset:utf-8-repaired"] == 1
+    assert counts["charset:declared"] == 1
+
+
+def test_http_transfer_and_content_encodings(tmp_path):
+    html = html_page("Encoded", GERMAN).encode()
+    chunked = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (html[:50], html[50:])) + b"0\r\n\r\n"
+    with WarcBuilder(tmp_path / "encodings.warc.gz") as b:
+        b.response("http://gzip.example/", gzip.compress(html), headers=(("Content-Encoding", "gzip"),))
+        b.response("http://deflate.example/", zlib.compress(html), headers=(("Content-Encoding", "deflate"),))
+        b.response("http://chunked.example/", chunked, headers=(("Transfer-Encoding", "chunked"),))
+        b.response("http://brotli.example/", b"\x8b\x03\x80abc\x03", headers=(("Content-Encoding", "br"),))
+        b.response("http://sniffed.example/", html, content_type=None)
+    pages, counts = read(b.path)
+    assert [p.url for p in pages] == ["http://gzip.example/", "http://deflate.example/", "http://chunked.example/",
+                                      "http://sniffed.example/"]
+    assert all(GERMAN in p.content for p in pages)
+    assert skips(counts) == {"content-encoding": 1}
+
+
+def test_wet_conversion_records_are_text_pages(tmp_path):
+    with WarcBuilder(tmp_path / "sample.warc.wet.gz") as b:
+        b.conversion("http://wet.example/de", f"{GERMAN}\n{GERMAN}")
+        b.conversion("http://wet.example/empty", "")
+        b.conversion("http://wet.example/ru", RUSSIAN)
+    pages, counts = read(b.path)
+    assert [(p.url, p.content_type) for p in pages] == [("http://wet.example/de", "text"), ("http://wet.example/ru", "text")]
+    assert pages[1].content == RUSSIAN
+    assert skips(counts) == {"empty": 1}
+    assert counts["records:conversion"] == 3
+
+
+def test_page_fields_come_from_the_warc_headers(tmp_path):
+    with WarcBuilder(tmp_path / "fields.warc.gz") as b:
+        url = good(b, 7)
+    [page], _ = read(b.path)
+    with gzip.open(b.path, "rb") as handle:
+        record = next(r for r in ArchiveIterator(handle) if r.rec_type == "response")
+    assert (page.url, page.record_id, page.date) == (url, record.rec_headers.get_header("WARC-Record-ID"),
+                                                     record.rec_headers.get_header("WARC-Date"))
+    assert page.source == str(b.path) and page.where == f"{b.path}#1"
+
+
+def test_not_a_warc_file_is_a_clear_error(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("just some text\n")
+    with pytest.raises(InputFormatError, match="not a WARC file"):
+        read(path)
+    with pytest.raises(InputFormatError, match="cannot open"):
+        read(tmp_path / "absent.warc.gz")
+
+
+def test_empty_file_has_no_pages(tmp_path):
+    path = tmp_path / "empty.warc.gz"
+    path.write_bytes(b"")
+    assert read(path) == ([], {"bytes": 0})
+
+
+# --- the shared real files --------------------------------------------------------------------------------------
+
+def test_clipped_warc_counts_the_clip(shared_data):
+    pages, counts = read(shared_data / "web/warc/resiliparse/clipped.warc.gz")
+    assert pages == []      # its one record is cut off in the middle of its payload
+    assert skips(counts) == {"truncated": 1}
+
+
+def test_common_crawl_excerpt_yields_its_html_pages(shared_data):
+    path = shared_data / "web/warc/resiliparse/warcfile.warc.gz"
+    pages, counts = read(path)
+    with gzip.open(path, "rb") as handle:
+        responses = [r.rec_headers.get_header("WARC-Target-URI") for r in ArchiveIterator(handle)
+                     if r.rec_type == "response" and r.http_headers.get_statuscode() == "200"]
+    assert [p.url for p in pages] == responses and len(pages) == 16
+    assert counts["records"] == 50 and not skips(counts)
+    russian = next(p for p in pages if "01spb.ru" in p.url)
+    assert russian.charset == "cp1251" and "О компании" in russian.content
+
+
+@pytest.mark.parametrize("name", ["warcio/example.warc.gz", "warcio/example-iana.org-chunked.warc",
+                                  "warcio/example-resource.warc.gz", "dolma/sample-0000.warc.gz",
+                                  "dolma/sample-0001.warc.gz", "resiliparse/clueweb-quirk.warc.gz"])
+def test_shared_warc_files_read_every_record(shared_data, name):
+    path = shared_data / "web/warc" / name
+    pages, counts = read(path)
+    with open(path, "rb") as handle:
+        records = list(ArchiveIterator(handle))
+    assert counts["records"] == len(records) and not skips(counts)
+    assert pages and all(p.content.strip() for p in pages)
+
+
+# --- any cut, any damage --------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def six_records(tmp_path_factory) -> tuple[bytes, list[int], list[str]]:
+    """A gzipped WARC of a warcinfo and 5 pages: its bytes, where each gzip member ends, the page URLs."""
+    folder = tmp_path_factory.mktemp("six")
+    ends = []
+    with WarcBuilder(folder / "six.warc.gz") as b:
+        ends.append(b.handle.tell())
+        urls = []
+        for n in range(5):
+            urls.append(good(b, n))
+            ends.append(b.handle.tell())
+    return b.path.read_bytes(), ends, urls
+
+
+@given(cut=st.integers(min_value=0, max_value=10**6))
+def test_a_cut_anywhere_keeps_every_complete_record(tmp_path_factory, six_records, cut):
+    data, ends, urls = six_records
+    cut %= len(data) + 1
+    path = tmp_path_factory.mktemp("cut") / "cut.warc.gz"
+    path.write_bytes(data[:cut])
+    pages, counts = read(path)
+    complete = sum(end <= cut for end in ends[1:])
+    assert [p.url for p in pages] == urls[:complete]
+    assert skips(counts) == ({} if cut in [0, *ends] else {"truncated": 1})
+
+
+@given(at=st.integers(min_value=0, max_value=10**6), byte=st.integers(min_value=0, max_value=255))
+def test_a_damaged_byte_costs_at_most_its_own_record(tmp_path_factory, six_records, at, byte):
+    data, ends, urls = six_records
+    at %= len(data)
+    damaged = bytearray(data)
+    damaged[at] = byte
+    path = tmp_path_factory.mktemp("damaged") / "damaged.warc.gz"
+    path.write_bytes(bytes(damaged))
+    pages, counts = read(path)
+    hit = next(i for i, end in enumerate(ends) if at < end)     # the member holding the damaged byte
+    lost = {urls[hit - 1]} if hit else set()
+    assert set(urls) - lost <= {p.url for p in pages}
+    assert {p.url for p in pages} <= set(urls)
+    assert len(pages) == len(urls) or skips(counts), "a lost page is a counted skip"
