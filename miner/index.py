@@ -113,14 +113,29 @@ def use_gpu(config: KnnConfig) -> bool:
 
 def build_index(database: np.ndarray, config: KnnConfig, name: str = "database") -> faiss.Index:
     """Train (on a bounded sample) and populate an inner-product index over the unit rows of `database`."""
-    n, dim = database.shape
-    factory = resolve_factory(config, n)
+    factory = resolve_factory(config, database.shape[0])
+    index = trained_index(database.shape[1], factory, config, _training_sample(database, config, name))
+    return populate(index, database, factory, config, name)
+
+
+def trained_index(dim: int, factory: str, config: KnnConfig, sample: np.ndarray | None = None) -> faiss.Index:
+    """An empty inner-product index of `factory`, trained on `sample` (unit rows) when the factory needs training.
+
+    Sharded mining trains one such index per language and fills a copy of it per shard (miner/shards.py)."""
     try:
         index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
     except RuntimeError as err:
         raise IndexConfigError(f"FAISS cannot build {factory!r} for {dim}-d vectors: {err}") from None
     if not index.is_trained:
-        index.train(_training_sample(database, config, name))
+        if sample is None:
+            raise IndexConfigError(f"index {factory!r} needs training vectors")
+        index.train(np.ascontiguousarray(sample, dtype=np.float32))
+    return index
+
+
+def populate(index: faiss.Index, database: np.ndarray, factory: str, config: KnnConfig,
+             name: str = "database") -> faiss.Index:
+    """Add the unit rows of `database` to a trained `index` (moved to the GPUs first when faiss sees any)."""
     if use_gpu(config):
         # Clone after training: the shards then share one coarse quantizer (training a sharded clone would
         # give each GPU its own clustering).
@@ -129,7 +144,7 @@ def build_index(database: np.ndarray, config: KnnConfig, name: str = "database")
         index.add(rows)
     if ivf_lists(factory) is not None:
         _set_nprobe(index, resolve_nprobe(config, factory))
-    log.info("%s: %s index over %d x %d vectors", name, factory, n, dim)
+    log.info("%s: %s index over %d x %d vectors", name, factory, *database.shape)
     return index
 
 
@@ -160,9 +175,13 @@ def search(
     k: int,
     config: KnnConfig,
     names: tuple[str, str] = ("queries", "database"),
+    factory: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Batched search of `index` (built over `database`), exact rescoring for approximate indexes."""
-    factory = resolve_factory(config, database.shape[0])
+    """Batched search of `index` (built over `database`), exact rescoring for approximate indexes.
+
+    `factory` is the index's factory string when it was not resolved from `database`'s own size (a shard of a
+    larger database)."""
+    factory = factory or resolve_factory(config, database.shape[0])
     exact = factory == "Flat"
     fetch = k if exact else min(database.shape[0], k * _rescore_factor(config, factory))
     sims = np.empty((queries.shape[0], k), dtype=np.float32)
@@ -218,8 +237,10 @@ def _rescore_factor(config: KnnConfig, factory: str) -> int:
     return 1 if stores_exact_vectors(factory) else 4
 
 
-def _training_sample(database: np.ndarray, config: KnnConfig, name: str) -> np.ndarray:
+def _training_sample(database: np.ndarray, config: KnnConfig, name: str) -> np.ndarray | None:
     n = database.shape[0]
+    if resolve_factory(config, n) == "Flat":
+        return None  # nothing to train
     if n <= config.train_sample:
         rows = np.arange(n)
     else:

@@ -1,4 +1,15 @@
-"""Apache Beam jobs: thin wiring of the miner, encoders and training libraries (the pipeline issue).
+"""Apache Beam jobs: thin wiring of the text stages, the encoders and the miner, from crawl files to bitext.
 
-Until the Beam pipeline lands, the main job is `python -m miner.mine` on the bundled example.
+    python -m pipelines.mine            # the main job: extract -> embed -> pairs (docs/pipeline.md)
+
+    mine.py      the job: runs the stages in order, skips finished ones, writes the report
+    extract.py   crawl files -> unique sentences per language (Parquet shards)       wraps pipelines/text/
+    embed.py     sentence shards -> vectors (RunInference with our encoders)        wraps encoders/
+    pairs.py     vectors -> index, k-NN both ways, margins, selection -> bitext      wraps miner/
+    options.py   the command-line options (PipelineOptions subclasses)
+    settings.py  the YAML settings and overrides;  layout.py: where outputs go;  storage.py: FileSystems I/O
+    report.py    report.json and the printed summary
+    text/        the text stages as plain Python (no Beam)
+
+`miner`, `encoders` and `training` never import Beam; this package calls them.
 """

@@ -15,26 +15,22 @@ Beam CombineFn needs.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
 
+import regex
+
 from pipelines.text.records import Sentence, Tally
 
 _WHITESPACE = re.compile(r"\s+")
+_PUNCTUATION_OR_SYMBOL = regex.compile(r"[\p{P}\p{S}]")
 
 
 def normalise(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text).casefold()
-    text = "".join(" " if _punctuation_or_symbol(c) else c for c in text)
+    text = _PUNCTUATION_OR_SYMBOL.sub(" ", unicodedata.normalize("NFKC", text).casefold())
     return _WHITESPACE.sub(" ", text).strip()
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _punctuation_or_symbol(char: str) -> bool:
-    return unicodedata.category(char)[0] in "PS"
 
 
 def dedup_key(sentence: Sentence) -> str:

@@ -11,11 +11,11 @@ are what margin scoring confuses most easily (a "© 2024" line matches every oth
 from __future__ import annotations
 
 import dataclasses
-import functools
 import re
-import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+
+import regex
 
 from miner.languages import char_script
 from pipelines.text.records import Sentence, Tally
@@ -39,9 +39,9 @@ def letter_scripts(text: str) -> list[str]:
     return [s for s in map(char_script, text) if s]
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _is_mark(char: str) -> bool:
-    return unicodedata.category(char) in ("Mn", "Mc")
+# counted by what a substitution removes, so the per-character work stays in C (the filters see every sentence)
+_SPACE = regex.compile(r"\s+")
+_NOT_LETTER_OR_MARK = regex.compile(r"[^\p{L}\p{M}]+")
 
 
 @dataclass(frozen=True)
@@ -101,11 +101,11 @@ class LetterShareFilter:
     min_share: float = 0.6
 
     def __call__(self, sentence: Sentence):
-        chars = [c for c in sentence.text if not c.isspace()]
-        if not chars:
+        visible = len(_SPACE.sub("", sentence.text))
+        if not visible:
             return False, "empty"
-        letters = sum(c.isalpha() or _is_mark(c) for c in chars)  # marks: Indic vowel signs are letters' parts
-        return KEEP if letters / len(chars) >= self.min_share else (False, "few-letters")
+        letters = len(_NOT_LETTER_OR_MARK.sub("", sentence.text))  # marks: Indic vowel signs are letters' parts
+        return KEEP if letters / visible >= self.min_share else (False, "few-letters")
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ UNDETERMINED = "und_Zyyy"
 WIKIPEDIA_CODES = {"als": "gsw", "bh": "bho", "no": "nob", "sh": "hbs"}
 SCRIPTED_LABEL = re.compile(r"([a-z]{2,3})_([A-Z][a-z]{3})")
 DOCUMENT_WEIGHT = 30.0   # prior odds of the document's language against any other (FLORES documents sweep)
-DOCUMENT_CHARS = 5000    # identify_document reads paragraphs up to this many characters
+DOCUMENT_CHARS = 2000    # identify_document reads paragraphs up to this many characters: a sample decides
 SIDECAR_FORMAT = "cmlm-lid/1"
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -209,7 +209,7 @@ class LanguageIdentifier:
         return replace(document, language=language, language_score=round(probability, 4))
 
     def identify_sentences(self, sentences: Sequence[str], document_language: str | None,
-                           document_weight: float = DOCUMENT_WEIGHT, k: int = 10) -> list[tuple[str, float]]:
+                           document_weight: float = DOCUMENT_WEIGHT, k: int = 5) -> list[tuple[str, float]]:
         """One (language, probability) per sentence, leaning to `document_language` (see the module notes)."""
         return [with_document(p, document_language, document_weight) for p in self.predict(sentences, k=k)]
 

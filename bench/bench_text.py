@@ -1,0 +1,135 @@
+"""The whole text stage against main-content extraction alone, pages per second on one core.
+
+    python bench/bench_text.py [--web ../shared/data/web] [--rounds 3] [--every 1]   # -> bench/results/text.json
+
+Pages: the 990 annotated pages of trafilatura's evaluation set (real pages, mostly German and English news) and
+every HTML response in the WARC files under web/warc. Systems, each given the same pages in the same process:
+
+  peer   trafilatura.extract(html) with its defaults: main content and nothing else
+  ours   the text stage: decoding (charset.py), trafilatura under the per-record time limit in a child process,
+         the document's language, sentence splitting, each sentence's language, the filters, then dedup; and the
+         same with extraction in this process (no time limit), to show what the child process costs
+
+Each system runs once untimed (imports, model loads, the child's start-up), then the systems take turns for
+`--rounds` rounds and keep their fastest; the ratio ours / peer is the figure (the target: at most 1.3).
+Time is CPU time (this process and the extraction child, one thread each): pages per second per core, and the
+same figure on a busy machine as on a quiet one; wall time is printed beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from pipelines.settings import load_settings  # noqa: E402
+from pipelines.text.dedup import dedup  # noqa: E402
+from pipelines.text.extract_eval import eval_pages, page_of  # noqa: E402
+from pipelines.text.records import Tally  # noqa: E402
+from pipelines.text.stage import TextStage  # noqa: E402
+from pipelines.text.warc import read_pages  # noqa: E402
+
+
+def load_pages(web: Path, every: int) -> list[tuple[str, bytes]]:
+    """(url, HTML bytes as a crawler stored them) for every page."""
+    annotated, _ = eval_pages(web / "trafilatura-eval", every)
+    pages = [(item["url"], html) for item, html in annotated]
+    tally = Tally(log_skips=False)
+    for path in sorted((web / "warc").rglob("*.warc*")):
+        for page in read_pages(str(path), tally):
+            if page.content_type == "html":
+                pages.append((page.url, page.content.encode("utf-8")))
+    return pages
+
+
+def peer(pages: list[tuple[str, bytes]]) -> int:
+    import trafilatura
+
+    return sum(trafilatura.extract(html) is not None for _, html in pages)
+
+
+def ours(stage: TextStage, pages: list[tuple[str, bytes]]) -> int:
+    """Decoding included, as the reader does it; the peer decodes inside trafilatura.extract."""
+    tally = Tally(log_skips=False)
+    sentences = []
+    for position, (url, html) in enumerate(pages):
+        page = page_of(html, url, position)
+        if page is not None:
+            sentences.extend(stage.sentences(page, tally))
+    return len(list(dedup(sentences, tally)))
+
+
+def cpu_seconds() -> float:
+    """CPU time (user + system) of this process and its live children (the extraction child): per-core speed,
+    unaffected by other work on the machine, unlike wall time."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = time.process_time()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid():  # ppid; then utime, stime are fields 13 and 14 of the whole line
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
+def timed(run) -> tuple[float, float, int]:
+    """(CPU seconds, wall seconds, output count)."""
+    cpu, wall = cpu_seconds(), time.perf_counter()
+    produced = run()
+    return cpu_seconds() - cpu, time.perf_counter() - wall, produced
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--web", type=Path, default=REPO.parent / "shared" / "data" / "web")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--every", type=int, default=1, help="every N-th annotated page (quick runs)")
+    parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "text.json")
+    args = parser.parse_args()
+
+    import torch
+
+    torch.set_num_threads(1)
+    pages = load_pages(args.web, args.every)
+    settings = load_settings()
+    settings.pop("languages", None)  # every language: the stage's work does not depend on which are mined
+    stage = TextStage(settings)
+    inline = TextStage({**settings, "extract": {**(settings.get("extract") or {}), "time_limit_s": 0}})
+    systems = {"trafilatura.extract (defaults)": lambda: peer(pages), "text stage": lambda: ours(stage, pages),
+               "text stage, extraction in process (no time limit)": lambda: ours(inline, pages)}
+    for run in systems.values():
+        run()  # warm-up: imports, the LID model, the extraction child
+    best: dict[str, tuple[float, float, int]] = {}
+    for _ in range(args.rounds):
+        for name, run in systems.items():
+            cpu, wall, produced = timed(run)
+            if name not in best or cpu < best[name][0]:
+                best[name] = (cpu, wall, produced)
+    stage.close()
+    results = {name: {"cpu_seconds": round(cpu, 2), "wall_seconds": round(wall, 2),
+                      "pages_per_cpu_s": round(len(pages) / cpu, 2), "produced": n}
+               for name, (cpu, wall, n) in best.items()}
+    ratio = best["text stage"][0] / best["trafilatura.extract (defaults)"][0]
+    report = {"pages": len(pages), "rounds": args.rounds, "systems": results, "cost_ratio": round(ratio, 3)}
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"{len(pages)} pages, best of {args.rounds} rounds; CPU time of the process and its extraction child")
+    print("| system | pages per CPU-second | CPU s | wall s | output |\n| --- | --- | --- | --- | --- |")
+    for name, row in results.items():
+        unit = "documents" if "trafilatura" in name else "unique sentences"
+        print(f"| {name} | {row['pages_per_cpu_s']:.1f} | {row['cpu_seconds']:.1f} | {row['wall_seconds']:.1f} | "
+              f"{row['produced']} {unit} |")
+    print(f"text stage / extraction alone: {ratio:.2f}x the CPU time")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,194 @@
+"""The embed stage: sentence shards -> vectors per shard, with Beam's RunInference and our encoders.
+
+    python -m pipelines.embed --output output            # after the extract stage; same flags as pipelines.mine
+
+`EncoderModelHandler` is the ModelHandler for any spec `encoders.load_encoder` takes: the model is loaded once
+per worker process (once per machine on GPUs, where the model is shared across processes), RunInference hands
+it batches of up to `embed.batch_size` sentences, and the encoder does its own token-budget batching inside a
+batch (sorted by length, so padding stays small). Vectors are written per sentence shard, row i = row i, as
+`.npy` (float16 by default: half the storage, and well inside the precision the margin needs).
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import Iterable, Sequence
+
+import apache_beam as beam
+import numpy as np
+from apache_beam.metrics import Metrics
+from apache_beam.ml.inference.base import KeyedModelHandler, ModelHandler, PredictionResult, RunInference
+
+from pipelines import layout, storage
+
+log = logging.getLogger("pipelines.embed")
+EMBED_DEFAULTS = {"batch_size": 1024, "min_batch_size": 64, "dtype": "float16", "share_model": "auto"}
+
+
+def embed_settings(settings: dict) -> dict:
+    values = dict(settings.get("embed") or {})
+    unknown = set(values) - set(EMBED_DEFAULTS)
+    if unknown:
+        raise ValueError(f"embed: unknown setting(s) {sorted(unknown)}; known: {sorted(EMBED_DEFAULTS)}")
+    values = {**EMBED_DEFAULTS, **values}
+    if values["dtype"] not in ("float16", "float32"):
+        raise ValueError(f"embed.dtype must be float16 or float32, got {values['dtype']!r}")
+    return values
+
+
+class EncoderModelHandler(ModelHandler[str, PredictionResult, object]):
+    """RunInference's view of an encoder: texts in, unit vectors out."""
+
+    def __init__(self, spec: str, options: dict | None = None, batch_size: int = 1024, min_batch_size: int = 64,
+                 share_model: bool = False):
+        super().__init__()
+        self.spec, self.options = spec, dict(options or {})
+        self.batch_size, self.min_batch_size, self.share = batch_size, min(min_batch_size, batch_size), share_model
+
+    def load_model(self):
+        from encoders import load_encoder
+
+        spec = self.spec
+        if storage.is_remote(spec):
+            spec = storage.local_folder(spec)  # a checkpoint staged on cloud storage: copied once per process
+        return load_encoder(spec, **self.options)
+
+    def run_inference(self, batch: Sequence[str], model, inference_args=None) -> Iterable[PredictionResult]:
+        vectors = model.encode(list(batch))
+        return [PredictionResult(text, vector) for text, vector in zip(batch, vectors)]
+
+    def batch_elements_kwargs(self):
+        return {"min_batch_size": self.min_batch_size, "max_batch_size": self.batch_size}
+
+    def share_model_across_processes(self) -> bool:
+        return self.share
+
+    def get_metrics_namespace(self) -> str:
+        return "embed"
+
+
+def handler_from_settings(settings: dict) -> KeyedModelHandler:
+    values = embed_settings(settings)
+    options = {k: v for k, v in (settings.get("encoder_options") or {}).items() if v is not None}
+    share = values["share_model"]
+    if share == "auto":  # one model per GPU machine, not one per process: GPU memory is the scarce thing
+        share = options.get("device", "auto") != "cpu" and _gpu_visible()
+    return KeyedModelHandler(EncoderModelHandler(settings["encoder"], options, values["batch_size"],
+                                                 values["min_batch_size"], bool(share)))
+
+
+def _gpu_visible() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except ImportError:
+        return False
+
+
+def read_shard_texts(task: dict) -> Iterable[tuple[tuple[str, int, int], str]]:
+    """((language, shard, row), text) for every row of one sentence shard."""
+    texts = storage.read_parquet(task["sentences"], columns=["text"]).column("text").to_pylist()
+    for row, text in enumerate(texts):
+        yield (task["language"], task["shard"], row), text
+
+
+class WriteEmbeddingShard(beam.DoFn):
+    """All vectors of one shard, in row order, to one `.npy` (atomically); emits the shard's manifest entry."""
+
+    def __init__(self, output: str, dtype: str):
+        self.output, self.dtype = output, dtype
+        self.shards = Metrics.counter("embed", "shards")
+        self.rows = Metrics.counter("embed", "sentences")
+
+    def process(self, element, sentence_paths: dict):
+        (language, shard), rows = element
+        rows = sorted(rows, key=lambda r: r[0])
+        if [r for r, _ in rows] != list(range(len(rows))):
+            raise RuntimeError(f"{language} shard {shard}: rows missing from the embedded output")
+        matrix = np.stack([v for _, v in rows]).astype(self.dtype)
+        path = layout.embedding_shard(self.output, language, sentence_paths[(language, shard)])
+        buffer = io.BytesIO()
+        np.save(buffer, matrix, allow_pickle=False)
+        storage.write_bytes(path, buffer.getvalue())
+        self.shards.inc()
+        self.rows.inc(len(rows))
+        yield {"language": language, "shard": shard, "rows": len(rows), "dim": int(matrix.shape[1]),
+               "embeddings": path}
+
+
+class EmbedShards(beam.PTransform):
+    """PCollection of sentence-shard tasks -> PCollection of embedding-shard manifest entries."""
+
+    def __init__(self, settings: dict, sentence_paths: dict[tuple[str, int], str]):
+        super().__init__()
+        self.settings, self.sentence_paths = settings, sentence_paths
+
+    def expand(self, tasks):
+        values = embed_settings(self.settings)
+        return (tasks
+                | "ReadTexts" >> beam.FlatMap(read_shard_texts)
+                | "Encode" >> RunInference(handler_from_settings(self.settings))
+                | "ByShard" >> beam.Map(lambda kv: ((kv[0][0], kv[0][1]), (kv[0][2], kv[1].inference)))
+                | "GroupShard" >> beam.GroupByKey()
+                | "Write" >> beam.ParDo(WriteEmbeddingShard(self.settings["output"], values["dtype"]),
+                                        self.sentence_paths))
+
+
+def tasks_from_manifest(manifest: dict) -> list[dict]:
+    """One task per sentence shard; `shard` is its position in the language's list (how later stages name it)."""
+    return [{"language": language, "shard": position, "sentences": shard["path"], "rows": shard["rows"]}
+            for language, entry in sorted(manifest["languages"].items())
+            for position, shard in enumerate(entry["shards"])]
+
+
+def embeddings_manifest(entries: list[dict], sentences: dict, settings: dict) -> dict:
+    languages: dict[str, dict] = {}
+    by_shard = {(e["language"], e["shard"]): e for e in entries}
+    for language, entry in sorted(sentences["languages"].items()):
+        shards = []
+        for position, shard in enumerate(entry["shards"]):
+            written = by_shard.get((language, position))
+            if written is None or written["rows"] != shard["rows"]:
+                raise RuntimeError(f"{shard['path']}: embedded rows do not match the sentences")
+            shards.append({**shard, "embeddings": written["embeddings"]})
+        dims = {by_shard[(language, p)]["dim"] for p in range(len(entry["shards"]))}
+        languages[language] = {"rows": entry["rows"], "dim": dims.pop() if len(dims) == 1 else None,
+                               "shards": shards}
+    return {"stage": "embed", "encoder": settings["encoder"], "languages": languages}
+
+
+class EmbedStage:
+    """The stage as pipelines.mine runs it: the extract stage's manifest in, embedding shards out."""
+
+    def __init__(self, settings: dict, manifests: dict):
+        if "extract" not in manifests:
+            raise ValueError("the embed stage needs the extract stage's output: run it first (--stages extract)")
+        if not settings.get("encoder"):
+            raise ValueError("no encoder: set `encoder` in the config or give --encoder")
+        embed_settings(settings)  # bad settings fail here, before a pipeline starts
+        self.settings, self.sentences = settings, manifests["extract"]
+
+    def __call__(self, pipeline):
+        tasks = tasks_from_manifest(self.sentences)
+        paths = {(t["language"], t["shard"]): t["sentences"] for t in tasks}
+        return (pipeline
+                | "embed/Shards" >> beam.Create(tasks)
+                | "embed/Spread" >> beam.Reshuffle()
+                | "embed/Embed" >> EmbedShards(self.settings, paths))
+
+    def manifest(self, entries: list[dict]) -> dict:
+        return embeddings_manifest(entries, self.sentences, self.settings)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import sys
+
+    from pipelines.mine import main as mine_main
+
+    return mine_main(["--stages", "embed", *(argv if argv is not None else sys.argv[1:])])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

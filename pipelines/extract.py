@@ -1,0 +1,216 @@
+"""The extract stage: crawl files -> unique sentences per language, as Parquet shards.
+
+    python -m pipelines.extract --input 'crawl/*.warc.gz' --output out      # same flags as pipelines.mine
+
+    MatchFiles -> read pages (per file) -> Reshuffle -> text stage (per page: main content, language, sentences,
+    filters) -> dedup (CombinePerKey on language + normalised text) -> shard by document -> Parquet per shard
+
+The per-page work is pipelines.text (plain Python); this module only wires it. Every count the text stages
+report becomes a Beam Metrics counter (namespace = stage, name = what: `read/pages`, `read/skipped:truncated`,
+`filter/dropped:length:too-few-chars`...), so the Dataflow UI and the run's report show them live.
+A language's sentences are never gathered on one worker: dedup groups copies of one sentence, and shards are
+written one per worker task, `shards.sentences` rows each on average (a document's sentences stay together).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import math
+
+import apache_beam as beam
+import pyarrow as pa
+from apache_beam.io import fileio
+from apache_beam.metrics import Metrics
+
+from pipelines import layout, storage
+from pipelines.text.dedup import dedup_key, keep_first
+from pipelines.text.records import Sentence, Tally
+
+log = logging.getLogger("pipelines.extract")
+SHARD_DEFAULTS = {"sentences": 100_000}
+SENTENCE_COLUMNS = [f.name for f in dataclasses.fields(Sentence)]
+
+
+def metrics_tally() -> Tally:
+    """A Tally whose every count is also a Beam counter (created on first use, cached)."""
+    counters: dict[tuple[str, str], object] = {}
+
+    def on_count(stage: str, what: str, n: int) -> None:
+        key = (stage, what)
+        if key not in counters:
+            counters[key] = Metrics.counter(stage, what)
+        counters[key].inc(n)
+
+    return Tally(on_count=on_count)
+
+
+class ReadPages(beam.DoFn):
+    """A matched crawl file -> its pages; a bad record is a counted skip, a bad file a counted, logged one."""
+
+    def __init__(self, settings: dict):
+        self.settings = settings
+
+    def setup(self):
+        from pipelines.text.stage import TextStage
+
+        self.stage = TextStage(self.settings)
+        self.tally = metrics_tally()
+
+    def process(self, metadata):
+        pages = 0
+        for page in self.stage.pages(metadata.path, self.tally):
+            pages += 1
+            yield page
+        log.info("read %s: %d pages", metadata.path, pages)  # progress: one line per crawl file
+
+
+class PageSentences(beam.DoFn):
+    """A page -> its filtered sentences in order (main content, language identification, splitting)."""
+
+    def __init__(self, settings: dict):
+        self.settings = settings
+
+    def setup(self):
+        from pipelines.text.stage import TextStage
+
+        self.stage = TextStage(self.settings)
+        self.tally = metrics_tally()
+
+    def process(self, page):
+        yield from self.stage.sentences(page, self.tally)
+
+    def teardown(self):
+        if hasattr(self, "stage"):
+            self.stage.close()
+
+
+def shard_of(sentence: Sentence, count: int) -> int:
+    """By document, so a document's sentences share a shard (CMLM reads consecutive sentences)."""
+    digest = hashlib.blake2b(sentence.document_id.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % count
+
+
+def shard_count(rows: int, per_shard: int) -> int:
+    return max(1, math.ceil(rows / per_shard))
+
+
+def sentence_table(sentences: list[Sentence]) -> pa.Table:
+    rows = sorted(sentences, key=lambda s: s.order_key)
+    columns = {name: [getattr(s, name) for s in rows] for name in SENTENCE_COLUMNS}
+    columns["sid"] = [dedup_key(s) for s in rows]
+    return pa.table(columns)
+
+
+def write_sentence_shard(output: str, language: str, shard: int, count: int, sentences: list[Sentence]) -> dict:
+    path = layout.sentence_shard(output, language, shard, count)
+    storage.write_parquet(path, sentence_table(sentences))
+    return {"language": language, "shard": shard, "path": path, "rows": len(sentences)}
+
+
+class WriteSentenceShard(beam.DoFn):
+    def __init__(self, output: str):
+        self.output = output
+
+    def process(self, element, counts: dict):
+        (language, shard), sentences = element
+        yield write_sentence_shard(self.output, language, shard, counts[language], list(sentences))
+
+
+class ExtractSentences(beam.PTransform):
+    """PBegin -> PCollection of shard manifest entries ({language, shard, path, rows})."""
+
+    def __init__(self, settings: dict):
+        super().__init__()
+        self.settings = settings
+        unknown = set(settings.get("shards") or {}) - set(SHARD_DEFAULTS)
+        if unknown:
+            raise ValueError(f"shards: unknown setting(s) {sorted(unknown)}; known: {sorted(SHARD_DEFAULTS)}")
+        self.per_shard = {**SHARD_DEFAULTS, **(settings.get("shards") or {})}["sentences"]
+
+    def expand(self, begin):
+        languages = set(self.settings.get("languages") or [])
+        sentences = (begin
+                     | "Match" >> fileio.MatchFiles(self.settings["input"])
+                     | "SpreadFiles" >> beam.Reshuffle()
+                     | "ReadPages" >> beam.ParDo(ReadPages(self.settings))
+                     | "SpreadPages" >> beam.Reshuffle()
+                     | "Sentences" >> beam.ParDo(PageSentences(self.settings)))
+        if languages:
+            sentences = sentences | "Languages" >> beam.Filter(lambda s: s.language in languages)
+        unique = (sentences
+                  | "DedupKey" >> beam.Map(lambda s: (dedup_key(s), s))
+                  | "Dedup" >> beam.CombinePerKey(_KeepFirst())
+                  | "Unique" >> beam.Values())
+        per_shard = self.per_shard
+        counts = (unique
+                  | "Language" >> beam.Map(lambda s: (s.language, 1))
+                  | "Count" >> beam.CombinePerKey(sum)
+                  | "Shards" >> beam.MapTuple(lambda lang, n: (lang, shard_count(n, per_shard))))
+        counts_view = beam.pvalue.AsDict(counts)
+        return (unique
+                | "ShardKey" >> beam.Map(lambda s, c: ((s.language, shard_of(s, c[s.language])), s), counts_view)
+                | "GroupShard" >> beam.GroupByKey()
+                | "Write" >> beam.ParDo(WriteSentenceShard(self.settings["output"]), counts_view))
+
+
+class _KeepFirst(beam.CombineFn):
+    """Dedup as a combiner: the copy that comes first in the crawl, with the number of copies."""
+
+    def create_accumulator(self):
+        return None
+
+    def add_input(self, accumulator, sentence):
+        return sentence if accumulator is None else keep_first(accumulator, sentence)
+
+    def merge_accumulators(self, accumulators):
+        merged = None
+        for accumulator in accumulators:
+            if accumulator is not None:
+                merged = accumulator if merged is None else keep_first(merged, accumulator)
+        return merged
+
+    def extract_output(self, accumulator):
+        return accumulator
+
+
+def sentences_manifest(entries: list[dict]) -> dict:
+    """Per language: its row count and its shards in order. A shard number no document hashed to has no file
+    and no entry; later stages refer to shards by their position in this list, never by number."""
+    languages: dict[str, dict] = {}
+    for entry in sorted(entries, key=lambda e: (e["language"], e["shard"])):
+        language = languages.setdefault(entry["language"], {"rows": 0, "shards": []})
+        language["rows"] += entry["rows"]
+        language["shards"].append({"path": entry["path"], "rows": entry["rows"]})
+    return {"stage": "extract", "languages": languages}
+
+
+class ExtractStage:
+    """The stage as pipelines.mine runs it."""
+
+    def __init__(self, settings: dict, manifests: dict):
+        from pipelines.text.stage import TextStage
+
+        if not settings.get("input"):
+            raise ValueError("no input: set `input` in the config or give --input")
+        TextStage.check_settings(settings)  # bad settings fail here, before a pipeline starts
+        self.settings = settings
+
+    def __call__(self, pipeline):
+        return pipeline | "extract/Extract" >> ExtractSentences(self.settings)
+
+    def manifest(self, entries: list[dict]) -> dict:
+        return sentences_manifest(entries)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import sys
+
+    from pipelines.mine import main as mine_main
+
+    return mine_main(["--stages", "extract", *(argv if argv is not None else sys.argv[1:])])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,64 @@
+"""Where each stage writes under the job's output folder (local or gs://):
+
+    sentences/<lang>/part-00000-of-00002.parquet    extract: unique sentences, a document's sentences together
+    sentences/_MANIFEST.json                          the shards, their row counts, and the stage's counters
+    embeddings/<lang>/part-00000-of-00002.npy         embed: row i = row i of the sentence shard of the same name
+    embeddings/_MANIFEST.json
+    index/<lang>/trained.faiss, part-*.faiss          pairs: the trained index per language, filled per shard (IVF)
+    bitext/<src>-<tgt>.parquet, .tsv.gz               pairs: the mined pairs, best first
+    bitext/_MANIFEST.json
+    report.json                                       the whole run: counters per stage, pairs, score ranges
+
+A stage is finished when its manifest exists: the manifest is written last, so a run killed midway leaves none,
+and the rerun does that stage again (its shards are rewritten whole, with the same names and bytes).
+"""
+
+from __future__ import annotations
+
+from pipelines.storage import join
+
+SHARD_NAME = "part-{shard:05d}-of-{count:05d}"
+
+
+def stage_dir(output: str, stage: str) -> str:
+    return join(output, stage)
+
+
+def manifest_path(output: str, stage: str) -> str:
+    return join(output, stage, "_MANIFEST.json")
+
+
+def sentence_shard(output: str, language: str, shard: int, count: int) -> str:
+    return join(output, "sentences", language, SHARD_NAME.format(shard=shard, count=count) + ".parquet")
+
+
+def embedding_shard(output: str, language: str, sentence_shard_path: str) -> str:
+    """The vectors of a sentence shard: same name, under embeddings/, as .npy."""
+    name = sentence_shard_path.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".parquet")
+    return join(output, "embeddings", language, name + ".npy")
+
+
+def index_file(output: str, language: str, shard: int | None = None, count: int = 0) -> str:
+    name = "trained" if shard is None else SHARD_NAME.format(shard=shard, count=count)
+    return join(output, "index", language, f"{name}.faiss")
+
+
+def bitext_files(output: str, src: str, tgt: str) -> tuple[str, str]:
+    base = join(output, "bitext", f"{src}-{tgt}")
+    return base + ".parquet", base + ".tsv.gz"
+
+
+def report_path(output: str) -> str:
+    return join(output, "report.json")
+
+
+# A sentence reference packs its shard and row into one int64, so k-NN results and pairs stay small numbers.
+ROW_BITS = 32
+
+
+def pack(shard: int, row: int) -> int:
+    return (shard << ROW_BITS) | row
+
+
+def unpack(ref: int) -> tuple[int, int]:
+    return ref >> ROW_BITS, ref & ((1 << ROW_BITS) - 1)

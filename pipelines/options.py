@@ -1,0 +1,58 @@
+"""Command-line options of the jobs, as Beam `PipelineOptions` subclasses: the same flags work with every runner.
+
+    python -m pipelines.mine                                   # bundled sample, DirectRunner, ./output
+    python -m pipelines.mine --input 'gs://b/crawl/*.warc.gz' --output gs://b/mined \\
+        --runner DataflowRunner --project P --region R --temp_location gs://b/tmp --setup_file ./setup.py
+
+Settings come from `--config` (YAML), then `--set section.key=value`; `--input`, `--output` and `--encoder`
+are shorthands for the settings of the same name.
+"""
+
+from __future__ import annotations
+
+from apache_beam.options.pipeline_options import PipelineOptions
+
+STAGES = ("extract", "embed", "pairs")
+LOCAL_RUNNERS = {None, "DirectRunner", "direct", "PrismRunner", "prism", "FnApiRunner", "BundleBasedDirectRunner"}
+
+
+class MineOptions(PipelineOptions):
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        from pipelines.settings import DEFAULT_CONFIG
+
+        parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="YAML settings file")
+        parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                            help="override one setting (repeatable), e.g. --set mining.threshold=1.06")
+        parser.add_argument("--input", help="crawl files: a glob of WARC/WET files, local or gs://")
+        parser.add_argument("--output", help="output folder, local or gs://")
+        parser.add_argument("--encoder", help="sentence encoder: a checkpoint folder (local or gs://) or char-ngram")
+        parser.add_argument("--stages", default=",".join(STAGES),
+                            help=f"stages to run, in order, from {','.join(STAGES)} (default: all)")
+        parser.add_argument("--rerun", action="store_true",
+                            help="run the stages again even where a finished output exists")
+        parser.add_argument("--verbose", action="store_true")
+
+    def settings(self) -> dict:
+        from pipelines.settings import load_settings
+
+        settings = load_settings(self.config, self.overrides)
+        for key in ("input", "output", "encoder"):
+            if getattr(self, key):
+                settings[key] = getattr(self, key)
+        settings.setdefault("output", "output")
+        return settings
+
+    def stage_list(self) -> list[str]:
+        stages = [s.strip() for s in self.stages.split(",") if s.strip()]
+        unknown = [s for s in stages if s not in STAGES]
+        if unknown:
+            raise ValueError(f"--stages: unknown stage(s) {', '.join(unknown)}; choose from {', '.join(STAGES)}")
+        return stages
+
+
+def runs_locally(options: PipelineOptions) -> bool:
+    """True when the workers share this machine's disk (the local runners)."""
+    from apache_beam.options.pipeline_options import StandardOptions
+
+    return options.view_as(StandardOptions).runner in LOCAL_RUNNERS

@@ -1,0 +1,94 @@
+"""The run's report (output/report.json) and the summary printed at the end of `python -m pipelines.mine`."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import defaultdict
+
+from pipelines import storage
+from pipelines.text.dedup import normalise
+
+
+def stage_report(settings: dict, manifests: dict, seconds: float) -> dict:
+    extract, pairs = manifests.get("extract", {}), manifests.get("pairs", {})
+    read = extract.get("counters", {}).get("read", {})
+    return {
+        "input": settings.get("input"), "output": settings.get("output"), "encoder": settings.get("encoder"),
+        "pages": read.get("pages", 0),
+        "records": read.get("records", 0),
+        "sentences": {lang: entry["rows"] for lang, entry in sorted(extract.get("languages", {}).items())},
+        "mining": pairs.get("settings"),
+        "pairs": {entry["pair"]: {k: v for k, v in entry.items() if k != "pair"} for entry in pairs.get("pairs", [])},
+        "seconds": {**{name: m.get("seconds") for name, m in manifests.items()}, "total": round(seconds, 1)},
+        "counters": {name: m.get("counters", {}) for name, m in manifests.items()},
+    }
+
+
+def read_gold(path: str) -> dict[tuple[str, str], set[tuple[str, str]]]:
+    """Known translations, `src_lang src_text tgt_lang tgt_text` columns with a header, by language pair, as
+    normalised texts (extraction may change spacing; dedup's normalisation is what counts as the same)."""
+    rows = csv.DictReader(io.StringIO(storage.read_bytes(path).decode("utf-8")), delimiter="\t",
+                          quoting=csv.QUOTE_NONE)
+    missing = {"src_lang", "src_text", "tgt_lang", "tgt_text"} - set(rows.fieldnames or [])
+    if missing:
+        raise ValueError(f"{path}: gold file needs columns src_lang, src_text, tgt_lang, tgt_text "
+                         f"(missing {', '.join(sorted(missing))})")
+    gold: dict[tuple[str, str], set] = defaultdict(set)
+    for row in rows:
+        gold[(row["src_lang"], row["tgt_lang"])].add((normalise(row["src_text"]), normalise(row["tgt_text"])))
+    return gold
+
+
+def gold_scores(path: str, pairs_manifest: dict) -> dict:
+    """Precision and recall of each mined language pair against the known translations (and over all pairs)."""
+    gold = read_gold(path)
+    scores, totals = {}, {"mined": 0, "correct": 0, "gold": 0}
+    for entry in pairs_manifest.get("pairs", []):
+        src, tgt = entry["pair"].split("-")
+        known = gold.get((src, tgt), set())
+        table = storage.read_parquet(entry["parquet"], columns=["src_text", "tgt_text"]).to_pydict()
+        mined = {(normalise(s), normalise(t)) for s, t in zip(table["src_text"], table["tgt_text"])}
+        correct = len(mined & known)
+        scores[entry["pair"]] = {"mined": len(mined), "correct": correct, "gold": len(known),
+                                 **_precision_recall(correct, len(mined), len(known))}
+        for key, value in (("mined", len(mined)), ("correct", correct), ("gold", len(known))):
+            totals[key] += value
+    return {"file": path, "pairs": scores,
+            "all": {**totals, **_precision_recall(totals["correct"], totals["mined"], totals["gold"])}}
+
+
+def _precision_recall(correct: int, mined: int, gold: int) -> dict:
+    p = correct / mined if mined else 0.0
+    r = correct / gold if gold else 0.0
+    return {"precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0}
+
+
+def format_summary(report: dict) -> str:
+    lines = [f"mined {report['input']} -> {report['output']} with {report['encoder']}",
+             f"  pages: {report['pages']} kept of {report['records']} records"]
+    sentences = report["sentences"]
+    if sentences:
+        lines.append("  sentences: " + ", ".join(f"{lang} {n}" for lang, n in sentences.items()))
+    mining = report.get("mining") or {}
+    if mining:
+        lines.append(f"  mining: k={mining['k']} margin={mining['margin']} selection={mining['selection']} "
+                     f"threshold={mining['threshold']} index={mining['index']}")
+    gold = (report.get("gold") or {}).get("pairs", {})
+    for pair, entry in report["pairs"].items():
+        low_high = entry["score_range"]
+        text = f"  {pair}: {entry['pairs']} pairs"
+        if entry.get("index") and entry["index"] != mining.get("index"):
+            text += f" ({entry['index']})"
+        if low_high:
+            text += f", margin {low_high[0]:.3f} .. {low_high[1]:.3f}"
+        if pair in gold:
+            g = gold[pair]
+            text += f"; P {100 * g['precision']:.1f} R {100 * g['recall']:.1f} ({g['correct']} of {g['gold']} known)"
+        lines.append(text)
+    if report.get("gold"):
+        g = report["gold"]["all"]
+        lines.append(f"  all pairs against {report['gold']['file']}: P {100 * g['precision']:.1f} "
+                     f"R {100 * g['recall']:.1f} F1 {100 * g['f1']:.1f}")
+    lines.append(f"  wrote {report['output']}/bitext, report.json ({report['seconds']['total']:.0f} s)")
+    return "\n".join(lines)

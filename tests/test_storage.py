@@ -1,0 +1,43 @@
+"""Storage through Beam's FileSystems: the same calls on a local folder and on GCS (a real emulator)."""
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from pipelines import storage
+
+
+@pytest.fixture(params=["local", "gcs"])
+def root(request, tmp_path):
+    if request.param == "local":
+        return str(tmp_path / "root")
+    return request.getfixturevalue("gcs_bucket") + "/root"
+
+
+def test_write_read_match_and_delete(root):
+    storage.write_bytes(storage.join(root, "a", "x.bin"), b"one")
+    storage.write_bytes(storage.join(root, "a", "x.bin"), b"two")  # replaces
+    storage.write_json(storage.join(root, "a", "y.json"), {"k": [1, 2]})
+    table = pa.table({"text": ["a", "b"], "n": [1, 2]})
+    storage.write_parquet(storage.join(root, "b", "z.parquet"), table)
+    assert storage.read_bytes(storage.join(root, "a", "x.bin")) == b"two"
+    assert storage.read_json(storage.join(root, "a", "y.json")) == {"k": [1, 2]}
+    assert storage.read_parquet(storage.join(root, "b", "z.parquet")).equals(table)
+    names = [p.rsplit("/", 1)[-1] for p in storage.match(storage.join(root, "a", "*"))]
+    assert names == ["x.bin", "y.json"]  # no temporary files left behind
+    storage.delete_tree(storage.join(root, "a"))
+    assert not storage.exists(storage.join(root, "a", "x.bin"))
+    with pytest.raises(FileNotFoundError, match="no files match"):
+        storage.match(storage.join(root, "a", "*"))
+
+
+def test_remote_folder_is_copied_once_for_local_libraries(gcs_bucket, tmp_path):
+    model = tmp_path / "model"
+    (model / "sub").mkdir(parents=True)
+    (model / "config.json").write_text("{}")
+    np.save(model / "sub" / "w.npy", np.arange(3))
+    remote = storage.stage_folder(str(model), gcs_bucket + "/staged/model")
+    local = storage.local_folder(remote)
+    assert storage.local_folder(remote) == local
+    assert (np.load(f"{local}/sub/w.npy") == np.arange(3)).all()
+    assert open(f"{local}/config.json").read() == "{}"
