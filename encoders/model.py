@@ -64,6 +64,11 @@ def save_encoder(model, tokenizer, folder: str | Path, *, max_seq_length: int | 
         "pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": False,
         "pooling_mode_mean_sqrt_len_tokens": False})
     (folder / "2_Normalize").mkdir(exist_ok=True)
+    from miner.io import FILE_MODE
+
+    for path in folder.rglob("*"):  # safetensors writes its file owner-only (0600): a shared model must be readable
+        if path.is_file():
+            path.chmod(FILE_MODE)
     return folder
 
 

@@ -17,6 +17,7 @@ from typing import IO
 # mkstemp creates files readable by the owner only; outputs get the permissions an ordinary open() would give.
 _UMASK = os.umask(0)
 os.umask(_UMASK)
+FILE_MODE = 0o666 & ~_UMASK  # what open() would give a new file here
 
 
 class InputFormatError(ValueError):
@@ -60,7 +61,7 @@ def atomic_output(path: str | Path, mode: str = "wb") -> Iterator[IO]:
     try:
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
             yield handle
-        os.chmod(tmp, 0o666 & ~_UMASK)
+        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

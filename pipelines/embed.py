@@ -3,10 +3,13 @@
     python -m pipelines.embed --output output            # after the extract stage; same flags as pipelines.mine
 
 `EncoderModelHandler` is the ModelHandler for any spec `encoders.load_encoder` takes: the model is loaded once
-per worker process (once per machine on GPUs, where the model is shared across processes), RunInference hands
-it batches of up to `embed.batch_size` sentences, and the encoder does its own token-budget batching inside a
-batch (sorted by length, so padding stays small). Vectors are written per sentence shard, row i = row i, as
-`.npy` (float16 by default: half the storage, and well inside the precision the margin needs).
+per worker process (once per machine on GPUs, where the model is shared across processes). Each element is a
+fixed chunk of a shard (`embed.batch_size` rows: rows 0-1023, 1024-2047, ...) that the encoder embeds in one call,
+with its own token-budget batching inside (sorted by length, so padding stays small). Fixed chunks, not
+RunInference's own batching, because a vector's last bits depend on which sentences share its batch, and
+bundles differ between runners and runs: this way every runner writes the same bytes. Vectors are written per
+sentence shard, row i = row i, as `.npy` (float16 by default: half the storage, and well inside the precision the
+margin needs).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from apache_beam.ml.inference.base import KeyedModelHandler, ModelHandler, Predi
 from pipelines import layout, storage
 
 log = logging.getLogger("pipelines.embed")
-EMBED_DEFAULTS = {"batch_size": 1024, "min_batch_size": 64, "dtype": "float16", "share_model": "auto"}
+EMBED_DEFAULTS = {"batch_size": 1024, "dtype": "float16", "share_model": "auto"}
 
 
 def embed_settings(settings: dict) -> dict:
@@ -37,14 +40,12 @@ def embed_settings(settings: dict) -> dict:
     return values
 
 
-class EncoderModelHandler(ModelHandler[str, PredictionResult, object]):
-    """RunInference's view of an encoder: texts in, unit vectors out."""
+class EncoderModelHandler(ModelHandler[list, PredictionResult, object]):
+    """RunInference's view of an encoder: a chunk of texts in, its unit vectors (a matrix) out."""
 
-    def __init__(self, spec: str, options: dict | None = None, batch_size: int = 1024, min_batch_size: int = 64,
-                 share_model: bool = False):
+    def __init__(self, spec: str, options: dict | None = None, share_model: bool = False):
         super().__init__()
-        self.spec, self.options = spec, dict(options or {})
-        self.batch_size, self.min_batch_size, self.share = batch_size, min(min_batch_size, batch_size), share_model
+        self.spec, self.options, self.share = spec, dict(options or {}), share_model
 
     def load_model(self):
         from encoders import load_encoder
@@ -54,12 +55,11 @@ class EncoderModelHandler(ModelHandler[str, PredictionResult, object]):
             spec = storage.local_folder(spec)  # a checkpoint staged on cloud storage: copied once per process
         return load_encoder(spec, **self.options)
 
-    def run_inference(self, batch: Sequence[str], model, inference_args=None) -> Iterable[PredictionResult]:
-        vectors = model.encode(list(batch))
-        return [PredictionResult(text, vector) for text, vector in zip(batch, vectors)]
+    def run_inference(self, batch: Sequence[list], model, inference_args=None) -> Iterable[PredictionResult]:
+        return [PredictionResult(len(texts), model.encode(list(texts))) for texts in batch]
 
     def batch_elements_kwargs(self):
-        return {"min_batch_size": self.min_batch_size, "max_batch_size": self.batch_size}
+        return {"min_batch_size": 1, "max_batch_size": 1}  # an element is already a batch of `embed.batch_size`
 
     def share_model_across_processes(self) -> bool:
         return self.share
@@ -74,8 +74,7 @@ def handler_from_settings(settings: dict) -> KeyedModelHandler:
     share = values["share_model"]
     if share == "auto":  # one model per GPU machine, not one per process: GPU memory is the scarce thing
         share = options.get("device", "auto") != "cpu" and _gpu_visible()
-    return KeyedModelHandler(EncoderModelHandler(settings["encoder"], options, values["batch_size"],
-                                                 values["min_batch_size"], bool(share)))
+    return KeyedModelHandler(EncoderModelHandler(settings["encoder"], options, bool(share)))
 
 
 def _gpu_visible() -> bool:
@@ -87,11 +86,11 @@ def _gpu_visible() -> bool:
         return False
 
 
-def read_shard_texts(task: dict) -> Iterable[tuple[tuple[str, int, int], str]]:
-    """((language, shard, row), text) for every row of one sentence shard."""
+def read_shard_chunks(task: dict, chunk: int) -> Iterable[tuple[tuple[str, int, int], list[str]]]:
+    """((language, shard, first row), texts) for each chunk of `chunk` rows of one sentence shard."""
     texts = storage.read_parquet(task["sentences"], columns=["text"]).column("text").to_pylist()
-    for row, text in enumerate(texts):
-        yield (task["language"], task["shard"], row), text
+    for start in range(0, len(texts), chunk):
+        yield (task["language"], task["shard"], start), texts[start:start + chunk]
 
 
 class WriteEmbeddingShard(beam.DoFn):
@@ -103,18 +102,19 @@ class WriteEmbeddingShard(beam.DoFn):
         self.rows = Metrics.counter("embed", "sentences")
 
     def process(self, element, sentence_paths: dict):
-        (language, shard), rows = element
-        rows = sorted(rows, key=lambda r: r[0])
-        if [r for r, _ in rows] != list(range(len(rows))):
+        (language, shard), chunks = element
+        chunks = sorted(chunks, key=lambda c: c[0])
+        starts = [start for start, _ in chunks]
+        if starts != [sum(len(m) for _, m in chunks[:i]) for i in range(len(chunks))]:
             raise RuntimeError(f"{language} shard {shard}: rows missing from the embedded output")
-        matrix = np.stack([v for _, v in rows]).astype(self.dtype)
+        matrix = np.concatenate([m for _, m in chunks]).astype(self.dtype)
         path = layout.embedding_shard(self.output, language, sentence_paths[(language, shard)])
         buffer = io.BytesIO()
         np.save(buffer, matrix, allow_pickle=False)
         storage.write_bytes(path, buffer.getvalue())
         self.shards.inc()
-        self.rows.inc(len(rows))
-        yield {"language": language, "shard": shard, "rows": len(rows), "dim": int(matrix.shape[1]),
+        self.rows.inc(len(matrix))
+        yield {"language": language, "shard": shard, "rows": len(matrix), "dim": int(matrix.shape[1]),
                "embeddings": path}
 
 
@@ -128,7 +128,8 @@ class EmbedShards(beam.PTransform):
     def expand(self, tasks):
         values = embed_settings(self.settings)
         return (tasks
-                | "ReadTexts" >> beam.FlatMap(read_shard_texts)
+                | "ReadChunks" >> beam.FlatMap(read_shard_chunks, values["batch_size"])
+                | "Spread" >> beam.Reshuffle()
                 | "Encode" >> RunInference(handler_from_settings(self.settings))
                 | "ByShard" >> beam.Map(lambda kv: ((kv[0][0], kv[0][1]), (kv[0][2], kv[1].inference)))
                 | "GroupShard" >> beam.GroupByKey()

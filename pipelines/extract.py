@@ -46,8 +46,8 @@ def metrics_tally() -> Tally:
     return Tally(on_count=on_count)
 
 
-class ReadPages(beam.DoFn):
-    """A matched crawl file -> its pages; a bad record is a counted skip, a bad file a counted, logged one."""
+class _TextStageDoFn(beam.DoFn):
+    """A DoFn that owns a TextStage (made per worker in `setup`) and reports its counts as Beam counters."""
 
     def __init__(self, settings: dict):
         self.settings = settings
@@ -57,6 +57,14 @@ class ReadPages(beam.DoFn):
 
         self.stage = TextStage(self.settings)
         self.tally = metrics_tally()
+
+    def teardown(self):
+        if hasattr(self, "stage"):
+            self.stage.close()
+
+
+class ReadPages(_TextStageDoFn):
+    """A matched crawl file -> its pages; a bad record is a counted, logged skip, never the file's end."""
 
     def process(self, metadata):
         pages = 0
@@ -66,24 +74,11 @@ class ReadPages(beam.DoFn):
         log.info("read %s: %d pages", metadata.path, pages)  # progress: one line per crawl file
 
 
-class PageSentences(beam.DoFn):
+class PageSentences(_TextStageDoFn):
     """A page -> its filtered sentences in order (main content, language identification, splitting)."""
-
-    def __init__(self, settings: dict):
-        self.settings = settings
-
-    def setup(self):
-        from pipelines.text.stage import TextStage
-
-        self.stage = TextStage(self.settings)
-        self.tally = metrics_tally()
 
     def process(self, page):
         yield from self.stage.sentences(page, self.tally)
-
-    def teardown(self):
-        if hasattr(self, "stage"):
-            self.stage.close()
 
 
 def shard_of(sentence: Sentence, count: int) -> int:

@@ -34,7 +34,7 @@ def write_shards(output: str, n_shards: int) -> dict[str, list[str]]:
 
 def settings_for(output: str, selection: str) -> dict:
     return {"output": output, "encoder": "char-ngram", "languages": list(LANGS.values()), "pairs": "pivot",
-            "pivot": "eng_Latn", "embed": {"dtype": "float32", "batch_size": 16, "min_batch_size": 1},
+            "pivot": "eng_Latn", "embed": {"dtype": "float32", "batch_size": 16},
             "mining": {"k": 4, "margin": "ratio", "selection": selection, "threshold": 1.0},
             "knn": {"index": "Flat"}}
 

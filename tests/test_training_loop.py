@@ -37,3 +37,11 @@ def test_loop_mines_the_pool_and_retrains_with_the_pairs(training_inputs, tmp_pa
     assert record["recipe"]["data"]["min_score"] == 1.0
     assert any("mined" in spec for spec in record["recipe"]["data"]["bitext"])
     assert "deu_Latn-eng_Latn" in record["data"]["bitext"]  # the mined pairs, a language pair of their own
+
+    # An interrupted loop resumes without mining again: the pairs on disk are the ones it trains on.
+    mined_file = out / "mined" / "deu_Latn-eng_Latn.tsv.gz"
+    before = mined_file.stat().st_mtime_ns
+    assert main(["--encoder", str(first / "encoder"), "--pool", str(pool), "--recipe", str(recipe),
+                 "--output", str(out), "--threshold", "1.0", "--set", "stages.1.steps=2", "--resume"]) == 0
+    assert mined_file.stat().st_mtime_ns == before
+    assert (out / "model" / "encoder" / "training.json").exists()

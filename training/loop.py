@@ -71,14 +71,15 @@ def mine_pool(encoder_dir: Path, pool: Path, threshold: float, k: int, output: P
     return report
 
 
-def retrain(recipe: Path, mined: Path, threshold: float, output: Path, overrides: list[str]) -> Path | None:
+def retrain(recipe: Path, mined: Path, threshold: float, output: Path, overrides: list[str],
+            resume: bool = False) -> Path | None:
     from training.config import load_recipe
     from training.train import run
 
     base = load_recipe(recipe, overrides)
     extra = [f"data.bitext={json.dumps([*base.data.bitext, str(mined / '*.tsv.gz')])}",
              f"data.min_score={threshold}", f"output={output}"]
-    return run(load_recipe(recipe, [*overrides, *extra]))
+    return run(load_recipe(recipe, [*overrides, *extra]), resume)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,11 +95,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--k", type=int, default=4)
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE")
     parser.add_argument("--mine-only", action="store_true", help="mine and report, do not retrain")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue an interrupted loop: reuse its mined pairs and the newest training checkpoint")
     args = parser.parse_args(argv)
     setup_logging()
 
     def command() -> None:
         mined = args.output / "mined"
+        if args.resume and (args.output / "loop.json").exists():
+            log.info("--resume: reusing the pairs mined into %s", mined)
+            return finish(mined)
         report = {"encoder": str(args.encoder), "threshold": args.threshold, "k": args.k,
                   "mined": mine_pool(args.encoder, args.pool, args.threshold, args.k, mined)}
         rows = report["mined"].values()
@@ -109,8 +115,11 @@ def main(argv: list[str] | None = None) -> int:
             report["recall"] = correct / max(sum(r["gold"] for r in rows), 1)
         write_json(args.output / "loop.json", report)
         print(json.dumps({k: v for k, v in report.items() if k != "mined"}))
+        finish(mined)
+
+    def finish(mined: Path) -> None:
         if not args.mine_only:
-            folder = retrain(args.recipe, mined, args.threshold, args.output / "model", args.overrides)
+            folder = retrain(args.recipe, mined, args.threshold, args.output / "model", args.overrides, args.resume)
             print(f"retrained encoder: {folder}")
 
     return exit_status(command)

@@ -550,12 +550,7 @@ def ud_files(folder: Path, languages: list[str] | None = None) -> dict[str, Path
     unknown = [lc for lc in files if lc not in UD_LANGUAGES]
     if unknown:
         raise InputFormatError(f"{folder}: no language name known for {', '.join(unknown)}")
-    if languages:
-        missing = [lc for lc in languages if lc not in files]
-        if missing:
-            raise InputFormatError(f"{folder}: no PUD file for {', '.join(missing)}")
-        files = {lc: files[lc] for lc in languages}
-    return files
+    return _subset(files, languages, f"{folder}: no PUD file for")
 
 
 def evaluate_ud(folder: Path, methods: list[str], languages: list[str] | None = None) -> dict:
@@ -621,12 +616,19 @@ def flores_files(folder: Path, languages: list[str] | None = None) -> dict[str, 
             files[name] = path
     if not files:
         raise InputFormatError(f"{folder}/devtest: no FLORES-200 files (lang_Script.devtest.gz)")
-    if languages:
-        missing = [name for name in languages if name not in files]
-        if missing:
-            raise InputFormatError(f"{folder}/devtest: no FLORES-200 file for {', '.join(missing)}")
-        files = {name: files[name] for name in languages}
-    return files
+    return _subset(files, languages, f"{folder}/devtest: no FLORES-200 file for")
+
+
+def _subset(files: dict[str, Path], languages, missing_message: str) -> dict[str, Path]:
+    """The files of `languages` (all when none are named); a named language without a file is an error."""
+    from miner.io import InputFormatError
+
+    if not languages:
+        return files
+    missing = [name for name in languages if name not in files]
+    if missing:
+        raise InputFormatError(f"{missing_message} {', '.join(missing)}")
+    return {name: files[name] for name in languages}
 
 
 def flores_documents(folder: Path) -> Callable[[list[str]], list[list[str]]]:
