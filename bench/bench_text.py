@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sys
 import time
 from pathlib import Path
@@ -67,10 +68,12 @@ def ours(stage: TextStage, pages: list[tuple[str, bytes]]) -> int:
 
 
 def cpu_seconds() -> float:
-    """CPU time (user + system) of this process and its live children (the extraction child): per-core speed,
-    unaffected by other work on the machine, unlike wall time."""
+    """CPU time (user + system) of this process and its children, live (the extraction child, read from /proc)
+    and ended (children killed for a timeout or closed at a stage's end): per-core speed, unaffected by other work
+    on the machine, unlike wall time."""
     ticks = os.sysconf("SC_CLK_TCK")
-    total = time.process_time()
+    ended = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = time.process_time() + ended.ru_utime + ended.ru_stime
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()

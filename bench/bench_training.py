@@ -93,7 +93,8 @@ def run_peer(args) -> dict:
     tokens, seconds = 0, 0.0
     for step, (src, tgt) in enumerate(batches):
         start = time.perf_counter()
-        features = [{k: v.to(device) for k, v in model.tokenize(side).items()} for side in (src, tgt)]
+        features = [{k: v.to(device) if hasattr(v, "to") else v for k, v in model.tokenize(side).items()}
+                    for side in (src, tgt)]  # newer versions add non-tensor entries
         loss = loss_fn(features, None)
         loss.backward()
         optimizer.step()

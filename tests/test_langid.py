@@ -167,6 +167,16 @@ def test_identify_document_and_sentences_on_a_real_model(scripted_style):
     assert scripted_style.identify_document([]) == (UNDETERMINED, 0.0)
 
 
+def test_sentences_reuse_the_predictions_made_for_the_document(scripted_style):
+    paragraphs = GERMAN[:5] + [ENGLISH[2]]
+    seen = {}
+    language, _ = scripted_style.identify_document(paragraphs, seen=seen)
+    assert seen and set(seen) <= set(paragraphs)   # the sample the document was decided on
+    sentences = [*paragraphs, GERMAN[6], "park"]
+    assert scripted_style.identify_sentences(sentences, language, seen=seen) == \
+        scripted_style.identify_sentences(sentences, language)
+
+
 def test_label_document_sets_the_record_language_and_counts(scripted_style):
     tally = Tally(log_skips=False)
     german = Document("u", "d1", "", tuple(GERMAN[:3]), source="f.warc", position=4)

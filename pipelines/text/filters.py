@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -33,10 +34,6 @@ SCRIPT_FAMILY = {"Hans": {"Hani"}, "Hant": {"Hani"}, "Jpan": {"Hani", "Jpan"}, "
 
 def script_of(language: str) -> str:
     return language.rpartition("_")[2]
-
-
-def letter_scripts(text: str) -> list[str]:
-    return [s for s in map(char_script, text) if s]
 
 
 # counted by what a substitution removes, so the per-character work stays in C (the filters see every sentence)
@@ -83,12 +80,12 @@ class ScriptFilter:
     min_share: float = 0.75
 
     def __call__(self, sentence: Sentence):
-        scripts = letter_scripts(sentence.text)
-        if not scripts:
+        counts = Counter(map(char_script, sentence.text))  # counted in C; char_script is cached per character
+        letters = len(sentence.text) - counts.pop(None, 0)
+        if not letters:
             return False, "no-letters"
         expected = script_of(sentence.language)
-        allowed = SCRIPT_FAMILY.get(expected, {expected})
-        share = sum(s in allowed for s in scripts) / len(scripts)
+        share = sum(counts[script] for script in SCRIPT_FAMILY.get(expected, {expected})) / letters
         return KEEP if share >= self.min_share else (False, "script-mismatch")
 
 

@@ -57,7 +57,7 @@ UNDETERMINED = "und_Zyyy"
 WIKIPEDIA_CODES = {"als": "gsw", "bh": "bho", "no": "nob", "sh": "hbs"}
 SCRIPTED_LABEL = re.compile(r"([a-z]{2,3})_([A-Z][a-z]{3})")
 DOCUMENT_WEIGHT = 30.0   # prior odds of the document's language against any other (FLORES documents sweep)
-DOCUMENT_CHARS = 2000    # identify_document reads paragraphs up to this many characters: a sample decides
+DOCUMENT_CHARS = 1000    # identify_document reads paragraphs up to this many characters: a sample decides
 SIDECAR_FORMAT = "cmlm-lid/1"
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -188,15 +188,21 @@ class LanguageIdentifier:
             scores[f"{target.language}_{script}"] += float(probability)
         return sorted(((code, min(1.0, p)) for code, p in scores.items()), key=lambda item: (-item[1], item[0]))
 
-    def identify_document(self, paragraphs: Sequence[str], k: int = 5) -> tuple[str, float]:
-        """The document's language and its share of the length-weighted paragraph distributions."""
+    def identify_document(self, paragraphs: Sequence[str], k: int = 5,
+                          seen: dict[str, list[tuple[str, float]]] | None = None) -> tuple[str, float]:
+        """The document's language and its share of the length-weighted paragraph distributions. `seen`, when
+        given, receives each paragraph's prediction, for `identify_sentences` to reuse (a paragraph of one
+        sentence is that sentence)."""
         taken, total = [], 0
         for paragraph in paragraphs:
             if total >= DOCUMENT_CHARS:
                 break
             taken.append(paragraph)
             total += len(paragraph)
-        return document_language(self.predict(taken, k=k), [len(p) for p in taken])
+        predictions = self.predict(taken, k=k)
+        if seen is not None:
+            seen.update(zip(taken, predictions))
+        return document_language(predictions, [len(p) for p in taken])
 
     def label_document(self, document: Document, tally: Tally | None = None) -> Document:
         """The document with `language` and `language_score` set; one without letters is counted as a skip."""
@@ -209,9 +215,15 @@ class LanguageIdentifier:
         return replace(document, language=language, language_score=round(probability, 4))
 
     def identify_sentences(self, sentences: Sequence[str], document_language: str | None,
-                           document_weight: float = DOCUMENT_WEIGHT, k: int = 5) -> list[tuple[str, float]]:
-        """One (language, probability) per sentence, leaning to `document_language` (see the module notes)."""
-        return [with_document(p, document_language, document_weight) for p in self.predict(sentences, k=k)]
+                           document_weight: float = DOCUMENT_WEIGHT, k: int = 5,
+                           seen: dict[str, list[tuple[str, float]]] | None = None) -> list[tuple[str, float]]:
+        """One (language, probability) per sentence, leaning to `document_language` (see the module notes);
+        sentences found in `seen` (texts already predicted with the same k) are not predicted again."""
+        seen = seen or {}
+        new = [text for text in sentences if text not in seen]
+        predicted = dict(zip(new, self.predict(new, k=k))) if new else {}
+        return [with_document(seen.get(text) or predicted[text], document_language, document_weight)
+                for text in sentences]
 
 
 def document_language(predictions: Sequence[list[tuple[str, float]]], lengths: Sequence[int]) -> tuple[str, float]:

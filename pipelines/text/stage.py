@@ -99,12 +99,13 @@ class TextStage:
         document = self.extractor.extract(page, tally)
         if document is None:
             return
-        language, score = self.lid.identify_document(document.paragraphs)
+        seen: dict = {}  # paragraph -> its LID answer: a one-sentence paragraph is not identified twice
+        language, score = self.lid.identify_document(document.paragraphs, seen=seen)
         tally.count("lid", "documents")
         tally.count("lid", f"document:{language}")
         pieces = [(p, s, text) for p, paragraph in enumerate(document.paragraphs)
                   for s, text in enumerate(self.splitter.split(paragraph, language if score else None))]
-        labels = self.lid.identify_sentences([text for _, _, text in pieces], language)
+        labels = self.lid.identify_sentences([text for _, _, text in pieces], language, seen=seen)
         tally.count(STAGE, "split", len(pieces))
         sentences = (Sentence(text=text, language=label, lid_score=label_score, url=document.url,
                               document_id=document.document_id, paragraph_index=paragraph, sentence_index=index,
