@@ -114,7 +114,7 @@ def use_gpu(config: KnnConfig) -> bool:
 def build_index(database: np.ndarray, config: KnnConfig, name: str = "database") -> faiss.Index:
     """Train (on a bounded sample) and populate an inner-product index over the unit rows of `database`."""
     factory = resolve_factory(config, database.shape[0])
-    index = trained_index(database.shape[1], factory, config, _training_sample(database, config, name))
+    index = trained_index(database.shape[1], factory, config, _training_sample(database, factory, config, name))
     return populate(index, database, factory, config, name)
 
 
@@ -237,9 +237,9 @@ def _rescore_factor(config: KnnConfig, factory: str) -> int:
     return 1 if stores_exact_vectors(factory) else 4
 
 
-def _training_sample(database: np.ndarray, config: KnnConfig, name: str) -> np.ndarray | None:
+def _training_sample(database: np.ndarray, factory: str, config: KnnConfig, name: str) -> np.ndarray | None:
     n = database.shape[0]
-    if resolve_factory(config, n) == "Flat":
+    if factory == "Flat":
         return None  # nothing to train
     if n <= config.train_sample:
         rows = np.arange(n)

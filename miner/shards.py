@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import faiss
 import numpy as np
 
-from miner.index import KnnConfig, populate, resolve_factory, search, trained_index
+from miner.index import KnnConfig, populate, search, trained_index
 
 
 @dataclass(frozen=True)
@@ -46,11 +46,6 @@ class TopK:
     def found(self) -> np.ndarray:
         """How many neighbours each query has (fewer than k only when the database is smaller than k)."""
         return (self.refs >= 0).sum(axis=1)
-
-
-def index_factory(config: KnnConfig, n_database: int) -> str:
-    """The factory for a whole database of `n_database` vectors (`auto` picks from it, not from a shard)."""
-    return resolve_factory(config, n_database)
 
 
 def train_template(sample: np.ndarray | None, dim: int, factory: str, config: KnnConfig) -> bytes:

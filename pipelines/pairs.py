@@ -113,6 +113,8 @@ class SearchShard(beam.DoFn):
         self.queries = Metrics.counter("pairs", "queries")
 
     def process(self, task: tuple, templates: dict, filled: list):
+        # `filled` (the paths FillIndexShard wrote) is not read: as a side input it makes every search wait until
+        # the shard indexes it loads from storage exist
         pair, side, shard = task
         query_lang, db_lang = pair if side == "src" else pair[::-1]
         entry = self.manifest["languages"][db_lang]
@@ -121,7 +123,7 @@ class SearchShard(beam.DoFn):
         best = TopK.empty(len(queries), min(self.config.k, entry["rows"]))
         for number, info in enumerate(entry["shards"]):
             vectors = load_vectors(info["embeddings"])
-            refs = np.array([layout.pack(number, row) for row in range(len(vectors))], dtype=np.int64)
+            refs = layout.pack(number, np.arange(len(vectors), dtype=np.int64))
             index = self._index(db_lang, number, len(entry["shards"]), factory, vectors, templates)
             best = best.merge(search_shard(index, queries, vectors, refs, best.sims.shape[1], factory,
                                            self.config.knn, (query_lang, db_lang)))
@@ -224,7 +226,8 @@ def one_to_one(element, threshold: float | None) -> Iterable[tuple]:
 # -- 5. output ---------------------------------------------------------------------------------------------------
 
 class AttachSide(beam.DoFn):
-    """Pairs grouped by one side's sentence shard -> the pairs with that side's text and metadata.
+    """Pairs grouped by one side's sentence shard -> the pairs with that side's text and metadata (the embed
+    manifest names each embedding shard's sentence shard).
 
     Input: ((language, shard), [(pair, src, tgt, score, sim, carried)]); `side` says which ref to look up."""
 
@@ -292,9 +295,9 @@ def tsv_gz(table: pa.Table) -> bytes:
 class MinePairs(beam.PTransform):
     """The whole stage over the embed stage's manifest: PBegin -> PCollection of per-pair summaries."""
 
-    def __init__(self, manifest: dict, sentences: dict, pairs: list[tuple[str, str]], settings: dict):
+    def __init__(self, manifest: dict, pairs: list[tuple[str, str]], settings: dict):
         super().__init__()
-        self.manifest, self.sentences, self.pairs = manifest, sentences, pairs
+        self.manifest, self.pairs = manifest, pairs
         self.config, self.output = mining_config(settings), settings["output"]
 
     def expand(self, begin):
@@ -328,7 +331,7 @@ class MinePairs(beam.PTransform):
             records = (records
                        | f"BySentenceShard{side}" >> beam.Map(by_shard(side))
                        | f"GroupShard{side}" >> beam.GroupByKey()
-                       | f"Attach{side}" >> beam.ParDo(AttachSide(self.sentences, side)))
+                       | f"Attach{side}" >> beam.ParDo(AttachSide(manifest, side)))
         empty = begin | "AllPairs" >> beam.Create([(pair, None) for pair in self.pairs])
         return ((records | "KeyPair" >> beam.Map(lambda r: (r[0], r)), empty)
                 | "WithEmpty" >> beam.Flatten()
@@ -356,7 +359,7 @@ class PairsStage:
             log.warning("no sentences in %s: no pairs with them", ", ".join(missing))
 
     def __call__(self, pipeline):
-        return pipeline | "pairs/Mine" >> MinePairs(self.embeddings, self.embeddings, self.pairs, self.settings)
+        return pipeline | "pairs/Mine" >> MinePairs(self.embeddings, self.pairs, self.settings)
 
     def manifest(self, entries: list[dict]) -> dict:
         config, rows = mining_config(self.settings), self.embeddings["languages"]

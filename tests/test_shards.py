@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from miner.index import KnnConfig, knn
-from miner.shards import TopK, index_factory, search_shard, shard_index, train_template
+from miner.index import resolve_factory
+from miner.shards import TopK, search_shard, shard_index, train_template
 
 
 def unit(rng, n, d=32):
@@ -39,7 +40,7 @@ def test_ivf_shards_from_one_template_equal_one_index():
     database /= np.linalg.norm(database, axis=1, keepdims=True)
     queries = database[:100] + 0.01 * unit(rng, 100)
     config = KnnConfig(index="IVF16,Flat", nprobe=16)  # every list: exact, so comparable with Flat
-    factory = index_factory(config, len(database))
+    factory = resolve_factory(config, len(database))  # from the whole database, not a shard
     template = train_template(database[:500], 32, factory, config)
     best = sharded_search(queries, database, 4, config, 4, factory, template)
     sims, ids = knn(queries, database, 4, KnnConfig(index="Flat"))
