@@ -6,6 +6,7 @@ import csv
 import io
 from collections import defaultdict
 
+from miner.bucc import prf
 from pipelines import storage
 from pipelines.text.dedup import normalise
 
@@ -51,17 +52,11 @@ def gold_scores(path: str, pairs_manifest: dict) -> dict:
         mined = {(normalise(s), normalise(t)) for s, t in zip(table["src_text"], table["tgt_text"])}
         correct = len(mined & known)
         scores[entry["pair"]] = {"mined": len(mined), "correct": correct, "gold": len(known),
-                                 **_precision_recall(correct, len(mined), len(known))}
+                                 **prf(correct, len(mined), len(known))}
         for key, value in (("mined", len(mined)), ("correct", correct), ("gold", len(known))):
             totals[key] += value
     return {"file": path, "pairs": scores,
-            "all": {**totals, **_precision_recall(totals["correct"], totals["mined"], totals["gold"])}}
-
-
-def _precision_recall(correct: int, mined: int, gold: int) -> dict:
-    p = correct / mined if mined else 0.0
-    r = correct / gold if gold else 0.0
-    return {"precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0}
+            "all": {**totals, **prf(totals["correct"], totals["mined"], totals["gold"])}}
 
 
 def format_summary(report: dict) -> str:
