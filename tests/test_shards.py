@@ -3,8 +3,7 @@
 import numpy as np
 import pytest
 
-from miner.index import KnnConfig, knn
-from miner.index import resolve_factory
+from miner.index import KnnConfig, knn, resolve_factory
 from miner.shards import TopK, search_shard, shard_index, train_template
 
 
