@@ -61,7 +61,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from miner.io import read_lines
+from miner.io import InputFormatError, read_lines
 from miner.languages import TWO_TO_THREE, char_script, dominant_script
 from pipelines.text.records import Tally
 
@@ -468,8 +468,6 @@ def read_ud_documents(path: Path) -> list[list[str]]:
     PUD's ids are `n01001011`: document `n01001`, sentence 011; every language has the same ids, while `# newdoc`
     is missing in some languages (gl, id, ko, pl, th) and on every sentence in others (ar, zh).
     """
-    from miner.io import InputFormatError
-
     documents: dict[str, list[str]] = {}
     sent_id = None
     try:
@@ -542,8 +540,6 @@ class Score:
 
 
 def ud_files(folder: Path, languages: list[str] | None = None) -> dict[str, Path]:
-    from miner.io import InputFormatError
-
     files = {path.name.split("_", 1)[0]: path for path in sorted(folder.glob("*_pud-ud-test.conllu.gz"))}
     if not files:
         raise InputFormatError(f"{folder}: no UD PUD files (*_pud-ud-test.conllu.gz)")
@@ -607,8 +603,6 @@ def _score(splitter: SentenceSplitter, documents: list[list[str]], language: str
 
 
 def flores_files(folder: Path, languages: list[str] | None = None) -> dict[str, Path]:
-    from miner.io import InputFormatError
-
     files = {}
     for path in sorted((folder / "devtest").glob("*.devtest.gz")):  # the plain ones are 16-byte aliases
         name = path.name.split(".", 1)[0]
@@ -621,8 +615,6 @@ def flores_files(folder: Path, languages: list[str] | None = None) -> dict[str, 
 
 def _subset(files: dict[str, Path], languages, missing_message: str) -> dict[str, Path]:
     """The files of `languages` (all when none are named); a named language without a file is an error."""
-    from miner.io import InputFormatError
-
     if not languages:
         return files
     missing = [name for name in languages if name not in files]
@@ -633,8 +625,6 @@ def _subset(files: dict[str, Path], languages, missing_message: str) -> dict[str
 
 def flores_documents(folder: Path) -> Callable[[list[str]], list[list[str]]]:
     """A function grouping a devtest file's lines into documents: runs of lines with the same source URL."""
-    from miner.io import InputFormatError
-
     path = folder / "metadata_devtest.tsv.gz"
     urls = [line.split("\t", 1)[0] for line in read_lines(path)[1:]]
 
