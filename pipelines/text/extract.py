@@ -236,13 +236,16 @@ def _trafilatura_text(html: str, url: str, options: dict) -> str | None:
         options = dict(options)
         alphabetic, dense = options.pop("min_extracted_size", None), options.pop("dense_min_extracted_size", None)
         config = _config(dense if dense is not None and dense_script(html) else alphabetic)
-        # libxml2 stops building the tree at depth 256 and drops the rest of the page: say so instead
-        trafilatura.load_html(html)
+        # parsed here, as trafilatura parses (its parser, its repairs), to read libxml2's error log: at depth 256
+        # libxml2 stops building the tree and drops the rest of the page, which is a skip to name, not a page
+        tree = trafilatura.load_html(html)
         if any("Excessive depth" in error.message for error in HTML_PARSER.error_log):
             raise _Skip("too-deep", "elements nested over 255 deep (libxml2's limit; the rest of the page is lost)")
-        # then the HTML as a string, not that tree: given a tree, trafilatura deep-copies it, which costs more
-        # than parsing again (measured: 11% of the extraction's time)
-        return trafilatura.extract(html, url=url or None, config=config, **options)
+        if tree is None:
+            return None
+        # trafilatura copies a tree it is given (it edits its input): a third of the cost of parsing again
+        # (measured on the web pool: the same text out, 7% less extraction time)
+        return trafilatura.extract(tree, url=url or None, config=config, **options)
     except _Skip:
         raise
     except Exception as err:  # a library failure on one page is that page's skip, not the file's end
@@ -258,10 +261,12 @@ _NOT_LETTER = re.compile(r"[\W\d_]")
 def dense_script(html: str, sample_chars: int = 20_000) -> bool:
     """True when most letters of the page's text (a sample of the start) are in a dense script.
 
-    Counted by what regex substitutions remove, so the per-character work stays in C."""
+    Counted by regular expressions, so the per-character work stays in C."""
     text = "".join(_TEXT_BETWEEN_TAGS.findall(html, 0, sample_chars))
+    dense = len(_DENSE.findall(text))
+    if not dense:  # most pages: the letters need not be counted
+        return False
     letters = len(_NOT_LETTER.sub("", text))
-    dense = len(text) - len(_DENSE.sub("", text))
     return letters > 0 and dense > letters / 2
 
 
