@@ -43,6 +43,9 @@ def test_length_counts_tokens():
     ("東京の図書館は月曜日に再開します。", "jpn_Jpan", True),
     ("서울 도서관은 月曜日 다시 문을 엽니다.", "kor_Hang", True),
     ("12345 678", "eng_Latn", (False, "no-letters")),
+    ("コーヒーとケーキのセール", "jpn_Jpan", True),          # "ー" is Common by script, Japanese by its extensions
+    ("हिन्दी में लिखा गया वाक्य", "hin_Deva", True),              # vowel signs are marks, not letters: not counted
+    ("Ein ganz normaler deutscher Satz.", "deu_Qaaa", (False, "script-mismatch")),  # a code Unicode lacks
 ])
 def test_script(text, language, verdict):
     assert ScriptFilter()(sentence(text, language)) == verdict
