@@ -227,7 +227,7 @@ def test_train_command_end_to_end(tmp_path):
     pool = write_pool(tmp_path / "train")
     output = tmp_path / "models" / "lid.ftz"
     args = ["train", "--train-pool", str(pool), "--output", str(output), "--dim", "8", "--epoch", "30",
-            "--bucket", "20000", "--cutoff", "5000", "--min-lines", "5", "--floor", "100", "--keep-unquantized"]
+            "--bucket", "20000", "--cutoff", "5000", "--min-lines", "5", "--floor", "100", "--quantize", "--keep-unquantized"]
     assert main(args) == 0
     sidecar = json.loads((output.parent / "lid.ftz.json").read_text())
     assert sorted(sidecar["examples"]) == ["als_Latn", "deu_Latn", "eng_Latn", "srp_Cyrl", "zho_Hant"]
@@ -263,6 +263,15 @@ def test_read_pool_refuses_the_dev_pool(tmp_path):
     with pytest.raises(ValueError, match="dev pool"):
         read_pool(tmp_path / "dev")
     assert main(["train", "--train-pool", str(tmp_path / "dev"), "--output", str(tmp_path / "m.ftz")]) == 2
+
+
+def test_train_refuses_to_write_both_models_to_one_file(tmp_path, capsys):
+    pool = write_pool(tmp_path / "train")
+    output = tmp_path / "lid.bin"
+    assert main(["train", "--train-pool", str(pool), "--output", str(output), "--quantize", "--keep-unquantized",
+                 "--min-lines", "5"]) == 2
+    assert "name the quantised model .ftz" in capsys.readouterr().err
+    assert not output.exists()
 
 
 def write_flores(folder):
@@ -320,7 +329,7 @@ def test_a_model_trained_on_the_train_pool_identifies_flores_sentences(shared_da
     sentence by sentence and in documents, where the document's language must help short sentences."""
     output = tmp_path / "pud.bin"
     assert main(["train", "--train-pool", str(shared_data / "train"), "--sources", "ud-pud", "--output", str(output),
-                 "--dim", "16", "--epoch", "5", "--bucket", "100000", "--no-quantize"]) == 0
+                 "--dim", "16", "--epoch", "5", "--bucket", "100000"]) == 0
     identifier = LanguageIdentifier.load(output)
     trained = json.loads((tmp_path / "pud.bin.json").read_text())["examples"]
     assert len(trained) == 20 and "zho_Hant" in trained        # UD Chinese PUD is traditional

@@ -16,7 +16,7 @@ Normalisation. fastText sees one line: whitespace and control characters collaps
 cut to `max_chars` characters before prediction (bounded work per call). Our model also lowercases and drops digits,
 in training and prediction alike (on FLORES, lowercasing costs nothing on ordinary text and keeps 83% accuracy on
 upper-cased text, where a cased model falls to 41%; dropping digits is neutral): its settings travel with it in
-`<model file>.json` (`cmlm-lid.ftz.json`, with the model's sha256). An official model without that file gets
+`<model file>.json` (`cmlm-lid.bin.json`, with the model's sha256). An official model without that file gets
 whitespace normalisation only, as its authors' own tools do.
 
 Sentences in a document. `identify_document` averages the paragraphs' distributions, weighted by length. A
@@ -27,8 +27,8 @@ quoted English sentence in a German page, p(eng) = 0.99, p(deu) = 0.001) keeps i
 30, comes from the FLORES documents of `evaluate --documents` (3 to 100 tried: short sentences gain 10 points,
 foreign ones lose 0.1).
 
-    python -m pipelines.text.langid train --train-pool ../shared/data/train --output models/lid/cmlm-lid.ftz
-    python -m pipelines.text.langid evaluate --model models/lid/cmlm-lid.ftz \\
+    python -m pipelines.text.langid train --train-pool ../shared/data/train --output models/lid/cmlm-lid.bin
+    python -m pipelines.text.langid evaluate --model models/lid/cmlm-lid.bin \\
         --flores ../shared/data/dev/flores200-devtest/devtest --documents --output lid-report.json
     python -m pipelines.text.langid predict --model lid.176.ftz < sentences.txt     # lang<TAB>score<TAB>text
 """
@@ -319,11 +319,13 @@ def train_command(args) -> dict:
                            seed=args.seed)
     settings = data.TrainSettings(dim=args.dim, epoch=args.epoch, lr=args.lr, minn=args.minn, maxn=args.maxn,
                                   bucket=args.bucket, min_count=args.min_count, loss=args.loss, thread=args.threads,
-                                  seed=args.seed, quantize=not args.no_quantize, cutoff=args.cutoff,
+                                  seed=args.seed, quantize=args.quantize, cutoff=args.cutoff,
                                   dsub=args.dsub, retrain=args.retrain)
     pool = data.read_pool(args.train_pool, args.sources.split(",") if args.sources else None)
     verbose = 2 if sys.stderr.isatty() else 0
     unquantized = args.output.with_suffix(".bin") if settings.quantize and args.keep_unquantized else None
+    if unquantized == args.output:
+        raise ValueError(f"--keep-unquantized writes {unquantized} beside the output: name the quantised model .ftz")
     with tempfile.TemporaryDirectory(prefix="cmlm-lid-") as folder:
         training_file = Path(folder) / "train.txt"
         examples = data.write_training_file(training_file, data.balance(pool, balance), normalization)
@@ -401,7 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     train = commands.add_parser("train", help="train our model from the train pool")
     train.add_argument("--train-pool", type=Path, required=True, help="e.g. ../shared/data/train (never dev/)")
-    train.add_argument("--output", type=Path, default=Path("models/lid/cmlm-lid.ftz"))
+    train.add_argument("--output", type=Path, default=Path("models/lid/cmlm-lid.bin"))
     train.add_argument("--sources", help="comma-separated subset of: ntrex-128, wmt-news, wmt21, multi30k, "
                        "bible-nt, ud-pud, flores-v1, udhr (default: all)")
     defaults_balance, defaults_train = _defaults()
@@ -411,8 +413,8 @@ def build_parser() -> argparse.ArgumentParser:
         if name not in ("quantize", "retrain", "thread", "seed"):
             train.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
     train.add_argument("--threads", type=int, default=10, help="fastText threads (10 at least: see ENVIRONMENT)")
-    train.add_argument("--no-quantize", action="store_true", help="write the full model (hundreds of MB)")
-    train.add_argument("--keep-unquantized", action="store_true", help="also write <output>.bin before quantising")
+    train.add_argument("--quantize", action="store_true", help="product-quantise (.ftz): smaller, slower to predict")
+    train.add_argument("--keep-unquantized", action="store_true", help="with --quantize: also write <output>.bin")
     train.add_argument("--retrain", action="store_true", help="fine-tune after quantising (slower, a bit better)")
     train.add_argument("--keep-case", action="store_true", help="do not lowercase (training and prediction)")
     train.add_argument("--keep-digits", action="store_true", help="do not drop digits (training and prediction)")
