@@ -329,7 +329,7 @@ def test_a_model_trained_on_the_train_pool_identifies_flores_sentences(shared_da
     sentence by sentence and in documents, where the document's language must help short sentences."""
     output = tmp_path / "pud.bin"
     assert main(["train", "--train-pool", str(shared_data / "train"), "--sources", "ud-pud", "--output", str(output),
-                 "--dim", "16", "--epoch", "5", "--bucket", "100000"]) == 0
+                 "--dim", "16", "--epoch", "5", "--bucket", "100000", "--min-count", "3"]) == 0  # small pool
     identifier = LanguageIdentifier.load(output)
     trained = json.loads((tmp_path / "pud.bin.json").read_text())["examples"]
     assert len(trained) == 20 and "zho_Hant" in trained        # UD Chinese PUD is traditional
