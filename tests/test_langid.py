@@ -227,7 +227,8 @@ def test_train_command_end_to_end(tmp_path):
     pool = write_pool(tmp_path / "train")
     output = tmp_path / "models" / "lid.ftz"
     args = ["train", "--train-pool", str(pool), "--output", str(output), "--dim", "8", "--epoch", "30",
-            "--bucket", "20000", "--cutoff", "5000", "--min-lines", "5", "--floor", "100", "--quantize", "--keep-unquantized"]
+            "--bucket", "20000", "--cutoff", "5000", "--min-lines", "5", "--floor", "100",
+            "--quantize", "--keep-unquantized"]
     assert main(args) == 0
     sidecar = json.loads((output.parent / "lid.ftz.json").read_text())
     assert sorted(sidecar["examples"]) == ["als_Latn", "deu_Latn", "eng_Latn", "srp_Cyrl", "zho_Hant"]
