@@ -20,6 +20,12 @@ ST_MODULES = [
     {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
     {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
 ]
+# A distilled student: pooled vector -> a linear Dense layer to the teacher's width -> normalise.
+ST_MODULES_DENSE = [
+    *ST_MODULES[:2],
+    {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"},
+    {"idx": 3, "name": "3", "path": "3_Normalize", "type": "sentence_transformers.models.Normalize"},
+]
 
 
 def bert_config(vocab_size: int, *, hidden: int = 384, layers: int = 6, heads: int | None = None,
@@ -41,8 +47,9 @@ def new_encoder_model(config, seed: int = 0) -> torch.nn.Module:
 
 
 def save_encoder(model, tokenizer, folder: str | Path, *, max_seq_length: int | None = None,
-                 dtype: torch.dtype | None = None) -> Path:
-    """Write a checkpoint folder (safetensors weights, optionally cast to `dtype`, e.g. torch.float16 to halve it)."""
+                 dtype: torch.dtype | None = None, dense: torch.nn.Linear | None = None) -> Path:
+    """Write a checkpoint folder (safetensors weights, optionally cast to `dtype`, e.g. torch.float16 to halve it);
+    `dense`, a linear layer after pooling, becomes a sentence-transformers Dense module."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     from transformers.utils import logging as hf_logging
@@ -57,19 +64,33 @@ def save_encoder(model, tokenizer, folder: str | Path, *, max_seq_length: int | 
             hf_logging.enable_progress_bar()
     tokenizer.save_pretrained(folder)
     max_seq_length = max_seq_length or model.config.max_position_embeddings
-    _write_json(folder / "modules.json", ST_MODULES)
+    _write_json(folder / "modules.json", ST_MODULES_DENSE if dense is not None else ST_MODULES)
+    if dense is not None:
+        _save_dense(dense, folder / "2_Dense", dtype)
     _write_json(folder / "sentence_bert_config.json", {"max_seq_length": max_seq_length, "do_lower_case": False})
     _write_json(folder / "1_Pooling" / "config.json", {
         "word_embedding_dimension": model.config.hidden_size, "pooling_mode_cls_token": False,
         "pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": False,
         "pooling_mode_mean_sqrt_len_tokens": False})
-    (folder / "2_Normalize").mkdir(exist_ok=True)
+    (folder / ("3_Normalize" if dense is not None else "2_Normalize")).mkdir(exist_ok=True)
     from miner.io import FILE_MODE
 
     for path in folder.rglob("*"):  # safetensors writes its file owner-only (0600): a shared model must be readable
         if path.is_file():
             path.chmod(FILE_MODE)
     return folder
+
+
+def _save_dense(layer: torch.nn.Linear, folder: Path, dtype: torch.dtype | None) -> None:
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    state = {f"linear.{name}": value.detach().to(dtype or value.dtype).contiguous().cpu()
+             for name, value in layer.state_dict().items()}
+    save_file(state, str(folder / "model.safetensors"))
+    _write_json(folder / "config.json", {"in_features": layer.in_features, "out_features": layer.out_features,
+                                         "bias": layer.bias is not None,
+                                         "activation_function": "torch.nn.modules.linear.Identity"})
 
 
 def _cast_copy(model, dtype: torch.dtype):

@@ -128,6 +128,20 @@ class BitextSampler:
         }
 
 
+class DistillSampler(BitextSampler):
+    """Translation pairs as BitextSampler draws them, with the teacher's vector of each pair's teacher side."""
+
+    def __init__(self, bitext: list[BitextSet], alpha: float, special: SpecialTokens, teacher: np.ndarray):
+        super().__init__(bitext, alpha, special)
+        self.teacher = teacher
+
+    def collate(self, picks: list[tuple[int, int]], extra_targets: list[tuple[int, int]] = ()) -> dict:
+        batch = super().collate(picks, extra_targets)
+        rows = [int(self.bitext[g].teacher_rows[i]) for g, i in picks]
+        batch["teacher"] = torch.from_numpy(self.teacher[rows])
+        return batch
+
+
 class NliSampler:
     def __init__(self, premises: Ragged, hypotheses: Ragged, labels: np.ndarray, special: SpecialTokens):
         self.premises, self.hypotheses, self.labels, self.special = premises, hypotheses, labels, special

@@ -20,7 +20,7 @@ import yaml
 
 from miner.config import ConfigError, set_value
 
-OBJECTIVES = ("cmlm", "br", "nli")
+OBJECTIVES = ("cmlm", "br", "nli", "distill")
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,9 @@ class ModelConfig:
     dropout: float = 0.1
     max_seq_length: int = 64  # tokens per sentence, [CLS] and [SEP] included; longer ones are cut and counted
     projection_vectors: int = 15  # N: vectors the CMLM projection makes from s1's sentence vector
+    # A linear layer after pooling to this width, exported as a sentence-transformers Dense module: a distilled
+    # student needs the teacher's width. None: the pooled vector is the sentence vector (or the init's Dense).
+    output_dim: int | None = None
 
 
 @dataclass(frozen=True)
@@ -62,10 +65,26 @@ class BrConfig:
     margin: float = 0.3  # additive margin subtracted from the true pair's cosine
     scale: float = 20.0  # on the cosine, before the softmax
     learn_scale: bool = False
-    alpha: float = 0.2  # weight of the BR loss when trained together with CMLM
+    alpha: float = 0.2  # weight of the BR loss when trained together with CMLM or distillation
     hard_negatives: int = 0  # per pair, the nearest non-translations from a refreshed index (seed 004)
     hard_negative_pool: int = 20000  # pairs whose targets are searched for hard negatives
     hard_negative_refresh: int = 1000  # steps between refreshes of that index
+
+
+@dataclass(frozen=True)
+class DistillConfig:
+    """Multilingual knowledge distillation (METHODS §9): S(s) ~ T(s) and S(t) ~ T(s) for translation pairs."""
+
+    teacher: str = "use-multilingual"  # any encoder spec load_encoder takes
+    cache: str = "data/train/teacher"  # teacher vectors, one folder per teacher (training/teacher.py); a path in
+    #                                    a recipe is relative to the recipe, this default to where you run
+    teacher_side: str = "target"  # the side the teacher embeds: target (the English pivot of our bitext) | source
+    batch_size: int = 64  # translation pairs
+    weight: float = 1.0  # of L_distill in the total; BR beside it weighs br.alpha
+    # A new output layer is first fitted by ridge regression from the pooled vectors of this many pairs (both
+    # sides) to the teacher's: a random one starts at a loss of ~70 whose gradients wreck a pre-trained encoder
+    # (BR in-batch accuracy 0.46 -> 0.06 in 30 steps, measured). 0 keeps the random layer.
+    init_pairs: int = 4096
 
 
 @dataclass(frozen=True)
@@ -116,6 +135,7 @@ class TrainConfig:
     data: DataConfig = field(default_factory=DataConfig)
     cmlm: CmlmConfig = field(default_factory=CmlmConfig)
     br: BrConfig = field(default_factory=BrConfig)
+    distill: DistillConfig = field(default_factory=DistillConfig)
     nli: NliConfig = field(default_factory=NliConfig)
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     stages: list[StageConfig] = field(default_factory=list)
@@ -180,6 +200,15 @@ def check(config: TrainConfig) -> None:
         problems.append("a stage trains cmlm but data.documents is empty")
     if "br" in objectives and not config.data.bitext:
         problems.append("a stage trains br but data.bitext is empty")
+    if "distill" in objectives:
+        if not config.data.bitext:
+            problems.append("a stage trains distill but data.bitext is empty")
+        if config.distill.teacher_side not in ("target", "source"):
+            problems.append(f"distill.teacher_side must be target or source, got {config.distill.teacher_side!r}")
+        if config.distill.batch_size < 1 or config.distill.weight <= 0 or config.distill.init_pairs < 0:
+            problems.append("distill.batch_size and distill.weight must be positive, distill.init_pairs >= 0")
+    if model.output_dim is not None and model.output_dim < 1:
+        problems.append("model.output_dim must be positive")
     if "nli" in objectives and not config.data.nli:
         problems.append("a stage trains nli but data.nli is not set")
     if problems:
@@ -192,7 +221,7 @@ def as_dict(config: TrainConfig) -> dict:
 
 # -- reading ---------------------------------------------------------------------------------------------------
 
-PATH_KEYS = {("model", "tokenizer"), ("model", "init"), ("data", "nli")}
+PATH_KEYS = {("model", "tokenizer"), ("model", "init"), ("data", "nli"), ("distill", "cache")}
 PATH_LIST_KEYS = {("data", "documents"), ("data", "bitext"), ("data", "heldout")}
 
 

@@ -14,6 +14,8 @@ Bitext
     counted skip, and the first few are logged with file and line.
 Every sentence is tokenised once, up front, into a ragged int32 array; sentences longer than the model's maximum
 are cut and counted (the vector of the first max_seq_length tokens is still a fair training signal).
+Distillation (METHODS §9) adds the teacher's vector of each pair's teacher-side sentence, embedded once and cached
+(training/teacher.py) before the first step.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import glob
 import logging
 import re
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,6 +106,7 @@ class BitextSet:
     src_keys: np.ndarray
     tgt_keys: np.ndarray
     texts: tuple[list[str], list[str]] | None = None  # kept for held-out pairs (xsim counts identical texts)
+    teacher_rows: np.ndarray | None = None  # per pair, the row of TrainingData.teacher (distillation targets)
 
     @property
     def name(self) -> str:
@@ -115,6 +119,7 @@ class TrainingData:
     bitext: list[BitextSet] = field(default_factory=list)
     heldout: list[BitextSet] = field(default_factory=list)
     nli: tuple[Ragged, Ragged, np.ndarray] | None = None
+    teacher: np.ndarray | None = None  # [distinct teacher-side sentences, teacher dim] float32
     skips: dict[str, int] = field(default_factory=dict)
     truncated: int = 0
 
@@ -125,6 +130,7 @@ class TrainingData:
             "bitext": {b.name: len(b.src) for b in self.bitext},
             "heldout": {b.name: len(b.src) for b in self.heldout},
             "nli": len(self.nli[2]) if self.nli else 0,
+            "teacher_sentences": 0 if self.teacher is None else len(self.teacher),
             "skipped": self.skips, "truncated": self.truncated,
         }
 
@@ -332,6 +338,20 @@ def load_bitext(specs: list[str], tokenize: Tokenize, skips: Skips, min_score: f
             for langs, pairs in sorted(by_pair.items()) if pairs]
 
 
+def attach_teacher(bitext: list[BitextSet], distill) -> np.ndarray:
+    """The teacher's vectors of every distinct sentence on its side of the bitext (cached: training/teacher.py),
+    and for each pair the row of its target; the pairs' texts are then let go."""
+    from training.teacher import teacher_vectors
+
+    side = 1 if distill.teacher_side == "target" else 0
+    rows: dict[str, int] = {}
+    for pairs in bitext:
+        rows_of = (rows.setdefault(text, len(rows)) for text in pairs.texts[side])
+        pairs.teacher_rows = np.fromiter(rows_of, dtype=np.int64, count=len(pairs.texts[side]))
+        pairs.texts = None
+    return teacher_vectors(distill.teacher, list(rows), distill.cache, show_progress=sys.stderr.isatty())
+
+
 # -- NLI -------------------------------------------------------------------------------------------------------
 
 def load_nli(path: Path, labels: list[str], tokenize: Tokenize, skips: Skips):
@@ -365,10 +385,12 @@ def load_training_data(config, tokenizer) -> TrainingData:
         result.documents = load_documents(data.documents, tokenize, skips)
         if not result.documents:
             raise ConfigError("data.documents: no document with two or more sentences")
-    if "br" in objectives:
-        result.bitext = load_bitext(data.bitext, tokenize, skips, data.min_score)
+    if objectives & {"br", "distill"}:
+        result.bitext = load_bitext(data.bitext, tokenize, skips, data.min_score, keep_texts="distill" in objectives)
         if not result.bitext:
             raise ConfigError("data.bitext: no usable translation pair")
+    if "distill" in objectives:
+        result.teacher = attach_teacher(result.bitext, config.distill)
     if data.heldout:
         result.heldout = load_bitext(data.heldout, tokenize, skips, None, keep_texts=True,
                                      limit=data.heldout_pairs)

@@ -41,6 +41,24 @@ def _copies_of_positive(keys: torch.Tensor, batch: int) -> torch.Tensor:
     return same.fill_diagonal_(False)
 
 
+def distillation_loss(student_src: torch.Tensor, student_tgt: torch.Tensor, teacher: torch.Tensor):
+    """Multilingual knowledge distillation (METHODS §9, Reimers & Gurevych 2020): both sides of a translation pair
+    land on the teacher's vector of the side it knows.
+
+        L = 1/B sum_i ( ||S(s_i) - T(s_i)||^2 + ||S(t_i) - T(s_i)||^2 )
+
+    Summed over dimensions rather than averaged: the same objective times d, which puts it on the scale of the BR
+    loss beside it (the teacher's rows are unit vectors, so a per-dimension MSE is ~1/d). Returns (loss, the mean
+    cosine of the student's vectors to the teacher's, both sides: the progress to watch).
+    """
+    teacher = teacher.to(student_src.dtype)
+    loss = ((student_src - teacher) ** 2).sum(-1).mean() + ((student_tgt - teacher) ** 2).sum(-1).mean()
+    with torch.no_grad():
+        cosine = (F.cosine_similarity(student_src, teacher, dim=-1).mean()
+                  + F.cosine_similarity(student_tgt, teacher, dim=-1).mean()) / 2
+    return loss, cosine
+
+
 def masked_lm_loss(logits: torch.Tensor, labels: torch.Tensor):
     """Cross-entropy over the masked positions only; (loss, accuracy). `logits` [M, V] for the M masked labels."""
     loss = F.cross_entropy(logits.float(), labels)

@@ -15,7 +15,7 @@ from torch import nn
 
 from encoders.model import bert_config, new_encoder_model
 from encoders.pooling import pool
-from training.losses import bitext_retrieval_loss, masked_lm_loss, masked_positions, nli_features
+from training.losses import bitext_retrieval_loss, distillation_loss, masked_lm_loss, masked_positions, nli_features
 
 MAX_SCALE = 100.0  # a learned softmax scale is clipped here: beyond it the loss only sharpens, never ranks better
 
@@ -48,10 +48,11 @@ class MlmHead(nn.Module):
 
 class TrainingModel(nn.Module):
     def __init__(self, encoder: nn.Module, projection_vectors: int, br_scale: float, learn_scale: bool,
-                 nli_labels: int = 3):
+                 nli_labels: int = 3, output: nn.Linear | None = None):
         super().__init__()
         self.encoder = encoder
         hidden = encoder.config.hidden_size
+        self.output = output  # pooled -> sentence vector (a distilled student's width); exported as a Dense module
         self.projection = ProjectionMLP(hidden, projection_vectors)
         self.mlm_head = MlmHead(hidden, encoder.embeddings.word_embeddings, encoder.config.layer_norm_eps)
         self.log_scale = nn.Parameter(torch.tensor(float(br_scale)).log(), requires_grad=learn_scale)
@@ -63,6 +64,11 @@ class TrainingModel(nn.Module):
         """Mean-pooled sentence vectors (float32), as the exported encoder computes them."""
         states = self.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
         return pool(states.float(), mask, "mean")
+
+    def sentence_vectors(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """What the exported encoder returns before normalising: pooled, then the output layer if there is one."""
+        pooled = self.embed(ids, mask)
+        return self.output(pooled).float() if self.output is not None else pooled
 
     def scale(self) -> torch.Tensor:
         return self.log_scale.exp().clamp(max=MAX_SCALE)
@@ -82,12 +88,23 @@ class TrainingModel(nn.Module):
         loss, accuracy = masked_lm_loss(logits, labels)
         return {"cmlm_loss": loss, "mlm_accuracy": accuracy}
 
-    def bitext_retrieval(self, batch: dict, margin: float) -> dict[str, torch.Tensor]:
-        src = F.normalize(self.embed(batch["src_ids"], batch["src_mask"]), dim=-1)
-        tgt = F.normalize(self.embed(batch["tgt_ids"], batch["tgt_mask"]), dim=-1)
-        loss, accuracy = bitext_retrieval_loss(src, tgt, margin, self.scale(), batch.get("src_keys"),
-                                               batch.get("tgt_keys"))
+    def pair_vectors(self, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+        return (self.sentence_vectors(batch["src_ids"], batch["src_mask"]),
+                self.sentence_vectors(batch["tgt_ids"], batch["tgt_mask"]))
+
+    def bitext_retrieval(self, batch: dict, margin: float, vectors=None) -> dict[str, torch.Tensor]:
+        src, tgt = vectors or self.pair_vectors(batch)
+        loss, accuracy = bitext_retrieval_loss(F.normalize(src, dim=-1), F.normalize(tgt, dim=-1), margin,
+                                               self.scale(), batch.get("src_keys"), batch.get("tgt_keys"))
         return {"br_loss": loss, "br_accuracy": accuracy}
+
+    def distill(self, batch: dict, vectors=None) -> dict[str, torch.Tensor]:
+        src, tgt = vectors or self.pair_vectors(batch)
+        if src.shape[-1] != batch["teacher"].shape[-1]:
+            raise ValueError(f"the student's vectors have {src.shape[-1]} dimensions, the teacher's "
+                             f"{batch['teacher'].shape[-1]}: set model.output_dim to the teacher's")
+        loss, cosine = distillation_loss(src, tgt, batch["teacher"])
+        return {"distill_loss": loss, "teacher_cosine": cosine}
 
     def nli(self, batch: dict) -> dict[str, torch.Tensor]:
         u = self.embed(batch["premise_ids"], batch["premise_mask"])
@@ -96,18 +113,26 @@ class TrainingModel(nn.Module):
         loss = F.cross_entropy(logits, batch["nli_labels"])
         return {"nli_loss": loss, "nli_accuracy": (logits.argmax(-1) == batch["nli_labels"]).float().mean()}
 
-    def forward(self, batches: dict[str, dict], br_margin: float = 0.3, br_alpha: float = 0.2):
+    def forward(self, batches: dict[str, dict], br_margin: float = 0.3, br_alpha: float = 0.2,
+                distill_weight: float = 1.0):
         """One micro-step's losses. `batches` maps objective -> batch; with CMLM and BR together the total is
-        L_cmlm + alpha * L_br (METHODS §5). One forward call, so DistributedDataParallel sees every use."""
+        L_cmlm + alpha * L_br (METHODS §5), with distillation w * L_distill + alpha * L_br (§9). One forward call,
+        so DistributedDataParallel sees every use."""
         out: dict[str, torch.Tensor] = {}
         if "cmlm" in batches:
             out.update(self.cmlm(batches["cmlm"]))
+        shared = None
+        if "distill" in batches:
+            # BR on the distillation batch itself when the trainer shares it: one forward pass for both losses
+            shared = self.pair_vectors(batches["distill"]) if batches.get("br") is batches["distill"] else None
+            out.update(self.distill(batches["distill"], shared))
         if "br" in batches:
-            out.update(self.bitext_retrieval(batches["br"], br_margin))
+            out.update(self.bitext_retrieval(batches["br"], br_margin, shared))
         if "nli" in batches:
             out.update(self.nli(batches["nli"]))
-        weight = br_alpha if "cmlm" in batches else 1.0
-        out["loss"] = out.get("cmlm_loss", 0.0) + weight * out.get("br_loss", 0.0) + out.get("nli_loss", 0.0)
+        weight = br_alpha if "cmlm" in batches or "distill" in batches else 1.0
+        out["loss"] = (out.get("cmlm_loss", 0.0) + weight * out.get("br_loss", 0.0) + out.get("nli_loss", 0.0)
+                       + distill_weight * out.get("distill_loss", 0.0))
         return out
 
 
@@ -124,6 +149,34 @@ def positions_needed(model_config) -> int:
     """CMLM puts N vectors before s2's tokens: positions for both, rounded up to a multiple of 8."""
     need = model_config.max_seq_length + model_config.projection_vectors
     return -(-need // 8) * 8
+
+
+def output_layer(model_config, hidden: int, init_folder: str | None, seed: int) -> nn.Linear | None:
+    """The student's output layer: the init checkpoint's Dense module if it has one (a student trained further),
+    else a new one to `model.output_dim`, else none."""
+    dense = _init_dense(init_folder) if init_folder else None
+    if dense is not None:
+        if model_config.output_dim not in (None, dense.out_features):
+            raise ValueError(f"{init_folder}: its Dense layer gives {dense.out_features} dimensions, but "
+                             f"model.output_dim is {model_config.output_dim}")
+        return dense.float()
+    if model_config.output_dim is None:
+        return None
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return nn.Linear(hidden, model_config.output_dim)
+
+
+def _init_dense(folder: str) -> nn.Linear | None:
+    from encoders.checkpoint import read_checkpoint
+    from encoders.pooling import load_dense
+
+    layout = read_checkpoint(folder)
+    if not layout.dense:
+        return None
+    if len(layout.dense) > 1 or layout.dense[0].activation != "identity":
+        raise ValueError(f"{folder}: training continues only checkpoints with one linear Dense layer")
+    return load_dense(layout.dense[0])[0]
 
 
 def load_encoder_for_training(folder: str, model_config) -> nn.Module:

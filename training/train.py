@@ -40,7 +40,7 @@ def load_tokenizer(config):
 
 
 def build_model(config, tokenizer):
-    from training.model import TrainingModel, load_encoder_for_training, new_encoder
+    from training.model import TrainingModel, load_encoder_for_training, new_encoder, output_layer
 
     if config.model.init:
         encoder = load_encoder_for_training(config.model.init, config.model)
@@ -50,8 +50,9 @@ def build_model(config, tokenizer):
         raise ValueError(f"the tokenizer has {len(tokenizer)} tokens but the model only {encoder.config.vocab_size}")
     with torch.random.fork_rng():
         torch.manual_seed(config.seed)
+        output = output_layer(config.model, encoder.config.hidden_size, config.model.init, config.seed)
         return TrainingModel(encoder, config.model.projection_vectors, config.br.scale, config.br.learn_scale,
-                             len(config.nli.labels))
+                             len(config.nli.labels), output)
 
 
 def prepare_run(config):
@@ -90,7 +91,16 @@ def run(config, resume: bool = False) -> Path | None:
              sum(summary["bitext"].values()), sum(summary["heldout"].values()), summary["skipped"] or "nothing",
              summary["truncated"], config.model.max_seq_length)
     trainer = Trainer(config, data, tokenizer, model, dist)
-    return trainer.run(start)
+    return trainer.run(start, fit_output=model.output is not None and not _init_has_dense(config))
+
+
+def _init_has_dense(config) -> bool:
+    """Whether the output layer came from the init checkpoint (a student trained further): then it is kept."""
+    if not config.model.init:
+        return False
+    from encoders.checkpoint import read_checkpoint
+
+    return bool(read_checkpoint(config.model.init).dense)
 
 
 def main(argv: list[str] | None = None) -> int:

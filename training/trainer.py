@@ -26,7 +26,16 @@ import torch
 import torch.nn.functional as F
 
 from training import checkpoints
-from training.batches import BitextSampler, CmlmSampler, NliSampler, SpecialTokens, batch_tokens, pad, step_rng
+from training.batches import (
+    BitextSampler,
+    CmlmSampler,
+    DistillSampler,
+    NliSampler,
+    SpecialTokens,
+    batch_tokens,
+    pad,
+    step_rng,
+)
 from training.checkpoints import Position
 from training.config import TrainConfig, as_dict
 from training.optim import build_optimizer, build_schedule
@@ -92,14 +101,20 @@ class Trainer:
             self.samplers["br"] = BitextSampler(data.bitext, config.data.language_alpha, special)
         if data.nli:
             self.samplers["nli"] = NliSampler(*data.nli, special)
-        self.batch_sizes = {"cmlm": config.cmlm.batch_size, "br": config.br.batch_size, "nli": config.nli.batch_size}
+        if data.teacher is not None:
+            self.samplers["distill"] = DistillSampler(data.bitext, config.data.language_alpha, special, data.teacher)
+        self.batch_sizes = {"cmlm": config.cmlm.batch_size, "br": config.br.batch_size, "nli": config.nli.batch_size,
+                            "distill": config.distill.batch_size}
         self.hard_negatives = None
         self.history: list[dict] = []  # every logged line, for callers and tests
 
     # -- the run ---------------------------------------------------------------------------------------------
 
-    def run(self, resume: Path | None = None) -> Path | None:
+    def run(self, resume: Path | None = None, fit_output: bool = False) -> Path | None:
+        """`fit_output`: the output layer is new, so fit it to the teacher before the first step (fresh runs)."""
         position = self._resume(resume) if resume else Position()
+        if fit_output and not resume and "distill" in self.samplers and self.config.distill.init_pairs:
+            self._fit_output_layer()
         if self.dist.main:
             self.output.mkdir(parents=True, exist_ok=True)
             (self.output / "recipe.json").write_text(json.dumps(self.recipe, indent=2) + "\n", encoding="utf-8")
@@ -171,12 +186,17 @@ class Trainer:
         for micro in range(accumulation):
             rng = step_rng(self.config.seed, self.dist.rank, stage, step, micro)
             torch.manual_seed(int(rng.integers(2 ** 62)))  # dropout: part of the step's seeded randomness
-            batches = {name: self._batch(name, rng) for name in objectives}
-            tokens += sum(batch_tokens(b) for b in batches.values())
-            batches = {name: to_device(b, self.dist.device) for name, b in batches.items()}
+            batches = {name: self._batch(name, rng) for name in objectives if not self._shares_distill(name)}
+            if self._shares_distill("br") and "br" in objectives:
+                batches["br"] = batches["distill"]  # BR ranks the distillation batch's pairs: one forward pass
+            distinct = {id(b): b for b in batches.values()}  # a shared batch counts and moves once
+            tokens += sum(batch_tokens(b) for b in distinct.values())
+            moved = {key: to_device(b, self.dist.device) for key, b in distinct.items()}
+            batches = {name: moved[id(b)] for name, b in batches.items()}
             sync = micro == accumulation - 1 or self.dist.world_size == 1
             with (nullcontext() if sync else network.no_sync()), autocast(self.config, self.dist.device):
-                out = network(batches, br_margin=self.config.br.margin, br_alpha=self.config.br.alpha)
+                out = network(batches, br_margin=self.config.br.margin, br_alpha=self.config.br.alpha,
+                              distill_weight=self.config.distill.weight)
             (out["loss"] / accumulation).backward()
             for key, value in out.items():
                 totals[key] = totals.get(key, 0.0) + float(value.detach()) / accumulation
@@ -188,6 +208,11 @@ class Trainer:
             raise FloatingPointError(f"stage {stage} step {step}: non-finite loss {totals}; lower the learning "
                                      f"rate or check the inputs")
         return totals, tokens * self.dist.world_size
+
+    def _shares_distill(self, name: str) -> bool:
+        """BR beside distillation ranks the distillation batch (unless hard negatives give BR batches of its own)."""
+        return (name == "br" and "distill" in self.samplers and not self.config.br.hard_negatives
+                and self.config.distill.batch_size == self.config.br.batch_size)
 
     def _batch(self, name: str, rng: np.random.Generator) -> dict:
         if name == "br" and self.hard_negatives is not None:
@@ -212,7 +237,8 @@ class Trainer:
                 "lr": optimizer.param_groups[0]["lr"], "tokens_per_s": window["tokens"] / max(elapsed, 1e-9)}
         window.update(tokens=0, time=time.perf_counter(), values={})
         if self.dist.main:
-            bar.set_postfix({k: f"{line[k]:.3g}" for k in ("loss", "mlm_accuracy", "br_accuracy") if k in line})
+            bar.set_postfix({k: f"{line[k]:.3g}" for k in ("loss", "mlm_accuracy", "br_accuracy", "teacher_cosine")
+                             if k in line})
             self._log_line(line)
 
     def _log_line(self, line: dict) -> None:
@@ -227,6 +253,35 @@ class Trainer:
         return tqdm(total=stage.steps, initial=start, desc=stage.name, unit="step", dynamic_ncols=True,
                     disable=not (self.dist.main and sys.stderr.isatty()))
 
+    @torch.no_grad()
+    def _fit_output_layer(self, ridge: float = 1e-3) -> None:
+        """Least squares from pooled vectors (both sides of `distill.init_pairs` pairs) to the teacher's vectors:
+        W, b = argmin ||[P 1] [W; b] - T||^2 + ridge * mean(diag(P^T P)) ||W||^2."""
+        sampler, count = self.samplers["distill"], self.config.distill.init_pairs
+        rng = step_rng(self.config.seed, self.dist.rank, -1 % 2 ** 31, 0)
+        batch = sampler.collate(sampler.draw(rng, count))
+        self.model.eval()
+        pooled = []
+        for side in ("src", "tgt"):
+            for start in range(0, count, 256):
+                ids, mask = batch[f"{side}_ids"][start:start + 256], batch[f"{side}_mask"][start:start + 256]
+                with autocast(self.config, self.dist.device):
+                    pooled.append(self.model.embed(ids.to(self.dist.device), mask.to(self.dist.device)).double())
+        x = torch.cat(pooled)
+        x = torch.cat([x, torch.ones(len(x), 1, dtype=x.dtype, device=x.device)], dim=1)
+        y = torch.cat([batch["teacher"], batch["teacher"]]).double().to(x.device)
+        gram = x.T @ x
+        penalty = ridge * gram.diagonal()[:-1].mean() * torch.eye(len(gram), dtype=x.dtype, device=x.device)
+        penalty[-1, -1] = 0  # the bias is not shrunk
+        solution = torch.linalg.solve(gram + penalty, x.T @ y)
+        output = self.model.output
+        output.weight.copy_(solution[:-1].T.to(output.weight.dtype))
+        output.bias.copy_(solution[-1].to(output.bias.dtype))
+        cosine = F.cosine_similarity((x @ solution).float(), y.float(), dim=-1).mean()
+        log.info("output layer fitted to the teacher on %d pairs: mean cosine %.3f before the first step", count,
+                 float(cosine))
+        self.model.train()
+
     # -- checks and export -----------------------------------------------------------------------------------
 
     @torch.no_grad()
@@ -234,12 +289,14 @@ class Trainer:
         """Unit vectors for token id sequences, longest first in batches (eval mode, the exported computation)."""
         self.model.eval()
         order = np.argsort([-len(s) for s in sequences], kind="stable")
-        vectors = np.zeros((len(sequences), self.model.encoder.config.hidden_size), dtype=np.float32)
+        width = self.model.output.out_features if self.model.output is not None else \
+            self.model.encoder.config.hidden_size
+        vectors = np.zeros((len(sequences), width), dtype=np.float32)
         for start in range(0, len(order), batch_size):
             rows = order[start:start + batch_size]
             ids, mask = pad([sequences[i] for i in rows], self.special.pad)
             with autocast(self.config, self.dist.device):
-                pooled = self.model.embed(ids.to(self.dist.device), mask.to(self.dist.device))
+                pooled = self.model.sentence_vectors(ids.to(self.dist.device), mask.to(self.dist.device))
             vectors[rows] = F.normalize(pooled.float(), dim=-1).cpu().numpy()
         self.model.train()
         return vectors
@@ -267,7 +324,7 @@ class Trainer:
         dtype = torch.float16 if self.config.run.save_dtype == "float16" else None
         self.model.eval()
         save_encoder(self.model.encoder, self.tokenizer, folder, max_seq_length=self.config.model.max_seq_length,
-                     dtype=dtype)
+                     dtype=dtype, dense=self.model.output)
         (folder / "training.json").write_text(json.dumps({
             "recipe": self.recipe, "data": self.data.summary(),
             "final": self.history[-1] if self.history else None}, indent=2) + "\n", encoding="utf-8")

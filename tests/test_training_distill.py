@@ -1,0 +1,145 @@
+"""Distillation (METHODS §9): the loss, the teacher's cache and its failures, and a tiny student that learns."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from training.config import load_recipe
+from training.losses import distillation_loss
+from training.teacher import TeacherError, teacher_vectors
+from training.train import prepare_run
+from training.trainer import Trainer
+
+DISTILL = ["stages=[{name: d, objectives: [distill], steps: 30}]", "model.output_dim=64",
+           "distill.teacher=char-ngram:64", "distill.batch_size=16", "run.log_every=5"]
+
+
+def recipe(inputs, tmp_path, *overrides):
+    return load_recipe(inputs / "recipe.yaml", [f"output={tmp_path / 'run'}", f"distill.cache={tmp_path / 'cache'}",
+                                                *overrides])
+
+
+def test_loss_is_zero_on_the_teacher_and_sums_squared_distances():
+    teacher = torch.nn.functional.normalize(torch.randn(4, 8), dim=-1)
+    loss, cosine = distillation_loss(teacher, teacher, teacher)
+    assert float(loss) == 0 and float(cosine) == pytest.approx(1)
+    loss, _ = distillation_loss(teacher + 0.5, teacher, teacher)
+    assert float(loss) == pytest.approx(8 * 0.25)  # ||0.5||^2 over 8 dimensions, source side only
+
+
+def test_student_moves_towards_the_teacher_and_exports_its_dense_layer(training_inputs, tmp_path):
+    from encoders import load_encoder
+
+    config = recipe(training_inputs, tmp_path, *DISTILL)
+    tokenizer, data, model = prepare_run(config)
+    trainer = Trainer(config, data, tokenizer, model)
+    folder = trainer.run(fit_output=True)
+    cosines = [line["teacher_cosine"] for line in trainer.history]
+    assert cosines[-1] > cosines[0] + 0.1
+    modules = json.loads((folder / "modules.json").read_text())
+    assert [m["type"].rsplit(".", 1)[1] for m in modules] == ["Transformer", "Pooling", "Dense", "Normalize"]
+    vectors = load_encoder(str(folder)).encode(["Das Haus ist rot.", "The house is red."])
+    assert vectors.shape == (2, 64)
+
+
+def test_a_student_checkpoint_gives_the_same_vectors_in_sentence_transformers(training_inputs, tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    from encoders import load_encoder
+
+    config = recipe(training_inputs, tmp_path, *DISTILL, "stages.0.steps=3")
+    tokenizer, data, model = prepare_run(config)
+    folder = Trainer(config, data, tokenizer, model).run(fit_output=True)
+    sentences = ["Das Haus ist rot.", "The house is red.", "Ein ziemlich langer Satz mit vielen Wörtern."]
+    ours = load_encoder(str(folder), precision="fp32").encode(sentences)
+    theirs = SentenceTransformer(str(folder), device="cpu").encode(sentences, normalize_embeddings=True)
+    np.testing.assert_allclose(ours, theirs, atol=2e-5)
+
+
+def test_training_further_from_a_student_keeps_its_output_layer(training_inputs, tmp_path):
+    from training.model import output_layer
+
+    config = recipe(training_inputs, tmp_path, *DISTILL, "stages.0.steps=2")
+    tokenizer, data, model = prepare_run(config)
+    folder = Trainer(config, data, tokenizer, model).run(fit_output=True)
+    again = recipe(training_inputs, tmp_path / "again", *DISTILL, f"model.init={folder}")
+    layer = output_layer(again.model, 64, again.model.init, seed=0)
+    np.testing.assert_allclose(layer.weight.detach().numpy(), model.output.weight.detach().numpy(), atol=1e-3)
+    with pytest.raises(ValueError, match="Dense layer gives 64 dimensions, but model.output_dim is 32"):
+        output_layer(recipe(training_inputs, tmp_path / "x", *DISTILL, f"model.init={folder}",
+                            "model.output_dim=32").model, 64, str(folder), seed=0)
+
+
+def test_the_cache_is_reused_and_only_missing_chunks_are_embedded(tmp_path, monkeypatch):
+    import training.teacher as teacher
+
+    monkeypatch.setattr(teacher, "CHUNK", 4)
+    texts = [f"sentence number {i}" for i in range(10)]
+    first = teacher_vectors("char-ngram:32", texts, tmp_path)
+    chunks = sorted((tmp_path / "char-ngram_32").glob("chunk-*.npy"))
+    assert len(chunks) == 3 and first.shape == (10, 32)
+    chunks[1].unlink()
+    embedded = []
+    real = teacher.load_teacher
+
+    def counting(spec):
+        encoder = real(spec)
+        original = encoder.encode
+        encoder.encode = lambda texts, **kw: embedded.append(len(texts)) or original(texts, **kw)
+        return encoder
+
+    monkeypatch.setattr(teacher, "load_teacher", counting)
+    again = teacher_vectors("char-ngram:32", texts[::-1], tmp_path)  # any order: rows follow the texts
+    assert embedded == [4]
+    np.testing.assert_allclose(again[::-1], first, atol=1e-3)  # float16 storage
+
+
+@pytest.mark.parametrize("damage", ["truncate", "nan", "shape"])
+def test_a_damaged_cache_file_is_named_before_training(tmp_path, damage):
+    texts = [f"sentence number {i}" for i in range(6)]
+    teacher_vectors("char-ngram:32", texts, tmp_path)
+    chunk = tmp_path / "char-ngram_32" / "chunk-00000.npy"
+    if damage == "truncate":
+        chunk.write_bytes(chunk.read_bytes()[:100])
+    else:
+        array = np.load(chunk)
+        np.save(chunk, np.full_like(array, np.nan) if damage == "nan" else array[:3])
+    with pytest.raises(TeacherError, match="chunk-00000.npy"):
+        teacher_vectors("char-ngram:32", texts, tmp_path)
+
+
+def test_a_teacher_that_does_not_exist_fails_before_the_first_step(training_inputs, tmp_path):
+    config = recipe(training_inputs, tmp_path, *DISTILL, "distill.teacher=no-such-teacher")
+    with pytest.raises(TeacherError, match="no-such-teacher"):
+        prepare_run(config)
+
+
+def test_sentences_the_teacher_cannot_read_are_named(tmp_path):
+    with pytest.raises(TeacherError, match="1 sentence.*𓀀𓀁𓀂"):
+        teacher_vectors("use-multilingual", ["A fine sentence.", "𓀀𓀁𓀂"], tmp_path)
+
+
+def test_distillation_needs_bitext_and_known_settings(training_inputs, tmp_path):
+    from miner.config import ConfigError
+
+    with pytest.raises(ConfigError, match="distill.teacher_side must be target or source"):
+        recipe(training_inputs, tmp_path, *DISTILL, "distill.teacher_side=left")
+    with pytest.raises(ConfigError, match="trains distill but data.bitext is empty"):
+        recipe(training_inputs, tmp_path, *DISTILL, "data.bitext=[]")
+
+
+def test_distill_and_br_share_one_batch(training_inputs, tmp_path):
+    config = recipe(training_inputs, tmp_path, *DISTILL, "stages.0.objectives=[distill, br]", "br.batch_size=16",
+                    "stages.0.steps=5")
+    tokenizer, data, model = prepare_run(config)
+    trainer = Trainer(config, data, tokenizer, model)
+    calls = []
+    original = model.pair_vectors
+    model.pair_vectors = lambda batch: calls.append(1) or original(batch)
+    trainer.run(fit_output=True)
+    assert len(calls) == 5  # one forward pass per step for both losses
+    assert {"distill_loss", "br_loss", "teacher_cosine"} <= set(trainer.history[-1])
