@@ -235,3 +235,23 @@ def cross_fold_score(candidates: ScoredCandidates, n_folds: int = 2) -> tuple[di
         extracted += counts["extracted"]
         thresholds.append(threshold)
     return prf(correct, extracted, len(candidates.gold)), thresholds
+
+
+def pool(by_pair: dict[str, ScoredCandidates]) -> ScoredCandidates:
+    """Several pairs' candidates as one list (ids prefixed by their pair, so they stay distinct), best first: one
+    threshold for all of them, as a pipeline mining several language pairs at once applies it."""
+    pairs = [(f"{name}:{s}", f"{name}:{t}") for name, c in by_pair.items() for s, t in c.pairs]
+    scores = np.concatenate([c.scores for c in by_pair.values()]) if by_pair else np.zeros(0)
+    gold = frozenset((f"{name}:{s}", f"{name}:{t}") for name, c in by_pair.items() for s, t in c.gold)
+    order = np.argsort(-scores, kind="stable")
+    return ScoredCandidates([pairs[i] for i in order], scores[order], gold)
+
+
+def leave_one_pair_out(by_pair: dict[str, ScoredCandidates]) -> dict[str, dict]:
+    """For each pair: the threshold tuned on the other pairs pooled, and the P/R/F1 it gives on this one, which
+    no part of the tuning saw (a second split for a threshold shared across pairs)."""
+    result = {}
+    for name, candidates in by_pair.items():
+        threshold = tune_threshold(pool({n: c for n, c in by_pair.items() if n != name}))
+        result[name] = {**score_at(candidates, threshold), "threshold": threshold}
+    return result

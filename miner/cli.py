@@ -41,8 +41,8 @@ def add_vector_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--embeddings", type=Path, metavar="DIR",
                         help="precomputed vectors: DIR/<text file name>.npy, row i = line i")
-    source.add_argument("--encoder", help="embed the texts with this encoder: a checkpoint folder, a hub id, or "
-                        "char-ngram")
+    source.add_argument("--encoder", help="embed the texts with this encoder: a checkpoint folder, a hub id, "
+                        "use-multilingual or char-ngram")
     from encoders.options import add_encoder_options  # argparse only: torch loads when an encoder is used
 
     add_encoder_options(parser)

@@ -70,6 +70,13 @@ def mine_bucc_candidates(corpus: bucc.BuccCorpus, source: VectorSource, config: 
 def bucc_report(corpus_dir: Path, pair: str, split: str, source: VectorSource, config: MiningConfig,
                 tune_split: str | None = None, threshold: float | None = None) -> tuple[dict, dict]:
     """The BUCC figures for one pair and split, and the P/R/F1 curve for plotting."""
+    report, curve, _ = scored_bucc_report(corpus_dir, pair, split, source, config, tune_split, threshold)
+    return report, curve
+
+
+def scored_bucc_report(corpus_dir: Path, pair: str, split: str, source: VectorSource, config: MiningConfig,
+                       tune_split: str | None = None, threshold: float | None = None):
+    """`bucc_report`, and the scored candidates themselves (for tuning one threshold over several pairs)."""
     corpus = bucc.load_corpus(corpus_dir, pair, split)
     candidates, stats = mine_bucc_candidates(corpus, source, config)
     if threshold is not None:
@@ -93,7 +100,18 @@ def bucc_report(corpus_dir: Path, pair: str, split: str, source: VectorSource, c
         "result": result,
         "oracle": {**oracle, "label": f"oracle: tuned and measured on {split}"},
     }
-    return report, bucc.sweep(candidates)
+    return report, bucc.sweep(candidates), candidates
+
+
+def shared_threshold(candidates: dict[str, bucc.ScoredCandidates]) -> dict:
+    """One threshold for every pair (the pipeline's `mining.threshold`): tuned on all pairs pooled, with its honest
+    estimate, each pair scored at the threshold tuned on the other pairs alone."""
+    tuned = bucc.tune_threshold(bucc.pool(candidates))
+    held_out = bucc.leave_one_pair_out(candidates)
+    for entry in held_out.values():
+        entry["threshold"] = _finite(entry["threshold"])
+    return {"threshold": _finite(tuned), "held_out": held_out,
+            "protocol": "tuned on all pairs pooled; each pair's figure at the threshold tuned on the others"}
 
 
 def xsim_report(src_text: Path, tgt_text: Path, source: VectorSource, margin: str, config: MiningConfig,
@@ -158,10 +176,13 @@ def suite_report(args, source: VectorSource, config: MiningConfig) -> dict:
         errors = [v for row in report["xsim"].values() for v in (row["xx->pivot"], row["pivot->xx"])]
         report["xsim_mean_error"] = float(np.mean(errors)) if errors else None
     if args.bucc:
+        candidates = {}
         for pair in [p for p in args.pairs.split(",") if p]:
-            result, _ = bucc_report(args.bucc, pair, args.split, source, config)
+            result, _, candidates[pair] = scored_bucc_report(args.bucc, pair, args.split, source, config)
             report["bucc"][pair] = {**{k: result["result"][k] for k in ("precision", "recall", "f1", "threshold")},
                                     "oracle_f1": result["oracle"]["f1"], "protocol": result["settings"]["threshold_protocol"]}
+        if len(candidates) > 1:
+            report["shared_threshold"] = shared_threshold(candidates)
     report["settings"] = {"pivot": args.pivot, "bucc_split": args.split, **config.describe()}
     return report
 
@@ -190,6 +211,46 @@ def format_suite(report: dict) -> str:
                   "| pair | P | R | F1 | oracle F1 |", "| --- | --- | --- | --- | --- |"]
         lines += [f"| {pair} | {100 * r['precision']:.1f} | {100 * r['recall']:.1f} | {100 * r['f1']:.1f} | "
                   f"{100 * r['oracle_f1']:.1f} |" for pair, r in report["bucc"].items()]
+    shared = report.get("shared_threshold")
+    if shared:
+        lines += ["", f"One threshold for all pairs (a pipeline's mining.threshold): {shared['threshold']:.4f}, tuned "
+                  f"on the {len(shared['held_out'])} pairs pooled. Each pair at the threshold tuned on the others:", "",
+                  "| pair | threshold from the others | P | R | F1 |", "| --- | --- | --- | --- | --- |"]
+        lines += [f"| {pair} | {r['threshold'] if r['threshold'] is None else format(r['threshold'], '.4f')} | "
+                  f"{100 * r['precision']:.1f} | {100 * r['recall']:.1f} | {100 * r['f1']:.1f} |"
+                  for pair, r in shared["held_out"].items()]
+    return "\n".join(lines)
+
+
+def format_side_by_side(reports: list[dict]) -> str:
+    """Several encoders' suite figures as one table: xsim error (mean of both directions) per language, the mean,
+    BUCC F1 per pair (2-fold threshold) and at one threshold shared by all pairs (tuned on the other pairs)."""
+    names = [r["encoder"].get("encoder") or r["encoder"].get("embeddings") for r in reports]
+    lines = ["| | " + " | ".join(str(n) for n in names) + " |", "|---" * (len(names) + 1) + "|"]
+    languages = list(dict.fromkeys(lang for r in reports for lang in r["xsim"]))
+    pivot = reports[0]["settings"]["pivot"]
+
+    def cell(value):
+        return "-" if value is None else f"{100 * value:.1f}"
+
+    for lang in languages:
+        values = [r["xsim"].get(lang) for r in reports]
+        lines.append(f"| xsim error {lang}<->{pivot} (%) | " + " | ".join(
+            cell(None if v is None else (v["xx->pivot"] + v["pivot->xx"]) / 2) for v in values) + " |")
+    if languages:
+        lines.append(f"| **xsim error, mean of {len(languages)} (%)** | "
+                     + " | ".join(cell(r.get("xsim_mean_error")) for r in reports) + " |")
+    pairs = list(dict.fromkeys(p for r in reports for p in r["bucc"]))
+    for pair in pairs:
+        lines.append(f"| BUCC {pair} F1, 2-fold | " + " | ".join(
+            cell(r["bucc"].get(pair, {}).get("f1")) for r in reports) + " |")
+    for pair in pairs:
+        lines.append(f"| BUCC {pair} F1, threshold from the other pairs | " + " | ".join(
+            cell(r.get("shared_threshold", {}).get("held_out", {}).get(pair, {}).get("f1")) for r in reports) + " |")
+    if pairs:
+        lines.append("| shared threshold (all pairs pooled) | " + " | ".join(
+            "-" if r.get("shared_threshold", {}).get("threshold") is None
+            else f"{r['shared_threshold']['threshold']:.4f}" for r in reports) + " |")
     return "\n".join(lines)
 
 
@@ -222,6 +283,9 @@ def main(argv: list[str] | None = None) -> int:
     suite_args.add_argument("--pairs", default="de-en,fr-en,ru-en,zh-en")
     suite_args.add_argument("--split", default="dev")
     suite_args.add_argument("--markdown", type=Path, help="write the tables as Markdown")
+    suite_args.add_argument("--compare", action="append", default=[], metavar="SPEC",
+                            help="another encoder to measure with the same settings (repeatable): the figures are "
+                            "then printed side by side, one column per encoder")
     for sub in (bucc_args, xsim_args, suite_args):
         add_settings_arguments(sub)
         add_vector_arguments(sub)
@@ -235,9 +299,15 @@ def main(argv: list[str] | None = None) -> int:
         config, source = mining_config(settings), VectorSource.from_args(args, settings)
         if args.task == "suite":
             report = suite_report(args, source, config)
-            print(format_suite(report))
+            text = format_suite(report)
+            if args.compare:
+                reports = [report] + [suite_report(args, VectorSource(encoder_spec=spec), config)
+                                      for spec in args.compare]
+                report = {"encoders": reports}
+                text = format_side_by_side(reports)
+            print(text)
             if args.markdown:
-                args.markdown.write_text(format_suite(report) + "\n", encoding="utf-8")
+                args.markdown.write_text(text + "\n", encoding="utf-8")
         elif args.task == "bucc":
             report, curve = bucc_report(args.corpus, args.pair, args.split, source, config,
                                         args.tune_split, args.threshold)

@@ -14,6 +14,8 @@ import functools
 import unicodedata
 from collections import Counter
 
+import regex
+
 # ISO 639-1 (WMT's and Wikipedia's two-letter names) -> ISO 639-3 (macrolanguages stay macro here: INDIVIDUAL
 # below picks FLORES-200's individual language)
 TWO_TO_THREE = {
@@ -146,3 +148,24 @@ def language_code(name: str, texts: list[str] | None = None) -> str:
             raise ValueError(f"cannot tell the script of {name!r} without text")
         script = found
     return f"{base}_{script}"
+
+
+# a language's script -> the Unicode scripts its letters may be in (Chinese and Japanese mix Han with kana, Korean
+# mixes Hangul with Han); any other script is itself. ISO 15924 codes, which is how `regex` names Unicode scripts.
+SCRIPT_FAMILY = {"Hans": ("Hani",), "Hant": ("Hani",), "Jpan": ("Hani", "Hira", "Kana"), "Hang": ("Hang", "Hani"),
+                 "Kore": ("Hang", "Hani")}
+
+
+def script_of(language: str) -> str:
+    return language.rpartition("_")[2]
+
+
+@functools.cache
+def outside_script(script: str) -> regex.Pattern:
+    """Characters outside `script` and its family, by Unicode's Script_Extensions (so the long-vowel mark "ー", used
+    by hiragana and katakana alike, is Japanese)."""
+    classes = "".join(rf"\p{{scx={name}}}" for name in SCRIPT_FAMILY.get(script, (script,)))
+    try:
+        return regex.compile(f"[^{classes}]+")
+    except regex.error:  # a script code Unicode does not know: no letter is in it
+        return regex.compile(".+", regex.DOTALL)

@@ -38,6 +38,7 @@ from miner.cli import (
 from miner.config import ConfigError, section
 from miner.io import InputFormatError, atomic_output, read_lines, write_json
 from miner.mining import MiningConfig, mine
+from miner.pair_filters import KEEP, PairFilter
 from miner.selection import Pairs
 
 log = logging.getLogger("miner.mine")
@@ -108,7 +109,19 @@ def write_bitext(table: pa.Table, output: Path, name: str) -> list[Path]:
     return [tsv, parquet]
 
 
-def run(inputs: dict, source: VectorSource, config: MiningConfig, output: Path) -> dict:
+def filter_pairs(pairs: Pairs, pair_filter: PairFilter | None, src, tgt, src_unique, tgt_unique,
+                 langs: tuple[str, str]) -> Pairs:
+    """The pairs that pass the pair filter's rules (miner.pair_filters); its counts say what each rule dropped."""
+    if pair_filter is None or not len(pairs):
+        return pairs
+    keep = np.fromiter((pair_filter.check(src.texts[s], tgt.texts[t], *langs) is KEEP
+                        for s, t in zip(src_unique.rows[pairs.src], tgt_unique.rows[pairs.tgt])),
+                       dtype=bool, count=len(pairs))
+    return pairs.subset(keep)
+
+
+def run(inputs: dict, source: VectorSource, config: MiningConfig, output: Path,
+        pair_filter: PairFilter | None = None) -> dict:
     src, tgt = read_side(Path(inputs["src"]), inputs["format"]), read_side(Path(inputs["tgt"]), inputs["format"])
     src_unique, tgt_unique = bucc.unify(src), bucc.unify(tgt)
     log.info("embedding %d + %d unique sentences with %s", len(src_unique.texts), len(tgt_unique.texts),
@@ -117,6 +130,7 @@ def run(inputs: dict, source: VectorSource, config: MiningConfig, output: Path) 
     tgt_vectors = source.vectors(tgt, tgt_unique.rows, inputs["tgt_lang"])
     pairs = mine(src_vectors, tgt_vectors, config, (str(src.path), str(tgt.path)))
     langs = (inputs["src_lang"], inputs["tgt_lang"])
+    pairs = filter_pairs(pairs, pair_filter, src, tgt, src_unique, tgt_unique, langs)
     name = "-".join(langs)
     written = write_bitext(bitext_table(pairs, src, tgt, src_unique, tgt_unique, langs), output, name)
     report = {
@@ -125,6 +139,7 @@ def run(inputs: dict, source: VectorSource, config: MiningConfig, output: Path) 
         "sentences": {langs[0]: {"lines": len(src), "unique": len(src_unique.texts)},
                       langs[1]: {"lines": len(tgt), "unique": len(tgt_unique.texts)}},
         "pairs": len(pairs),
+        "pair_filter": pair_filter.report() if pair_filter else None,
         "score_range": [float(pairs.margin.min()), float(pairs.margin.max())] if len(pairs) else None,
         "outputs": [str(p) for p in [*written, output / "report.json"]],
     }
@@ -142,6 +157,10 @@ def format_summary(report: dict) -> str:
                                                    for lang, n in report["sentences"].items()),
              f"  {report['pairs']} pairs (k={s['k']} margin={s['margin']} selection={s['selection']} "
              f"threshold={s['threshold']} index={s['index']})"]
+    if report.get("pair_filter"):
+        dropped = report["pair_filter"]["dropped"]
+        lines.append("  pair filter dropped " + (", ".join(f"{n} ({reason})" for reason, n in dropped.items())
+                                                 if dropped else "nothing"))
     if report["score_range"]:
         lines.append(f"  margin range {report['score_range'][0]:.4f} .. {report['score_range'][1]:.4f}")
     if "gold" in report:
@@ -172,7 +191,9 @@ def main(argv: list[str] | None = None) -> int:
         settings = settings_from_args(args)
         inputs = resolve_inputs(settings, args.config, args)
         output = args.output or Path(settings.get("output") or "output")
-        print(format_summary(run(inputs, VectorSource.from_args(args, settings), mining_config(settings), output)))
+        pair_filter = PairFilter.from_settings(settings.get("pair_filter"))
+        print(format_summary(run(inputs, VectorSource.from_args(args, settings), mining_config(settings), output,
+                                 pair_filter)))
 
     return exit_status(command)
 

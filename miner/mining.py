@@ -27,6 +27,10 @@ class MiningConfig:
     margin: str = "ratio"
     selection: str = "max"
     threshold: float | None = None  # keep pairs with margin >= threshold; None keeps every selected pair
+    # Candidates with a lower cosine are never pairs, whatever their margin: the ratio margin of unrelated
+    # sentences grows large where a neighbourhood is tiny or dissimilar (a language with a handful of sentences).
+    # Depends on the encoder, like the threshold; None: no floor.
+    min_cosine: float | None = None
     knn: KnnConfig = field(default_factory=KnnConfig)
 
     def __post_init__(self) -> None:
@@ -36,6 +40,10 @@ class MiningConfig:
             raise ValueError(f"mining.margin must be one of {', '.join(MARGINS)}, got {self.margin!r}")
         if self.selection not in SELECTIONS:
             raise ValueError(f"mining.selection must be one of {', '.join(SELECTIONS)}, got {self.selection!r}")
+        for name in ("threshold", "min_cosine"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise ValueError(f"mining.{name} must be a number, got {value!r}")
 
     @classmethod
     def from_dict(cls, mining: dict, knn_settings: dict | None = None) -> MiningConfig:
@@ -54,6 +62,7 @@ class MiningConfig:
             "margin": self.margin,
             "selection": self.selection,
             "threshold": self.threshold,
+            "min_cosine": self.min_cosine,
             "index": index,
             "nprobe": self.knn.nprobe,
         }
@@ -77,7 +86,7 @@ def mine(src: np.ndarray, tgt: np.ndarray, config: MiningConfig = MiningConfig()
          names: tuple[str, str] = ("source", "target")) -> Pairs:
     """Sentence pairs (row indices into src and tgt) with their margins, best first."""
     forward, backward = score_neighbours(src, tgt, config, names)
-    pairs = select(forward, backward, config.selection, config.threshold)
+    pairs = select(forward, backward, config.selection, config.threshold, config.min_cosine)
     log.info("%s selection kept %d pairs (threshold %s)", config.selection, len(pairs), config.threshold)
     return pairs
 

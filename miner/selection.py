@@ -50,6 +50,9 @@ class Pairs:
     def above(self, threshold: float | None) -> Pairs:
         return self if threshold is None else self.subset(self.margin >= threshold)
 
+    def at_least_cosine(self, floor: float | None) -> Pairs:
+        return self if floor is None else self.subset(self.cos >= floor)
+
     def sorted(self) -> Pairs:
         return self.subset(np.lexsort((self.tgt, self.src, -self.margin)))
 
@@ -58,8 +61,10 @@ class Pairs:
         return Pairs(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("src", "tgt", "margin", "cos")))
 
 
-def select(forward: Candidates, backward: Candidates, mode: str = "max", threshold: float | None = None) -> Pairs:
-    """Pairs chosen from forward (source -> target) and backward (target -> source) candidates."""
+def select(forward: Candidates, backward: Candidates, mode: str = "max", threshold: float | None = None,
+           min_cosine: float | None = None) -> Pairs:
+    """Pairs chosen from forward (source -> target) and backward (target -> source) candidates. A candidate whose
+    cosine is below `min_cosine` is never a pair (and, in `max`, takes no sentence from another candidate)."""
     fwd_tgt, fwd_margin, fwd_cos = forward.best()
     bwd_src, bwd_margin, bwd_cos = backward.best()
     fwd = Pairs(np.arange(len(fwd_tgt)), fwd_tgt, fwd_margin, fwd_cos)
@@ -71,13 +76,13 @@ def select(forward: Candidates, backward: Candidates, mode: str = "max", thresho
     elif mode == "intersect":
         pairs = fwd.subset(bwd_src[fwd_tgt] == fwd.src)
     elif mode == "max":
-        pool = Pairs.concat(fwd, bwd)
+        pool = Pairs.concat(fwd, bwd).at_least_cosine(min_cosine)
         pairs = pool.subset(greedy_one_to_one(pool))
     elif mode == "union":
         pairs = unique_pairs(Pairs.concat(fwd, bwd).above(threshold))
     else:
         raise ValueError(f"unknown selection {mode!r}: choose one of {', '.join(SELECTIONS)}")
-    return pairs.above(threshold).sorted()
+    return pairs.at_least_cosine(min_cosine).above(threshold).sorted()
 
 
 def greedy_one_to_one(pool: Pairs) -> np.ndarray:

@@ -148,6 +148,10 @@ def main(argv: list[str] | None = None) -> int:
 
     def command() -> None:
         settings = mine_options.settings()
+        if "embed" in mine_options.stage_list() and settings.get("encoder") == "use-multilingual":
+            from encoders.use_multilingual import check_installed
+
+            check_installed()  # a missing extra is reported now, not after the extract stage has run
         prepare_for_runner(settings, options)
         report = run(settings, options, mine_options.stage_list(), mine_options.rerun)
         print(format_summary(report))

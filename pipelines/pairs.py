@@ -12,8 +12,9 @@ Per language pair (source, target), with the miner library doing the arithmetic 
   4. selection: each sentence's best candidate (forward for sources, backward for targets), joined by (x, y):
      forward / backward / intersect / union are decided per pair; `max` (greedy one-to-one) takes the bests of a
      language pair together, two numbers per sentence, never its texts or vectors;
-  5. output: texts and metadata joined from the sentence shards (one shard read per group), sorted best first,
-     written as Parquet and TSV.gz.
+  5. output: texts and metadata joined from the sentence shards (one shard read per group), the pair filter's
+     rules applied (miner.pair_filters: length ratio, numbers, URLs, identical sides, scripts; each drop counted
+     by reason), sorted best first, written as Parquet and TSV.gz.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from apache_beam.metrics import Metrics
 from miner.index import KnnConfig, resolve_factory, resolve_nprobe, use_gpu
 from miner.margin import margin as margin_of
 from miner.mining import MiningConfig
+from miner.pair_filters import KEEP, PairFilter
 from miner.selection import Pairs, greedy_one_to_one
 from miner.shards import TopK, search_shard, shard_index, train_template
 from miner.vectors import unit_rows
@@ -190,9 +192,10 @@ class Select(beam.DoFn):
 
     `max` keeps every candidate here; the one-to-one pass comes after, per language pair."""
 
-    def __init__(self, mode: str, threshold: float | None):
-        self.mode, self.threshold = mode, threshold
+    def __init__(self, mode: str, threshold: float | None, min_cosine: float | None = None):
+        self.mode, self.threshold, self.min_cosine = mode, threshold, min_cosine
         self.kept = Metrics.counter("pairs", "selected")
+        self.below_floor = Metrics.counter("pairs", "below_min_cosine")
 
     def process(self, element):
         (pair, src, tgt), chosen = element
@@ -201,6 +204,9 @@ class Select(beam.DoFn):
         wanted = {"forward": "src" in sides, "backward": "tgt" in sides, "intersect": sides == {"src", "tgt"},
                   "union": True, "max": True}[self.mode]
         if not wanted:
+            return
+        if self.min_cosine is not None and sim < self.min_cosine:  # before one-to-one, as miner.selection does
+            self.below_floor.inc()
             return
         if self.mode != "max" and self.threshold is not None and score < self.threshold:
             return
@@ -241,6 +247,26 @@ class AttachSide(beam.DoFn):
         for pair, src, tgt, score, sim, carried in pairs:
             row = layout.unpack(src if self.side == "src" else tgt)[1]
             yield pair, src, tgt, score, sim, {**carried, **{f"{self.side}_{c}": columns[c][row] for c in CARRIED}}
+
+
+class FilterPairs(beam.DoFn):
+    """The pair filter's rules over each pair's two texts; every drop is a `pairs` counter named by its rule."""
+
+    def __init__(self, settings):
+        self.settings = settings
+        self.kept = Metrics.counter("pairs", "filter/kept")
+
+    def setup(self):
+        self.chain = PairFilter.from_settings(self.settings)
+
+    def process(self, record):
+        pair, _, _, _, _, carried = record
+        verdict = self.chain.check(carried["src_text"], carried["tgt_text"], *pair)
+        if verdict is KEEP:
+            self.kept.inc()
+            yield record
+        else:
+            Metrics.counter("pairs", f"filter/{verdict[1]}").inc()
 
 
 def by_shard(side: str):
@@ -299,6 +325,7 @@ class MinePairs(beam.PTransform):
         super().__init__()
         self.manifest, self.pairs = manifest, pairs
         self.config, self.output = mining_config(settings), settings["output"]
+        self.pair_filter = settings.get("pair_filter")
 
     def expand(self, begin):
         config, manifest = self.config, self.manifest
@@ -322,7 +349,7 @@ class MinePairs(beam.PTransform):
                  | "ByQuery" >> beam.GroupByKey()
                  | "Best" >> beam.Map(best_candidate)
                  | "ByPair" >> beam.GroupByKey()
-                 | "Select" >> beam.ParDo(Select(config.selection, config.threshold)))
+                 | "Select" >> beam.ParDo(Select(config.selection, config.threshold, config.min_cosine)))
         if config.selection == "max":
             bests = (bests | "PerLanguagePair" >> beam.GroupByKey()
                      | "OneToOne" >> beam.FlatMap(one_to_one, config.threshold))
@@ -332,6 +359,8 @@ class MinePairs(beam.PTransform):
                        | f"BySentenceShard{side}" >> beam.Map(by_shard(side))
                        | f"GroupShard{side}" >> beam.GroupByKey()
                        | f"Attach{side}" >> beam.ParDo(AttachSide(manifest, side)))
+        if PairFilter.from_settings(self.pair_filter) is not None:
+            records = records | "FilterPairs" >> beam.ParDo(FilterPairs(self.pair_filter))
         empty = begin | "AllPairs" >> beam.Create([(pair, None) for pair in self.pairs])
         return ((records | "KeyPair" >> beam.Map(lambda r: (r[0], r)), empty)
                 | "WithEmpty" >> beam.Flatten()
@@ -350,6 +379,7 @@ class PairsStage:
             raise ValueError("the pairs stage needs the embed stage's output: run it first (--stages embed)")
         self.settings, self.embeddings = settings, manifests["embed"]
         mining_config(settings)  # bad settings fail here, before a pipeline starts
+        PairFilter.from_settings(settings.get("pair_filter"))
         found = [lang for lang, entry in self.embeddings["languages"].items() if entry["rows"]]
         wanted = settings.get("languages") or found
         self.pairs = language_pairs([lang for lang in wanted if lang in found], settings.get("pairs", "pivot"),
@@ -366,7 +396,8 @@ class PairsStage:
         for entry in entries:  # the index each direction used, resolved from the two languages' sizes
             src, tgt = entry["pair"].split("-")
             entry["index"] = config.describe(rows[src]["rows"], rows[tgt]["rows"])["index"]
-        return {"stage": "pairs", "settings": config.describe(), "pairs": sorted(entries, key=lambda e: e["pair"])}
+        return {"stage": "pairs", "settings": {**config.describe(), "pair_filter": self.settings.get("pair_filter")},
+                "pairs": sorted(entries, key=lambda e: e["pair"])}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -68,7 +68,7 @@ def format_summary(report: dict) -> str:
     mining = report.get("mining") or {}
     if mining:
         lines.append(f"  mining: k={mining['k']} margin={mining['margin']} selection={mining['selection']} "
-                     f"threshold={mining['threshold']} index={mining['index']}")
+                     f"threshold={mining['threshold']} min_cosine={mining.get('min_cosine')} index={mining['index']}")
     gold = (report.get("gold") or {}).get("pairs", {})
     for pair, entry in report["pairs"].items():
         low_high = entry["score_range"]
@@ -81,6 +81,10 @@ def format_summary(report: dict) -> str:
             g = gold[pair]
             text += f"; P {100 * g['precision']:.1f} R {100 * g['recall']:.1f} ({g['correct']} of {g['gold']} known)"
         lines.append(text)
+    filtered = {name.removeprefix("filter/"): n for name, n in report["counters"].get("pairs", {}).get("pairs", {})
+                .items() if name.startswith("filter/") and name != "filter/kept"}
+    if filtered:
+        lines.append("  pair filter dropped " + ", ".join(f"{n} ({rule})" for rule, n in sorted(filtered.items())))
     if report.get("gold"):
         g = report["gold"]["all"]
         lines.append(f"  all pairs against {report['gold']['file']}: P {100 * g['precision']:.1f} "

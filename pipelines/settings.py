@@ -17,6 +17,7 @@ SECTIONS = {
     "input": str, "output": str, "languages": list, "pairs": str, "pivot": str,
     "read": dict, "extract": dict, "lid": dict, "split": dict, "filters": dict, "shards": dict,
     "encoder": str, "encoder_options": dict, "embed": dict, "mining": dict, "knn": dict, "gold": str,
+    "pair_filter": (dict, bool),
 }
 PATH_KEYS = (("input",), ("gold",), ("encoder",), ("lid", "model"))
 PAIRINGS = ("pivot", "all")
@@ -29,7 +30,8 @@ def load_settings(config: str | Path | None = DEFAULT_CONFIG, overrides: list[st
         raise ConfigError(f"{config}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(SECTIONS)}")
     for key, kind in SECTIONS.items():
         if settings.get(key) is not None and not isinstance(settings[key], kind):
-            raise ConfigError(f"{config}: {key} must be a {kind.__name__}, got {settings[key]!r}")
+            names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
+            raise ConfigError(f"{config}: {key} must be a {names}, got {settings[key]!r}")
     if settings.get("pairs", "pivot") not in PAIRINGS:
         raise ConfigError(f"pairs must be one of {', '.join(PAIRINGS)}, got {settings['pairs']!r}")
     if config is not None:

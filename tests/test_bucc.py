@@ -65,6 +65,18 @@ def test_cross_fold_tunes_on_the_other_half():
     assert (result["correct"], result["extracted"], result["gold"]) == (by_hand_correct, by_hand_extracted, 4)
 
 
+def test_pooled_threshold_and_leave_one_pair_out():
+    one = candidates(SCORED, GOLD)
+    other = candidates([("a", "A", 1.9), ("q", "Q", 1.6), ("b", "B", 1.1)], {("a", "A"), ("b", "B")})
+    pooled = bucc.pool({"x-en": one, "y-en": other})
+    assert len(pooled.pairs) == 9 and len(pooled.gold) == 6
+    assert pooled.scores.tolist() == sorted(pooled.scores.tolist(), reverse=True)
+    assert ("x-en:a", "x-en:A") in pooled.gold and ("y-en:a", "y-en:A") in pooled.gold  # ids kept apart
+    held_out = bucc.leave_one_pair_out({"x-en": one, "y-en": other})
+    assert held_out["x-en"]["threshold"] == bucc.tune_threshold(other)
+    assert held_out["y-en"] == {**bucc.score_at(other, bucc.tune_threshold(one)), "threshold": bucc.tune_threshold(one)}
+
+
 def test_source_fold_is_stable():
     assert [bucc.source_fold(s) for s in ("de-000001", "de-000002", "de-000003")] == [
         bucc.source_fold(s) for s in ("de-000001", "de-000002", "de-000003")]

@@ -24,7 +24,7 @@ def test_tuned_on_training_applied_to_test(tmp_path, capsys):
     assert {"k": 4, "margin": "ratio", "selection": "max"}.items() <= report["settings"].items()
     assert report["oracle"]["label"] == "oracle: tuned and measured on test"
     assert report["counts"]["gold_pairs_with_ambiguous_text"] == 1  # the boilerplate pair
-    assert report["result"]["threshold"] == pytest.approx(1.154, abs=1e-3)  # configs/mine_sample.yaml uses it
+    assert report["result"]["threshold"] == pytest.approx(1.154, abs=1e-3)  # the lexical baseline's, on training
     assert "tuned on de-en training" in out and "oracle" in out
     assert (tmp_path / "f1.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -90,7 +90,8 @@ def test_a_checkpoint_folder_as_encoder_with_pcr(tmp_path, tiny_encoder_dir):
                  "--encoder", str(model), "--language-removal", "pcr"]) == 0  # labels from file names: de, en
 
 
-def test_suite_tables_xsim_per_language_and_bucc_per_pair(tmp_path, capsys):
+def flores_like(tmp_path):
+    """The example's German-English training pairs as two aligned FLORES-style files."""
     import gzip
 
     from tests.conftest import sample_gold_pairs
@@ -101,6 +102,11 @@ def test_suite_tables_xsim_per_language_and_bucc_per_pair(tmp_path, capsys):
     for name, side in (("deu_Latn", 0), ("eng_Latn", 1)):
         with gzip.open(flores / f"{name}.devtest.gz", "wt", encoding="utf-8") as handle:
             handle.write("".join(p[side] + "\n" for p in pairs))
+    return flores
+
+
+def test_suite_tables_xsim_per_language_and_bucc_per_pair(tmp_path, capsys):
+    flores = flores_like(tmp_path)
     markdown = tmp_path / "suite.md"
     assert main(["suite", "--encoder", "char-ngram", "--flores", str(flores), "--languages", "deu_Latn",
                  "--bucc", str(SAMPLE), "--pairs", "de-en", "--split", "training", "--markdown", str(markdown),
@@ -110,3 +116,15 @@ def test_suite_tables_xsim_per_language_and_bucc_per_pair(tmp_path, capsys):
     assert report["bucc"]["de-en"]["f1"] > 0.5 and "2-fold" in report["bucc"]["de-en"]["protocol"]
     table = markdown.read_text()
     assert "| deu_Latn |" in table and "| de-en |" in table and "mean of 1" in table
+
+
+def test_suite_compares_encoders_side_by_side(tmp_path, capsys):
+    flores = flores_like(tmp_path)
+    assert main(["suite", "--encoder", "char-ngram", "--compare", "char-ngram:64", "--flores", str(flores),
+                 "--languages", "deu_Latn", "--bucc", str(SAMPLE), "--pairs", "de-en", "--split", "training",
+                 "--report", str(tmp_path / "suite.json")]) == 0
+    out = capsys.readouterr().out
+    assert "| | char-ngram | char-ngram:64 |" in out
+    assert "| xsim error deu_Latn<->eng_Latn (%) |" in out and "| BUCC de-en F1, 2-fold |" in out
+    reports = json.loads((tmp_path / "suite.json").read_text())["encoders"]
+    assert [r["encoder"]["encoder"] for r in reports] == ["char-ngram", "char-ngram:64"]

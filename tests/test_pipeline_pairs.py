@@ -36,7 +36,7 @@ def settings_for(output: str, selection: str) -> dict:
     return {"output": output, "encoder": "char-ngram", "languages": list(LANGS.values()), "pairs": "pivot",
             "pivot": "eng_Latn", "embed": {"dtype": "float32", "batch_size": 16},
             "mining": {"k": 4, "margin": "ratio", "selection": selection, "threshold": 1.0},
-            "knn": {"index": "Flat"}}
+            "knn": {"index": "Flat"}, "pair_filter": False}
 
 
 def library_pairs(texts: dict, selection: str) -> set:
@@ -44,6 +44,33 @@ def library_pairs(texts: dict, selection: str) -> set:
     src, tgt = texts["deu_Latn"], texts["eng_Latn"]
     pairs = mine(encoder.encode(src), encoder.encode(tgt), MiningConfig(k=4, selection=selection, threshold=1.0))
     return {(src[s], tgt[t], round(float(m), 4)) for s, t, m in zip(pairs.src, pairs.tgt, pairs.margin)}
+
+
+def test_pair_filter_in_the_stage_drops_what_the_library_filter_drops_and_counts_it(tmp_path):
+    from miner.pair_filters import KEEP, PairFilter
+
+    output = str(tmp_path / "out")
+    texts = write_shards(output, 2)
+    settings = {**settings_for(output, "max"), "pair_filter": {}}
+    report = run(settings, PipelineOptions([]), ["embed", "pairs"])
+    table = storage.read_parquet(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0]).to_pydict()
+    mined = {(s, t, round(m, 4)) for s, t, m in zip(table["src_text"], table["tgt_text"], table["score"])}
+    chain = PairFilter.from_settings({})
+    expected = {p for p in library_pairs(texts, "max") if chain.check(p[0], p[1], *LANGS.values()) is KEEP}
+    assert mined == expected and chain.drops  # the example has pairs the rules drop
+    counted = {k.removeprefix("filter/"): v for k, v in report["counters"]["pairs"]["pairs"].items()
+               if k.startswith("filter/") and k != "filter/kept"}
+    assert counted == dict(chain.drops)
+
+
+def test_min_cosine_keeps_no_pair_below_it(tmp_path):
+    output = str(tmp_path / "out")
+    write_shards(output, 2)
+    settings = settings_for(output, "max")
+    settings["mining"] = {**settings["mining"], "min_cosine": 0.5}
+    run(settings, PipelineOptions([]), ["embed", "pairs"])
+    table = storage.read_parquet(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0]).to_pydict()
+    assert table["cosine"] and min(table["cosine"]) >= 0.5
 
 
 @pytest.mark.parametrize("selection, n_shards", [("max", 3), ("union", 2), ("intersect", 1)])

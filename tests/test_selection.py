@@ -40,6 +40,28 @@ def test_modes_by_hand(mode, threshold, expected):
     assert list(zip(pairs.src.tolist(), pairs.tgt.tolist())) == expected
 
 
+@pytest.mark.parametrize("mode, expected", [
+    ("max", [(0, 0), (1, 2)]),  # (1, 2) at cosine 0.8 ... and every pair at or above 0.75 stays
+    ("union", [(0, 0), (1, 0), (1, 2)]),
+    ("forward", [(0, 0), (1, 0)]),
+])
+def test_min_cosine_drops_low_cosine_candidates_before_selection(mode, expected):
+    pairs = select(FORWARD, BACKWARD, mode, None, min_cosine=0.75)
+    assert list(zip(pairs.src.tolist(), pairs.tgt.tolist())) == expected
+    assert pairs.cos.min() >= 0.75
+
+
+def test_min_cosine_frees_sentences_for_the_one_to_one_pass():
+    # source 0's best (margin 2.0, cosine 0.2) would take target 0 from source 1 (margin 1.5, cosine 0.9)
+    forward = Candidates(np.array([[0], [0]]), np.array([[2.0], [1.5]], dtype=np.float32),
+                         np.array([[0.2], [0.9]], dtype=np.float32))
+    backward = Candidates(np.array([[1]]), np.array([[1.5]], dtype=np.float32), np.array([[0.9]], dtype=np.float32))
+    plain = select(forward, backward, "max")
+    floored = select(forward, backward, "max", min_cosine=0.5)
+    assert list(zip(plain.src.tolist(), plain.tgt.tolist())) == [(0, 0)]
+    assert list(zip(floored.src.tolist(), floored.tgt.tolist())) == [(1, 0)]
+
+
 def test_results_sorted_by_margin_with_cosines_carried():
     pairs = select(FORWARD, BACKWARD, "union")
     assert pairs.margin.tolist() == sorted(pairs.margin.tolist(), reverse=True)

@@ -11,13 +11,13 @@ are what margin scoring confuses most easily (a "© 2024" line matches every oth
 from __future__ import annotations
 
 import dataclasses
-import functools
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import regex
 
+from miner.languages import outside_script, script_of
 from pipelines.text.records import Sentence, Tally
 
 KEEP = True
@@ -25,31 +25,12 @@ KEEP = True
 # scripts written without spaces between words: length in tokens is estimated from letters instead
 UNSPACED_SCRIPTS = {"Hani", "Hans", "Hant", "Jpan", "Thai", "Laoo", "Khmr", "Mymr", "Tibt"}
 CHARS_PER_TOKEN_UNSPACED = 1.6  # mean word length in characters of Chinese and Thai text, near enough for a bound
-# a language's script -> the Unicode scripts its letters may be in (Chinese and Japanese mix Han with kana, Korean
-# mixes Hangul with Han); any other script is itself. ISO 15924 codes, which is how `regex` names Unicode scripts.
-SCRIPT_FAMILY = {"Hans": ("Hani",), "Hant": ("Hani",), "Jpan": ("Hani", "Hira", "Kana"), "Hang": ("Hang", "Hani"),
-                 "Kore": ("Hang", "Hani")}
-
-
-def script_of(language: str) -> str:
-    return language.rpartition("_")[2]
 
 
 # counted by what a substitution removes, so the per-character work stays in C (the filters see every sentence);
 # whitespace by str.split, faster still
 _NOT_LETTER_OR_MARK = regex.compile(r"[^\p{L}\p{M}]+")
 _NOT_LETTER = regex.compile(r"[^\p{L}]+")
-
-
-@functools.cache
-def _outside_script(script: str) -> regex.Pattern:
-    """Characters outside `script` and its family, by Unicode's Script_Extensions (so the long-vowel mark "ー", used
-    by hiragana and katakana alike, is Japanese)."""
-    classes = "".join(rf"\p{{scx={name}}}" for name in SCRIPT_FAMILY.get(script, (script,)))
-    try:
-        return regex.compile(f"[^{classes}]+")
-    except regex.error:  # a script code Unicode does not know: no letter is in it
-        return regex.compile(".+", regex.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -94,7 +75,7 @@ class ScriptFilter:
         letters = _NOT_LETTER.sub("", sentence.text)
         if not letters:
             return False, "no-letters"
-        share = len(_outside_script(script_of(sentence.language)).sub("", letters)) / len(letters)
+        share = len(outside_script(script_of(sentence.language)).sub("", letters)) / len(letters)
         return KEEP if share >= self.min_share else (False, "script-mismatch")
 
 
