@@ -1,6 +1,6 @@
 """Sentence encoders: text in, L2-normalised vectors out, one row per sentence in input order.
 
-    encoder = load_encoder("models/cmlm-small")              # a checkpoint folder, or a hub id like org/name
+    encoder = load_encoder("use-multilingual")               # built in; a checkpoint folder; a hub id (org/name)
     vectors = encoder.encode(["Guten Morgen.", "Good morning."])   # numpy float32 [2, dim]
 
 Specs:

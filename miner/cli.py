@@ -114,9 +114,17 @@ class VectorSource:
         return self._encoder
 
 
+PROJECT_LOGGERS = ("miner", "encoders", "training", "pipelines")
+
+
 def setup_logging(verbose: bool = False) -> None:
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
+    """Our packages log at INFO (DEBUG with --verbose), other libraries at WARNING (INFO with --verbose).
+    `force`: importing Apache Beam installs a WARNING handler on the root logger, which would otherwise keep this
+    call from doing anything and swallow every INFO line of ours."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, force=True,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for name in PROJECT_LOGGERS:
+        logging.getLogger(name).setLevel(logging.DEBUG if verbose else logging.INFO)
 
 
 def exit_status(command: Callable[[], None]) -> int:

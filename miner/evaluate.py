@@ -68,24 +68,30 @@ def mine_bucc_candidates(corpus: bucc.BuccCorpus, source: VectorSource, config: 
 
 
 def bucc_report(corpus_dir: Path, pair: str, split: str, source: VectorSource, config: MiningConfig,
-                tune_split: str | None = None, threshold: float | None = None) -> tuple[dict, dict]:
+                tune_split: str | None = None, threshold: float | None = None,
+                tune_corpus: Path | None = None) -> tuple[dict, dict]:
     """The BUCC figures for one pair and split, and the P/R/F1 curve for plotting."""
-    report, curve, _ = scored_bucc_report(corpus_dir, pair, split, source, config, tune_split, threshold)
+    report, curve, _ = scored_bucc_report(corpus_dir, pair, split, source, config, tune_split, threshold,
+                                          tune_corpus)
     return report, curve
 
 
 def scored_bucc_report(corpus_dir: Path, pair: str, split: str, source: VectorSource, config: MiningConfig,
-                       tune_split: str | None = None, threshold: float | None = None):
+                       tune_split: str | None = None, threshold: float | None = None,
+                       tune_corpus: Path | None = None):
     """`bucc_report`, and the scored candidates themselves (for tuning one threshold over several pairs)."""
     corpus = bucc.load_corpus(corpus_dir, pair, split)
     candidates, stats = mine_bucc_candidates(corpus, source, config)
     if threshold is not None:
         protocol, result = f"fixed threshold {threshold}", bucc.score_at(candidates, threshold)
         result["threshold"] = threshold
-    elif tune_split is not None:
-        tuning, _ = mine_bucc_candidates(bucc.load_corpus(corpus_dir, pair, tune_split), source, config)
+    elif tune_split is not None or tune_corpus is not None:
+        tune_split = tune_split or split
+        tuning, _ = mine_bucc_candidates(bucc.load_corpus(tune_corpus or corpus_dir, pair, tune_split), source,
+                                         config)
         tuned = bucc.tune_threshold(tuning)
-        protocol, result = f"tuned on {pair} {tune_split}, applied to {split}", bucc.score_at(candidates, tuned)
+        where = f"{pair} {tune_split}" + (f" of {tune_corpus}" if tune_corpus is not None else "")
+        protocol, result = f"tuned on {where}, applied to {split}", bucc.score_at(candidates, tuned)
         result["threshold"] = _finite(tuned)
     else:
         result, fold_thresholds = bucc.cross_fold_score(candidates, FOLDS)
@@ -264,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     bucc_args.add_argument("--split", required=True, help="split to measure, e.g. training, sample, dev")
     protocol = bucc_args.add_mutually_exclusive_group()
     protocol.add_argument("--tune-split", help="tune the threshold on this split and apply it to --split")
+    bucc_args.add_argument("--tune-corpus", type=Path, help="tune the threshold on this corpus's same pair (split "
+                           "--tune-split, else --split) and apply it to --corpus: e.g. tune on BUCC 2018 training")
     protocol.add_argument("--threshold", type=float, help="apply this fixed threshold")
     bucc_args.add_argument("--plot", type=Path, help="write P/R/F1 against the threshold as a PNG")
     xsim_args = tasks.add_parser("xsim", help="retrieval accuracy over aligned sentences, both directions")
@@ -296,6 +304,10 @@ def main(argv: list[str] | None = None) -> int:
 
     def command() -> None:
         settings = settings_from_args(args)
+        if args.task in ("bucc", "suite"):  # the reference protocol searches exactly; an index is opt-in (--index)
+            settings.setdefault("knn", {}).setdefault("index", "Flat")
+        if args.task == "bucc" and args.tune_corpus is not None and args.threshold is not None:
+            raise ValueError("--tune-corpus tunes a threshold; it cannot be combined with --threshold")
         config, source = mining_config(settings), VectorSource.from_args(args, settings)
         if args.task == "suite":
             report = suite_report(args, source, config)
@@ -310,10 +322,13 @@ def main(argv: list[str] | None = None) -> int:
                 args.markdown.write_text(text + "\n", encoding="utf-8")
         elif args.task == "bucc":
             report, curve = bucc_report(args.corpus, args.pair, args.split, source, config,
-                                        args.tune_split, args.threshold)
+                                        args.tune_split, args.threshold, args.tune_corpus)
             print(format_bucc(report))
+            if args.report:  # before the plot: a plot that cannot be drawn must not cost the figures
+                write_json(args.report, report)
             if args.plot:
                 plot_bucc(report, curve, args.plot)
+            return
         else:
             report = xsim_report(args.src_text, args.tgt_text, source, args.xsim_margin, config, not args.strict,
                                  (args.src_lang, args.tgt_lang))

@@ -150,6 +150,18 @@ def language_code(name: str, texts: list[str] | None = None) -> str:
     return f"{base}_{script}"
 
 
+_CODE = regex.compile(r"[A-Za-z0-9]+(?:_[A-Za-z0-9]+)*")
+
+
+def check_code(code: str, what: str = "language code") -> str:
+    """A language code that becomes part of file names (`deu_Latn`, `de`, `zho_Hant`): letters and digits joined by
+    underscores, at most 32 characters. Anything else (`../x`, `a/b`, `de-en`) is an error naming it."""
+    if not isinstance(code, str) or len(code) > 32 or not _CODE.fullmatch(code):
+        raise ValueError(f"{what} {code!r} is not a language code (letters and digits joined by '_', such as "
+                         f"deu_Latn or de): it names output files")
+    return code
+
+
 # a language's script -> the Unicode scripts its letters may be in (Chinese and Japanese mix Han with kana, Korean
 # mixes Hangul with Han); any other script is itself. ISO 15924 codes, which is how `regex` names Unicode scripts.
 SCRIPT_FAMILY = {"Hans": ("Hani",), "Hant": ("Hani",), "Jpan": ("Hani", "Hira", "Kana"), "Hang": ("Hang", "Hani"),

@@ -37,6 +37,7 @@ from miner.cli import (
 )
 from miner.config import ConfigError, section
 from miner.io import InputFormatError, atomic_output, read_lines, write_json
+from miner.languages import check_code
 from miner.mining import MiningConfig, mine
 from miner.pair_filters import KEEP, PairFilter
 from miner.selection import Pairs
@@ -77,6 +78,8 @@ def resolve_inputs(settings: dict, config_path: Path | None, args: argparse.Name
     if missing:
         raise ConfigError(f"missing input setting(s): {', '.join(missing)} (in the config's input section or as flags)")
     inputs.setdefault("format", "bucc")
+    for key in ("src_lang", "tgt_lang"):
+        check_code(str(inputs[key]), key.replace("_", "-"))
     return inputs
 
 

@@ -7,14 +7,18 @@ from pathlib import Path
 from miner.io import atomic_output
 
 
+class PlotError(ImportError, ValueError):
+    """matplotlib is not installed."""
+
+
 def _pyplot():
     try:
         import matplotlib
 
         matplotlib.use("Agg")  # files only; never needs a display
         import matplotlib.pyplot as plt
-    except ImportError:
-        raise ImportError("plots need matplotlib: pip install 'cmlm-miner[plot]'") from None
+    except ImportError:  # a ValueError too, so commands report it in one line after writing their other outputs
+        raise PlotError("plots need matplotlib: pip install 'cmlm-miner[plot]'") from None
     return plt
 
 

@@ -188,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from pipelines.mine import main as mine_main
 
-    return mine_main(["--stages", "embed", *(argv if argv is not None else sys.argv[1:])])
+    return mine_main(["--stages", "embed", *(argv if argv is not None else sys.argv[1:])],
+                     prog="python -m pipelines.embed", description=__doc__)
 
 
 if __name__ == "__main__":

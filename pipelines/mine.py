@@ -24,7 +24,7 @@ import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions
 
-from pipelines import layout, storage
+from pipelines import layout, preflight, storage
 from pipelines.options import MineOptions, runs_locally
 from pipelines.report import format_summary, gold_scores, stage_report
 
@@ -123,10 +123,10 @@ def run(settings: dict, options: PipelineOptions, stages: list[str], rerun: bool
     return report
 
 
-def print_help() -> None:
+def print_help(prog: str = "python -m pipelines.mine", description: str | None = None) -> None:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m pipelines.mine", description=__doc__,
+    parser = argparse.ArgumentParser(prog=prog, description=description or __doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog="Any Apache Beam pipeline option is accepted too (--runner, "
                                             "--direct_num_workers, --project, --region, --temp_location, "
@@ -135,12 +135,13 @@ def print_help() -> None:
     parser.print_help()
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m pipelines.mine", description: str | None = None) -> int:
+    """The job; `prog` and `description` let each stage's own command (pipelines.extract ...) print its help."""
     from miner.cli import exit_status, setup_logging
 
     argv = list(argv if argv is not None else sys.argv[1:])
     if {"-h", "--help"} & set(argv):
-        print_help()
+        print_help(prog, description)
         return 0
     options = PipelineOptions(argv)
     mine_options = options.view_as(MineOptions)
@@ -148,10 +149,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def command() -> None:
         settings = mine_options.settings()
-        if "embed" in mine_options.stage_list() and settings.get("encoder") == "use-multilingual":
-            from encoders.use_multilingual import check_installed
-
-            check_installed()  # a missing extra is reported now, not after the extract stage has run
+        preflight.check(settings, mine_options.stage_list())  # errors now, not after the extract stage has run
         prepare_for_runner(settings, options)
         report = run(settings, options, mine_options.stage_list(), mine_options.rerun)
         print(format_summary(report))

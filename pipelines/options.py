@@ -26,7 +26,8 @@ class MineOptions(PipelineOptions):
                             help="override one setting (repeatable), e.g. --set mining.threshold=1.06")
         parser.add_argument("--input", help="crawl files: a glob of WARC/WET files, local or gs://")
         parser.add_argument("--output", help="output folder, local or gs://")
-        parser.add_argument("--encoder", help="sentence encoder: a checkpoint folder (local or gs://) or char-ngram")
+        parser.add_argument("--encoder", help="sentence encoder: use-multilingual, a checkpoint folder (local or "
+                            "gs://) or char-ngram")
         parser.add_argument("--stages", default=",".join(STAGES),
                             help=f"stages to run, in order, from {','.join(STAGES)} (default: all)")
         parser.add_argument("--rerun", action="store_true",
@@ -37,6 +38,8 @@ class MineOptions(PipelineOptions):
         from pipelines.settings import load_settings
 
         settings = load_settings(self.config, self.overrides)
+        if self.input and not any(o.partition("=")[0].strip() == "gold" for o in self.overrides):
+            settings.pop("gold", None)  # the config's known translations describe the config's input, not this one
         for key in ("input", "output", "encoder"):
             if getattr(self, key):
                 settings[key] = getattr(self, key)

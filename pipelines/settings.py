@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from miner.config import ConfigError, load_config
+from miner.languages import check_code
 from pipelines.storage import is_remote
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "pipeline_sample.yaml"
@@ -32,6 +33,10 @@ def load_settings(config: str | Path | None = DEFAULT_CONFIG, overrides: list[st
         if settings.get(key) is not None and not isinstance(settings[key], kind):
             names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
             raise ConfigError(f"{config}: {key} must be a {names}, got {settings[key]!r}")
+    for code in settings.get("languages") or []:
+        check_code(code, "languages:")
+    if settings.get("pivot") is not None:
+        check_code(settings["pivot"], "pivot")
     if settings.get("pairs", "pivot") not in PAIRINGS:
         raise ConfigError(f"pairs must be one of {', '.join(PAIRINGS)}, got {settings['pairs']!r}")
     if config is not None:

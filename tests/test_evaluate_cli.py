@@ -128,3 +128,33 @@ def test_suite_compares_encoders_side_by_side(tmp_path, capsys):
     assert "| xsim error deu_Latn<->eng_Latn (%) |" in out and "| BUCC de-en F1, 2-fold |" in out
     reports = json.loads((tmp_path / "suite.json").read_text())["encoders"]
     assert [r["encoder"]["encoder"] for r in reports] == ["char-ngram", "char-ngram:64"]
+
+
+def test_bucc_searches_exactly_unless_told_and_tunes_on_another_corpus(tmp_path):
+    import shutil
+
+    other = tmp_path / "other"
+    shutil.copytree(SAMPLE, other)
+    assert evaluate("--split", "test", "--tune-corpus", str(other), "--tune-split", "training",
+                    "--report", str(tmp_path / "r.json")) == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["settings"]["index"] == "Flat"
+    assert report["settings"]["threshold_protocol"] == f"tuned on de-en training of {other}, applied to test"
+    assert report["result"]["threshold"] == pytest.approx(1.154, abs=1e-3)  # the same data: the same threshold
+    assert evaluate("--split", "test", "--tune-corpus", str(other), "--threshold", "1.1") == 2
+
+
+def test_a_plot_that_cannot_be_drawn_keeps_the_report(tmp_path, capsys, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError(f"No module named {name!r}")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    assert evaluate("--split", "test", "--report", str(tmp_path / "r.json"), "--plot", str(tmp_path / "p.png")) == 2
+    assert "plots need matplotlib" in capsys.readouterr().err
+    assert json.loads((tmp_path / "r.json").read_text())["pair"] == "de-en"

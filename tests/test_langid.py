@@ -120,6 +120,13 @@ def test_scripted_labels_keep_their_script_and_become_flores_names(scripted_styl
     assert scripted_style.covers("als_Latn") and not scripted_style.covers("srp_Latn")
 
 
+def test_a_chinese_label_on_text_without_chinese_characters_is_dropped(scripted_style):
+    assert script_of_text("Ni hao, pengyou", "zho") is None
+    named = scripted_style._named(["__label__cmn_Hani", "__label__eng_Latn"], [0.7, 0.3], "Ni hao, pengyou")
+    assert named == [("eng_Latn", 0.3)]  # never zho_Latn: the other labels decide
+    assert scripted_style._named(["__label__cmn_Hani"], [0.9], "Καλημέρα") == [("und_Zyyy", 0.0)]
+
+
 def test_predict_returns_k_sorted_probabilities_and_handles_odd_input(scripted_style):
     [top] = scripted_style.predict([GERMAN[0]], k=3)
     assert len(top) == 3 and [p for _, p in top] == sorted((p for _, p in top), reverse=True)

@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 
 from miner.mine import main
 from tests.conftest import REPO
@@ -94,3 +95,10 @@ def test_config_names_a_checkpoint_beside_it_with_encoder_options(tmp_path, tiny
     (tmp_path / "job.yaml").write_text((tmp_path / "job.yaml").read_text().replace("precision", "precison"))
     assert run_main("--config", str(tmp_path / "job.yaml"), "--output", str(tmp_path / "out2")) == 2
     assert "unknown encoder option(s) precison" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("code", ["../../x", "a/b", "de-en"])
+def test_language_codes_that_would_escape_the_output_folder_are_refused(tmp_path, capsys, code):
+    assert run_main("--output", str(tmp_path / "out"), "--src-lang", code) == 2
+    assert "is not a language code" in capsys.readouterr().err
+    assert not any(tmp_path.parent.glob("x*.tsv.gz"))

@@ -168,3 +168,18 @@ def test_a_remote_runner_gets_models_staged_and_refuses_local_paths(gcs_bucket, 
     assert remote["lid"]["model"].startswith(f"{gcs_bucket}/tmp/cmlm-miner-staging/lid/")
     staged = [p.rsplit("/", 1)[-1] for p in storage.match(f"{gcs_bucket}/tmp/cmlm-miner-staging/**")]
     assert "model.safetensors" in staged and "cmlm-lid.bin.json" in staged
+
+
+def test_our_info_lines_show_though_beam_installed_a_root_handler(capsys):
+    import logging
+
+    import apache_beam  # noqa: F401  (its import puts a WARNING handler on the root logger)
+
+    from miner.cli import setup_logging
+
+    logging.getLogger().addHandler(logging.StreamHandler())  # as Beam's import does, should it not have already
+    setup_logging()
+    logging.getLogger("pipelines.mine").info("extract: finished in an earlier run")
+    logging.getLogger("apache_beam.runners").info("a library's chatter")
+    err = capsys.readouterr().err
+    assert "extract: finished in an earlier run" in err and "chatter" not in err

@@ -271,12 +271,15 @@ def prepare(shared: Path, output: Path, vocab_size: int, sample_lines: int, seed
     for folder in ("documents", "bitext", "heldout", "loop", "tokenizer"):
         shutil.rmtree(output / folder, ignore_errors=True)  # a rerun writes the same set, never a union
     collect, loop_pool = Collector(), {}
+    log.info("reading NTREX-128 from %s", shared)
     heldout = ntrex(shared, collect)
-    wmt_news(shared, collect, loop_pool)
-    wmt21(shared, collect)
-    multi30k(shared, collect)
-    ud_pud(shared, loop_pool)
-    flores_v1(shared, collect)
+    for name, read in (("WMT news test sets", lambda: wmt_news(shared, collect, loop_pool)),
+                       ("WMT21", lambda: wmt21(shared, collect)), ("Multi30k", lambda: multi30k(shared, collect)),
+                       ("UD PUD (the loop pool)", lambda: ud_pud(shared, loop_pool)),
+                       ("FLORES v1", lambda: flores_v1(shared, collect))):
+        log.info("reading %s (%d pairs so far)", name, sum(len(p) for p in collect.bitext.values()))
+        read()
+    log.info("writing documents, bitext, held-out pairs and the loop pool to %s", output)
     held_english = {_clean(b) for pairs in heldout.values() for _, b in pairs}
     # The loop pool must be text the model never saw paired: its English side leaves every bitext file too
     # (WMT news 2008-2013 are multi-way, so the same English sentences pair with other languages).

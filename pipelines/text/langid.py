@@ -53,6 +53,7 @@ from pipelines.text.records import Document, Tally
 log = logging.getLogger("pipelines.text.langid")
 LABEL_PREFIX = "__label__"
 UNDETERMINED = "und_Zyyy"
+SHIPPED_MODEL = Path(__file__).resolve().parents[2] / "models" / "lid" / "cmlm-lid.bin"
 # lid.176 speaks Wikipedia codes: these are not ISO codes, or name another language in ISO 639-3
 WIKIPEDIA_CODES = {"als": "gsw", "bh": "bho", "no": "nob", "sh": "hbs"}
 SCRIPTED_LABEL = re.compile(r"([a-z]{2,3})_([A-Z][a-z]{3})")
@@ -110,11 +111,13 @@ def parse_label(label: str) -> Target:
     return Target(language, FIXED_SCRIPT.get(language))
 
 
-def script_of_text(text: str, language: str = "") -> str:
+def script_of_text(text: str, language: str = "") -> str | None:
     """The script a label without one takes: the text's own, Hans or Hant for Chinese characters (for Chinese, as
-    soon as there are any: names in Latin letters do not make a sentence zho_Latn), else Zyyy."""
-    if language == "zho" and any(char_script(char) == "Hani" for char in text):
-        return han_script([text])
+    soon as there are any: names in Latin letters do not make a sentence zho_Latn), else Zyyy. None for Chinese
+    without a Chinese character: the label is wrong there, not the script (no `zho_Latn`, `zho_Grek`); the caller
+    drops it."""
+    if language == "zho":
+        return han_script([text]) if any(char_script(char) == "Hani" for char in text) else None
     script = dominant_script([text])
     if script == "Hani":
         return han_script([text])
@@ -184,8 +187,14 @@ class LanguageIdentifier:
             script = target.script
             if script is None:
                 key = "zho" if target.language == "zho" else ""
-                script = text_scripts.get(key) or text_scripts.setdefault(key, script_of_text(text, key))
+                if key not in text_scripts:
+                    text_scripts[key] = script_of_text(text, key)
+                script = text_scripts[key]
+                if script is None:
+                    continue  # a Chinese label on text without a Chinese character: impossible, the others decide
             scores[f"{target.language}_{script}"] += float(probability)
+        if not scores:
+            return [(UNDETERMINED, 0.0)]
         return sorted(((code, min(1.0, p)) for code, p in scores.items()), key=lambda item: (-item[1], item[0]))
 
     def identify_document(self, paragraphs: Sequence[str], k: int = 5,
@@ -430,7 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--output", type=Path, help="write the full JSON report here")
 
     predict = commands.add_parser("predict", help="label stdin lines: lang<TAB>score<TAB>text")
-    predict.add_argument("--model", type=Path, required=True)
+    predict.add_argument("--model", type=Path, default=SHIPPED_MODEL, help="default: the model the project ships")
     predict.add_argument("--k", type=int, default=1)
     predict.add_argument("--document", action="store_true", help="the lines are one document's sentences")
     return parser

@@ -1,0 +1,68 @@
+"""What a run needs, checked before its first stage: a typo, a missing file or a bad value is an error naming it in
+seconds, not after the extract and embed stages have run for an hour.
+
+Each stage that will run has its settings checked by the code that will use them (so the checks cannot drift from
+the stages): the input glob must match files, the LID model must exist, the encoder must be loadable as a spec
+(a built-in name, a checkpoint folder whose layout reads, a cloud path or a hub id), and the embed, mining, knn and
+pair filter sections must parse with the types they need.
+"""
+
+from __future__ import annotations
+
+import os
+
+from pipelines import storage
+
+
+def check(settings: dict, stages: list[str]) -> None:
+    """Raise ValueError naming the first setting or file a stage in `stages` could not use."""
+    if "extract" in stages:
+        check_input(settings["input"])
+        check_lid_model((settings.get("lid") or {}).get("model"))
+    if "embed" in stages:
+        from pipelines.embed import embed_settings
+
+        embed_settings(settings)
+        check_encoder(settings.get("encoder"))
+    if "pairs" in stages:
+        from miner.pair_filters import PairFilter
+        from pipelines.pairs import mining_config
+
+        mining_config(settings)
+        PairFilter.from_settings(settings.get("pair_filter"))
+
+
+def check_input(pattern: str | None) -> None:
+    if not pattern:
+        raise ValueError("no input: give --input or set `input` in the config")
+    try:
+        storage.match(pattern)
+    except FileNotFoundError:
+        raise ValueError(f"input {pattern!r}: no file matches it") from None
+    except OSError as err:  # a bucket that does not exist, no permission ...
+        raise ValueError(f"input {pattern!r}: cannot be listed ({err})") from None
+
+
+def check_lid_model(path: str | None) -> None:
+    if path and not storage.is_remote(path) and not os.path.isfile(path):
+        raise ValueError(f"lid.model {path!r}: no such file")
+
+
+def check_encoder(spec: str | None) -> None:
+    from encoders import USE_MULTILINGUAL, BUILTIN
+    from encoders.checkpoint import HUB_ID, read_checkpoint
+
+    if not spec:
+        raise ValueError("no encoder: set `encoder` in the config or give --encoder")
+    name = spec.partition(":")[0]
+    if spec == USE_MULTILINGUAL:
+        from encoders.use_multilingual import check_installed
+
+        check_installed()
+    elif name in BUILTIN or storage.is_remote(spec):
+        return
+    elif os.path.isdir(spec):
+        read_checkpoint(spec)  # JSON only: a folder that is no checkpoint fails here, not on the workers
+    elif not HUB_ID.match(spec):
+        raise ValueError(f"encoder {spec!r}: no such folder, not a hub id (org/name), and not a built-in encoder "
+                         f"({', '.join([USE_MULTILINGUAL, *BUILTIN])})")

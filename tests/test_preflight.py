@@ -1,0 +1,49 @@
+"""`python -m pipelines.mine` refuses bad settings and missing inputs before its first stage, naming them."""
+
+import pytest
+
+from pipelines.mine import main
+from pipelines.options import MineOptions
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--input", "/nonexistent/crawl/*.warc.gz"], "input '/nonexistent/crawl/*.warc.gz': no file matches it"),
+    (["--input", "/nonexistent/one.warc.gz"], "input '/nonexistent/one.warc.gz': no file matches it"),
+    (["--set", "mining.threshold=abc"], "mining.threshold must be a number, got 'abc'"),
+    (["--set", "mining.treshold=1.1"], "unknown mining setting(s) treshold"),
+    (["--set", "pair_filter.lenght_ratio=2"], "unknown pair_filter setting(s) lenght_ratio"),
+    (["--encoder", "no/such/folder/here"], "encoder 'no/such/folder/here': no such folder"),
+    (["--set", "lid.model=/nonexistent/lid.bin"], "lid.model '/nonexistent/lid.bin': no such file"),
+])
+def test_bad_settings_fail_before_any_stage(tmp_path, capsys, argv, message):
+    assert main(["--output", str(tmp_path / "out"), *argv]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()  # nothing ran
+
+
+def test_a_folder_that_is_no_checkpoint_is_named(tmp_path, capsys):
+    (tmp_path / "model").mkdir()
+    assert main(["--output", str(tmp_path / "out"), "--encoder", str(tmp_path / "model")]) == 2
+    assert "config.json" in capsys.readouterr().err
+
+
+def test_the_configs_gold_file_applies_only_to_the_configs_input(tmp_path):
+    own = MineOptions(["--input", str(tmp_path / "*.warc.gz")]).settings()
+    assert "gold" not in own
+    assert MineOptions([]).settings()["gold"].endswith("pairs.tsv")
+    named = MineOptions(["--input", str(tmp_path / "*.warc.gz"), "--set", f"gold={tmp_path / 'g.tsv'}"]).settings()
+    assert named["gold"].endswith("g.tsv")
+
+
+def test_language_settings_that_name_files_are_checked(tmp_path, capsys):
+    assert main(["--output", str(tmp_path / "out"), "--set", "languages=[deu_Latn, ../etc]"]) == 2
+    assert "languages: '../etc' is not a language code" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("stage", ["extract", "embed", "pairs"])
+def test_each_stage_command_prints_its_own_help(capsys, stage):
+    import importlib
+
+    assert importlib.import_module(f"pipelines.{stage}").main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: python -m pipelines.{stage}") and f"The {stage} stage" in out
