@@ -1,16 +1,18 @@
 """Where each stage writes under the job's output folder (local or gs://):
 
     sentences/<lang>/part-00000-of-00002.parquet    extract: unique sentences, a document's sentences together
-    sentences/_MANIFEST.json                          the shards, their row counts, and the stage's counters
+    extract/_MANIFEST.json                            the shards, their row counts, the stage's counters and what
+                                                      its output depends on (pipelines/dependencies.py)
     embeddings/<lang>/part-00000-of-00002.npy         embed: row i = row i of the sentence shard of the same name
-    embeddings/_MANIFEST.json
+    embed/_MANIFEST.json
     index/<lang>/trained.faiss, part-*.faiss          pairs: the trained index per language, filled per shard (IVF)
     bitext/<src>-<tgt>.parquet, .tsv.gz               pairs: the mined pairs, best first
-    bitext/_MANIFEST.json
+    pairs/_MANIFEST.json
     report.json                                       the whole run: counters per stage, pairs, score ranges
 
-A stage is finished when its manifest exists: the manifest is written last, so a run killed midway leaves none,
-and the rerun does that stage again (its shards are rewritten whole, with the same names and bytes).
+A stage is finished when its manifest exists and records the same dependencies as the run at hand: the manifest is
+written last, so a run killed midway leaves none, and the rerun does that stage again after clearing its folders
+(its shards are rewritten whole, with the same names and bytes).
 """
 
 from __future__ import annotations
@@ -20,8 +22,18 @@ from pipelines.storage import join
 SHARD_NAME = "part-{shard:05d}-of-{count:05d}"
 
 
+# The folders each stage writes: a stage that runs clears them all first, so nothing of an earlier run survives
+# (shards of a run with more of them, a language no longer wanted, temporary files of a killed run).
+STAGE_FOLDERS = {"extract": ("extract", "sentences"), "embed": ("embed", "embeddings"),
+                 "pairs": ("pairs", "index", "bitext")}
+
+
 def stage_dir(output: str, stage: str) -> str:
     return join(output, stage)
+
+
+def stage_folders(output: str, stage: str) -> list[str]:
+    return [join(output, folder) for folder in STAGE_FOLDERS[stage]]
 
 
 def manifest_path(output: str, stage: str) -> str:

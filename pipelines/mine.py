@@ -9,8 +9,10 @@
 
 Three stages, each a Beam job of its own with a persisted output (pipelines/layout.py), each runnable alone with
 `--stages`: extract (pipelines.extract), embed (pipelines.embed), pairs (pipelines.pairs). A stage whose output
-is complete (its manifest exists) is not run again unless `--rerun`; a stage killed midway is redone from the
-start, over the same shard names, so a rerun never leaves duplicates or partial files.
+is complete (its manifest exists) and was made from the same inputs, settings and models
+(pipelines/dependencies.py) is not run again unless `--rerun`; one whose dependencies changed runs again, and so
+does every stage after it. A stage that runs first clears its output folders, so a rerun never leaves duplicates,
+partial or stale files.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions
 
 from pipelines import layout, preflight, storage
+from pipelines.dependencies import changed_keys, stage_dependencies
 from pipelines.options import MineOptions, runs_locally
 from pipelines.report import format_summary, gold_scores, stage_report
 
@@ -38,7 +41,8 @@ def run_stage(name: str, build, settings: dict, options: PipelineOptions) -> dic
     the stage's counters) is written after the pipeline succeeds, so its existence means the stage is complete."""
     output = settings["output"]
     manifest_file = layout.manifest_path(output, name)
-    storage.delete_tree(layout.stage_dir(output, name))  # a killed run's partial shards and temporary files
+    for folder in layout.stage_folders(output, name):  # nothing of an earlier or killed run survives a rerun
+        storage.delete_tree(folder)
     started = time.perf_counter()
     log.info("%s: starting", name)
     pipeline = beam.Pipeline(options=options)
@@ -51,6 +55,7 @@ def run_stage(name: str, build, settings: dict, options: PipelineOptions) -> dic
     entries = storage.read_json(entries_file)["entries"]
     manifest = build.manifest(entries)
     manifest["counters"] = counters(result)
+    manifest["depends"] = stage_dependencies(name, settings)
     manifest["seconds"] = round(time.perf_counter() - started, 1)
     storage.write_json(manifest_file, manifest)
     log.info("%s: done in %.1f s", name, manifest["seconds"])
@@ -108,14 +113,22 @@ def run(settings: dict, options: PipelineOptions, stages: list[str], rerun: bool
     builders = {"extract": ExtractStage, "embed": EmbedStage, "pairs": PairsStage}
     for name in ("extract", "embed", "pairs"):
         manifest_file = layout.manifest_path(settings["output"], name)
-        finished = storage.exists(manifest_file)
-        if name in stages and (rerun or not finished):
+        earlier = storage.read_json(manifest_file) if storage.exists(manifest_file) else None
+        changed = changed_keys(earlier.get("depends"), stage_dependencies(name, settings)) if earlier else []
+        if name in stages and (rerun or earlier is None or changed):
+            if earlier is not None and changed and not rerun:
+                log.info("%s: what its earlier output depends on changed (%s): running it again", name,
+                         ", ".join(changed))
             manifests[name] = run_stage(name, builders[name](settings, manifests), settings, options)
             rerun = True  # a stage that ran makes every later stage's output stale
-        elif finished:
-            log.info("%s: finished in an earlier run (%s)%s", name, manifest_file,
-                     "; --rerun to redo it" if name in stages else "")
-            manifests[name] = storage.read_json(manifest_file)
+        elif earlier is not None:
+            if changed:
+                raise ValueError(f"{name}: its output in {settings['output']} was made with other inputs or "
+                                 f"settings ({', '.join(changed)}); run that stage too (--stages) or choose "
+                                 f"another --output")
+            log.info("%s: finished in an earlier run with the same inputs and settings (%s)%s", name,
+                     manifest_file, "; --rerun to redo it" if name in stages else "")
+            manifests[name] = earlier
     report = stage_report(settings, manifests, time.perf_counter() - started)
     if settings.get("gold") and "pairs" in manifests:
         report["gold"] = gold_scores(settings["gold"], manifests["pairs"])

@@ -183,3 +183,42 @@ def test_our_info_lines_show_though_beam_installed_a_root_handler(capsys):
     logging.getLogger("apache_beam.runners").info("a library's chatter")
     err = capsys.readouterr().err
     assert "extract: finished in an earlier run" in err and "chatter" not in err
+
+
+def test_a_rerun_redoes_what_changed_and_keeps_nothing_stale(sample_run, tmp_path):
+    output, first = sample_run
+    copy = tmp_path / "copy"
+    shutil.copytree(output, copy)
+    planted = [copy / "sentences" / "deu_Latn" / "part-00007-of-00009.parquet",
+               copy / "embeddings" / "deu_Latn" / "part-00007-of-00009.npy",
+               copy / "bitext" / "xxx_Latn-eng_Latn.tsv.gz", copy / "bitext" / ".tmp-half-written"]
+    for path in planted:
+        path.write_bytes(b"stale")
+    seconds = {name: storage.read_json(layout.manifest_path(str(copy), name))["seconds"]
+               for name in ("extract", "embed")}
+
+    stricter = settings(copy, mining={**load_settings()["mining"], "threshold": 1.6})
+    report = run(stricter, PipelineOptions([]), ["extract", "embed", "pairs"])
+    assert report["mining"]["threshold"] == 1.6
+    assert 0 < sum(e["pairs"] for e in report["pairs"].values()) < sum(e["pairs"] for e in first["pairs"].values())
+    for name in ("extract", "embed"):  # untouched: not run again
+        assert storage.read_json(layout.manifest_path(str(copy), name))["seconds"] == seconds[name]
+    assert [p.exists() for p in planted] == [True, True, False, False]  # pairs cleared its own folders
+
+    moved = tmp_path / "crawl" / "sample.warc.gz"
+    moved.parent.mkdir()
+    shutil.copy(REPO / "sample" / "web" / "sample.warc.gz", moved)
+    report = run(settings(copy, input=str(moved), gold=None), PipelineOptions([]), ["extract", "embed", "pairs"])
+    assert report["input"] == str(moved) and report["pages"] == 30
+    assert not any(p.exists() for p in planted)  # extract and embed ran again and cleared theirs
+    assert bitext_bytes(copy) == bitext_bytes(output)
+
+
+def test_a_later_stage_alone_refuses_an_earlier_output_made_otherwise(sample_run, tmp_path):
+    output, _ = sample_run
+    copy = tmp_path / "copy"
+    shutil.copytree(output, copy)
+    changed = settings(copy, filters={"length": {"min_chars": 30}})
+    with pytest.raises(ValueError, match="extract: its output .* was made with other inputs or settings "
+                                         r"\(extract.filters\)"):
+        run(changed, PipelineOptions([]), ["pairs"])

