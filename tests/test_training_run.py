@@ -116,3 +116,22 @@ def test_cli_check_reports_data_and_refuses_a_second_run_into_the_same_output(tr
     assert "the recipe changed" in capsys.readouterr().err
     assert main([*args, "--set", "model.layers=two"]) == 2
     assert "expected int" in capsys.readouterr().err
+
+
+def test_export_writes_the_encoder_of_the_newest_checkpoint(training_inputs, tmp_path):
+    import shutil
+
+    from training.train import export_newest_checkpoint
+
+    config = recipe(training_inputs, tmp_path, "stages.1.steps=4")
+    _, folder = train(config)
+    exported_at_end = load_file(str(folder / "model.safetensors"))
+    shutil.rmtree(folder)
+    assert main(["--config", str(training_inputs / "recipe.yaml"), "--set", f"output={tmp_path / 'run'}",
+                 "--set", "stages.1.steps=4", "--export"]) == 0
+    again = load_file(str(folder / "model.safetensors"))
+    assert again.keys() == exported_at_end.keys()
+    for name in again:
+        np.testing.assert_array_equal(again[name], exported_at_end[name], err_msg=name)
+    with pytest.raises(ValueError, match="no checkpoint to export"):
+        export_newest_checkpoint(recipe(training_inputs, tmp_path / "empty"))

@@ -5,6 +5,7 @@
     python -m training.train --config configs/train_reference_cpu.yaml --set stages.1.steps=200 --set run.threads=2
     python -m training.train --config ... --resume                      # continue from the newest checkpoint
     python -m training.train --config ... --check                       # read and check everything, train nothing
+    python -m training.train --config ... --export                      # the encoder from the newest checkpoint
     torchrun --nproc_per_node 8 -m training.train --config configs/train_reference_gpu.yaml   # several GPUs
 
 The recipe and every input are read and checked before the first step: unknown keys, missing files, inputs with no
@@ -103,6 +104,26 @@ def _init_has_dense(config) -> bool:
     return bool(read_checkpoint(config.model.init).dense)
 
 
+def export_newest_checkpoint(config) -> Path:
+    """<output>/encoder from the newest checkpoint, without training further: a run stopped early (or still
+    running) gives a usable encoder. Only the tokenizer and the network are built; the data is not read."""
+    from training import checkpoints
+    from training.trainer import Trainer
+    from training.data import TrainingData
+
+    newest = checkpoints.latest(Path(config.output))
+    if newest is None:
+        raise ValueError(f"{config.output}: no checkpoint to export")
+    position, _ = checkpoints.read_state(newest)
+    tokenizer = load_tokenizer(config)
+    model = build_model(config, tokenizer)
+    checkpoints.load_model(newest, model)
+    trainer = Trainer(config, TrainingData(), tokenizer, model)
+    trainer.history.append({"exported_from": newest.name, "global_step": position.global_step})
+    log.info("exporting %s (global step %d)", newest, position.global_step)
+    return trainer.export()
+
+
 def main(argv: list[str] | None = None) -> int:
     from miner.cli import exit_status, setup_logging
 
@@ -113,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="override a setting, e.g. --set optimizer.lr=3e-4 or --set stages.0.steps=100")
     parser.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in the output")
     parser.add_argument("--check", action="store_true", help="read and check recipe and data, then stop")
+    parser.add_argument("--export", action="store_true",
+                        help="write <output>/encoder from the newest checkpoint and stop (no training)")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     setup_logging(args.verbose)
@@ -125,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({"encoder_parameters": parameters, "steps": config.total_steps(), **data.summary()},
                              indent=2))
             return
-        folder = run(config, args.resume)
+        folder = export_newest_checkpoint(config) if args.export else run(config, args.resume)
         if folder:
             print(f"encoder: {folder}")
 
