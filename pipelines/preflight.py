@@ -49,7 +49,7 @@ def check_lid_model(path: str | None) -> None:
 
 
 def check_encoder(spec: str | None) -> None:
-    from encoders import USE_MULTILINGUAL, BUILTIN
+    from encoders import BUILTIN, USE_MULTILINGUAL
     from encoders.checkpoint import HUB_ID, read_checkpoint
 
     if not spec:

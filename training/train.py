@@ -108,8 +108,8 @@ def export_newest_checkpoint(config) -> Path:
     """<output>/encoder from the newest checkpoint, without training further: a run stopped early (or still
     running) gives a usable encoder. Only the tokenizer and the network are built; the data is not read."""
     from training import checkpoints
-    from training.trainer import Trainer
     from training.data import TrainingData
+    from training.trainer import Trainer
 
     newest = checkpoints.latest(Path(config.output))
     if newest is None:
