@@ -14,6 +14,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 STAGES = ("extract", "embed", "pairs")
 LOCAL_RUNNERS = {None, "DirectRunner", "direct", "PrismRunner", "prism", "FnApiRunner", "BundleBasedDirectRunner"}
+PORTABLE_RUNNERS = {"PortableRunner", "portable", "FlinkRunner", "flink", "SparkRunner", "spark"}
 
 
 class MineOptions(PipelineOptions):
@@ -55,7 +56,13 @@ class MineOptions(PipelineOptions):
 
 
 def runs_locally(options: PipelineOptions) -> bool:
-    """True when the workers share this machine's disk (the local runners)."""
-    from apache_beam.options.pipeline_options import StandardOptions
+    """True when the workers share this machine's disk: the local runners, and a portable runner (the Fn API path
+    that Flink and Spark use) whose SDK workers run in this process (`--environment_type LOOPBACK`), e.g. with an
+    embedded job server (`--job_endpoint embed`)."""
+    from apache_beam.options.pipeline_options import PortableOptions, StandardOptions
 
-    return options.view_as(StandardOptions).runner in LOCAL_RUNNERS
+    runner = options.view_as(StandardOptions).runner
+    if runner in LOCAL_RUNNERS:
+        return True
+    return runner in PORTABLE_RUNNERS and (options.view_as(PortableOptions).environment_type or "").upper() == \
+        "LOOPBACK"

@@ -222,3 +222,17 @@ def test_a_later_stage_alone_refuses_an_earlier_output_made_otherwise(sample_run
     with pytest.raises(ValueError, match="extract: its output .* was made with other inputs or settings "
                                          r"\(extract.filters\)"):
         run(changed, PipelineOptions([]), ["pairs"])
+
+
+def test_the_portable_runner_path_gives_the_same_bitext(sample_run, tmp_path):
+    """Beam's Fn API path, the one Flink and Spark run, with an in-process job server and workers: local paths
+    are accepted and the bytes are the DirectRunner's."""
+    from pipelines.mine import prepare_for_runner
+
+    output, _ = sample_run
+    portable = tmp_path / "portable"
+    options = PipelineOptions(["--runner=PortableRunner", "--job_endpoint=embed", "--environment_type=LOOPBACK"])
+    values = settings(portable)
+    prepare_for_runner(values, options)  # local paths stay as they are: the workers share this disk
+    run(values, options, ["extract", "embed", "pairs"])
+    assert bitext_bytes(portable) == bitext_bytes(output)
