@@ -32,13 +32,20 @@ def read_lines(path: str | Path) -> list[str]:
     return list(iter_lines(path))
 
 
-def iter_lines(path: str | Path) -> Iterator[str]:
-    """`read_lines`, one line at a time: for files larger than memory."""
+MAX_LINE_BYTES = 1 << 20  # a "sentence" longer than 1 MiB is a broken file (no newlines), not text to hold in memory
+
+
+def iter_lines(path: str | Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[str]:
+    """`read_lines`, one line at a time: for files larger than memory. A line longer than `max_line_bytes` is an
+    error naming it, found after reading at most that much of it (a file with no newline never fills memory)."""
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         with opener(path, "rb") as handle:
-            for number, raw in enumerate(handle, start=1):
+            for number, raw in enumerate(iter(lambda: handle.readline(max_line_bytes + 2), b""), start=1):
+                if len(raw.rstrip(b"\r\n")) > max_line_bytes:  # +2: the terminator is not part of the limit
+                    raise InputFormatError(f"{path}:{number}: line longer than {max_line_bytes} bytes (is this a "
+                                           f"text file with one sentence per line?)")
                 try:
                     yield raw.decode("utf-8").rstrip("\r\n")
                 except UnicodeDecodeError as err:

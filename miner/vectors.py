@@ -33,8 +33,9 @@ def load_embeddings(path: str | Path, mmap: bool = True) -> np.ndarray:
         matrix = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
     except FileNotFoundError:
         raise EmbeddingError(f"{path}: embedding file not found") from None
-    except ValueError as err:
-        raise EmbeddingError(f"{path}: not a plain .npy array ({err})") from None
+    except (ValueError, EOFError, OSError) as err:  # not .npy, pickled objects, empty or truncated
+        raise EmbeddingError(f"{path}: not a readable .npy array ({type(err).__name__}: {err or 'empty file'})") \
+            from None
     check_matrix(matrix, str(path))
     return matrix
 

@@ -102,3 +102,14 @@ def test_language_codes_that_would_escape_the_output_folder_are_refused(tmp_path
     assert run_main("--output", str(tmp_path / "out"), "--src-lang", code) == 2
     assert "is not a language code" in capsys.readouterr().err
     assert not any(tmp_path.parent.glob("x*.tsv.gz"))
+
+
+def test_a_file_without_newlines_is_refused_after_a_bounded_read(tmp_path):
+    from miner.io import InputFormatError, iter_lines
+
+    path = tmp_path / "one-line.txt"
+    path.write_bytes(b"x" * 5000)
+    with pytest.raises(InputFormatError, match="one-line.txt:1: line longer than 1000 bytes"):
+        list(iter_lines(path, max_line_bytes=1000))
+    path.write_bytes(b"short\n" + b"y" * 1000 + b"\nlast")
+    assert [len(line) for line in iter_lines(path, max_line_bytes=1000)] == [5, 1000, 4]

@@ -51,7 +51,7 @@ def test_unusable_matrices(bad, message):
 
 def test_load_embeddings_refuses_pickles_and_missing_files(tmp_path):
     np.save(tmp_path / "objects.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
-    with pytest.raises(EmbeddingError, match="objects.npy: not a plain .npy"):
+    with pytest.raises(EmbeddingError, match="objects.npy: not a readable .npy"):
         load_embeddings(tmp_path / "objects.npy")
     with pytest.raises(EmbeddingError, match="not found"):
         load_embeddings(tmp_path / "missing.npy")
@@ -62,3 +62,11 @@ def test_load_embeddings_memory_maps(tmp_path):
     matrix = load_embeddings(tmp_path / "e.npy")
     assert isinstance(matrix, np.memmap) and matrix.dtype == np.float16
     assert np.linalg.norm(normalized(matrix, "e"), axis=1) == pytest.approx(1, abs=1e-6)
+
+
+@pytest.mark.parametrize("content", [b"", b"\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }"])
+def test_empty_and_truncated_npy_files_are_named(tmp_path, content):
+    path = tmp_path / "broken.npy"
+    path.write_bytes(content)
+    with pytest.raises(EmbeddingError, match="broken.npy: not a readable .npy array"):
+        load_embeddings(path)
