@@ -36,17 +36,21 @@ def stage_dependencies(stage: str, settings: dict) -> dict:
     for name in STAGES[:STAGES.index(stage) + 1]:
         depends.update({f"{name}.{key}": settings.get(key) for key in SECTIONS[name]})
         if name == "extract":
-            depends["input files"] = input_files(settings["input"])
+            depends["input files"] = input_files(settings["input"]) if settings.get("input") else None
             depends["LID model"] = file_identity((settings.get("lid") or {}).get("model"))
         if name == "embed":
             depends["encoder files"] = encoder_identity(settings.get("encoder"))
     return depends
 
 
+NOT_RECORDED = "(not recorded)"
+
+
 def changed_keys(recorded: dict | None, current: dict) -> list[str]:
-    """The dependencies that differ (all of them when nothing was recorded: an output from before this check)."""
+    """The dependencies that differ; NOT_RECORDED alone when the manifest records none (an output written before
+    manifests recorded them, or by other means)."""
     if recorded is None:
-        return ["(not recorded)"]
+        return [NOT_RECORDED]
     return sorted(key for key in set(recorded) | set(current) if recorded.get(key) != current.get(key))
 
 

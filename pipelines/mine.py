@@ -27,7 +27,7 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions
 
 from pipelines import layout, preflight, storage
-from pipelines.dependencies import changed_keys, stage_dependencies
+from pipelines.dependencies import NOT_RECORDED, changed_keys, stage_dependencies
 from pipelines.options import MineOptions, runs_locally
 from pipelines.report import format_summary, gold_scores, stage_report
 
@@ -122,12 +122,16 @@ def run(settings: dict, options: PipelineOptions, stages: list[str], rerun: bool
             manifests[name] = run_stage(name, builders[name](settings, manifests), settings, options)
             rerun = True  # a stage that ran makes every later stage's output stale
         elif earlier is not None:
-            if changed:
+            if changed == [NOT_RECORDED]:
+                log.warning("%s: its earlier output records no dependencies, so whether it matches these inputs "
+                            "and settings cannot be checked; using it (run that stage too to be sure)", name)
+            elif changed:
                 raise ValueError(f"{name}: its output in {settings['output']} was made with other inputs or "
                                  f"settings ({', '.join(changed)}); run that stage too (--stages) or choose "
                                  f"another --output")
-            log.info("%s: finished in an earlier run with the same inputs and settings (%s)%s", name,
-                     manifest_file, "; --rerun to redo it" if name in stages else "")
+            else:
+                log.info("%s: finished in an earlier run with the same inputs and settings (%s)%s", name,
+                         manifest_file, "; --rerun to redo it" if name in stages else "")
             manifests[name] = earlier
     report = stage_report(settings, manifests, time.perf_counter() - started)
     if settings.get("gold") and "pairs" in manifests:
