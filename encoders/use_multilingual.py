@@ -156,8 +156,8 @@ def _network_class():
 
         def _conv(self, inputs, layer: int, branch: int, n: int, left: int):
             """ReLU(sum_s W_s x_{t-left+s} + b) + x_t over zero-padded tokens. One GEMM multiplies every token by
-            all n shift blocks [W_0 .. W_{n-1}]; the window sum is then n shifted slices added (3x faster on CPU
-            than torch's conv1d, which goes through mkldnn at these sizes)."""
+            all n shift blocks [W_0 .. W_{n-1}]; the window sum is then n shifted slices added (about 1.2x faster
+            on CPU than torch's conv1d at these batch sizes: 7.2-8.3 against 9.3-9.7 s on 4,048 sentences)."""
             length = inputs.shape[1]
             products = F.pad(inputs, (0, 0, left, n - 1 - left)) @ getattr(self, f"conv{layer}_{branch}_w")
             out = getattr(self, f"conv{layer}_{branch}_b").expand(inputs.shape).clone()
