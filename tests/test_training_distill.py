@@ -143,3 +143,12 @@ def test_distill_and_br_share_one_batch(training_inputs, tmp_path):
     trainer.run(fit_output=True)
     assert len(calls) == 5  # one forward pass per step for both losses
     assert {"distill_loss", "br_loss", "teacher_cosine"} <= set(trainer.history[-1])
+
+
+def test_a_br_stage_beside_a_distillation_stage_draws_its_own_batches(training_inputs, tmp_path):
+    config = recipe(training_inputs, tmp_path, *DISTILL, "br.batch_size=16",
+                    "stages=[{name: b, objectives: [br], steps: 2}, {name: d, objectives: [distill, br], steps: 2}]")
+    tokenizer, data, model = prepare_run(config)
+    trainer = Trainer(config, data, tokenizer, model)
+    trainer.run(fit_output=True)
+    assert {"br_loss", "distill_loss"} <= set(trainer.history[-1]) and "br_loss" in trainer.history[0]

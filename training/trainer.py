@@ -186,8 +186,9 @@ class Trainer:
         for micro in range(accumulation):
             rng = step_rng(self.config.seed, self.dist.rank, stage, step, micro)
             torch.manual_seed(int(rng.integers(2 ** 62)))  # dropout: part of the step's seeded randomness
-            batches = {name: self._batch(name, rng) for name in objectives if not self._shares_distill(name)}
-            if self._shares_distill("br") and "br" in objectives:
+            shared = self._br_ranks_distill_batch(objectives)
+            batches = {name: self._batch(name, rng) for name in objectives if not (shared and name == "br")}
+            if shared:
                 batches["br"] = batches["distill"]  # BR ranks the distillation batch's pairs: one forward pass
             distinct = {id(b): b for b in batches.values()}  # a shared batch counts and moves once
             tokens += sum(batch_tokens(b) for b in distinct.values())
@@ -209,9 +210,10 @@ class Trainer:
                                      f"rate or check the inputs")
         return totals, tokens * self.dist.world_size
 
-    def _shares_distill(self, name: str) -> bool:
-        """BR beside distillation ranks the distillation batch (unless hard negatives give BR batches of its own)."""
-        return (name == "br" and "distill" in self.samplers and not self.config.br.hard_negatives
+    def _br_ranks_distill_batch(self, objectives: list[str]) -> bool:
+        """A stage training BR beside distillation ranks the distillation batch (unless hard negatives give BR
+        batches of their own, or the two batch sizes differ)."""
+        return ({"br", "distill"} <= set(objectives) and not self.config.br.hard_negatives
                 and self.config.distill.batch_size == self.config.br.batch_size)
 
     def _batch(self, name: str, rng: np.random.Generator) -> dict:
