@@ -67,7 +67,8 @@ def test_training_further_from_a_student_keeps_its_output_layer(training_inputs,
     tokenizer, data, model = prepare_run(config)
     folder = Trainer(config, data, tokenizer, model).run(fit_output=True)
     again = recipe(training_inputs, tmp_path / "again", *DISTILL, f"model.init={folder}")
-    layer = output_layer(again.model, 64, again.model.init, seed=0)
+    layer, new = output_layer(again.model, 64, again.model.init, seed=0)
+    assert not new
     np.testing.assert_allclose(layer.weight.detach().numpy(), model.output.weight.detach().numpy(), atol=1e-3)
     with pytest.raises(ValueError, match="Dense layer gives 64 dimensions, but model.output_dim is 32"):
         output_layer(recipe(training_inputs, tmp_path / "x", *DISTILL, f"model.init={folder}",

@@ -53,6 +53,7 @@ class TrainingModel(nn.Module):
         self.encoder = encoder
         hidden = encoder.config.hidden_size
         self.output = output  # pooled -> sentence vector (a distilled student's width); exported as a Dense module
+        self.output_is_new = False  # set by whoever builds a new output layer: it is fitted before the first step
         self.projection = ProjectionMLP(hidden, projection_vectors)
         self.mlm_head = MlmHead(hidden, encoder.embeddings.word_embeddings, encoder.config.layer_norm_eps)
         self.log_scale = nn.Parameter(torch.tensor(float(br_scale)).log(), requires_grad=learn_scale)
@@ -151,20 +152,20 @@ def positions_needed(model_config) -> int:
     return -(-need // 8) * 8
 
 
-def output_layer(model_config, hidden: int, init_folder: str | None, seed: int) -> nn.Linear | None:
-    """The student's output layer: the init checkpoint's Dense module if it has one (a student trained further),
-    else a new one to `model.output_dim`, else none."""
+def output_layer(model_config, hidden: int, init_folder: str | None, seed: int) -> tuple[nn.Linear | None, bool]:
+    """The student's output layer and whether it is new: the init checkpoint's Dense module if it has one (a
+    student trained further), else a new one to `model.output_dim`, else none."""
     dense = _init_dense(init_folder) if init_folder else None
     if dense is not None:
         if model_config.output_dim not in (None, dense.out_features):
             raise ValueError(f"{init_folder}: its Dense layer gives {dense.out_features} dimensions, but "
                              f"model.output_dim is {model_config.output_dim}")
-        return dense.float()
+        return dense.float(), False
     if model_config.output_dim is None:
-        return None
+        return None, False
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        return nn.Linear(hidden, model_config.output_dim)
+        return nn.Linear(hidden, model_config.output_dim), True
 
 
 def _init_dense(folder: str) -> nn.Linear | None:

@@ -51,9 +51,11 @@ def build_model(config, tokenizer):
         raise ValueError(f"the tokenizer has {len(tokenizer)} tokens but the model only {encoder.config.vocab_size}")
     with torch.random.fork_rng():
         torch.manual_seed(config.seed)
-        output = output_layer(config.model, encoder.config.hidden_size, config.model.init, config.seed)
-        return TrainingModel(encoder, config.model.projection_vectors, config.br.scale, config.br.learn_scale,
-                             len(config.nli.labels), output)
+        output, new_output = output_layer(config.model, encoder.config.hidden_size, config.model.init, config.seed)
+        model = TrainingModel(encoder, config.model.projection_vectors, config.br.scale, config.br.learn_scale,
+                              len(config.nli.labels), output)
+    model.output_is_new = new_output
+    return model
 
 
 def prepare_run(config):
@@ -92,16 +94,7 @@ def run(config, resume: bool = False) -> Path | None:
              sum(summary["bitext"].values()), sum(summary["heldout"].values()), summary["skipped"] or "nothing",
              summary["truncated"], config.model.max_seq_length)
     trainer = Trainer(config, data, tokenizer, model, dist)
-    return trainer.run(start, fit_output=model.output is not None and not _init_has_dense(config))
-
-
-def _init_has_dense(config) -> bool:
-    """Whether the output layer came from the init checkpoint (a student trained further): then it is kept."""
-    if not config.model.init:
-        return False
-    from encoders.checkpoint import read_checkpoint
-
-    return bool(read_checkpoint(config.model.init).dense)
+    return trainer.run(start, fit_output=model.output_is_new)
 
 
 def export_newest_checkpoint(config) -> Path:
