@@ -7,10 +7,15 @@ memory per batch stays bounded whatever the input. Longest first, so an out-of-m
 
 from __future__ import annotations
 
+import logging
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+
+log = logging.getLogger(__name__)
+CHARS_PER_TOKEN_CAP = 20  # clip text at max_seq_length * this before tokenising: bounds work on pathological lines
 
 
 class BadSentenceError(ValueError):
@@ -84,3 +89,60 @@ def token_budget_batches(lengths: Sequence[int], token_budget: int, max_sentence
         batches.append(order[start : start + size])
         start += size
     return batches
+
+
+def padded(ids: list[list[int]], pad_id: int, width: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Right-padded token ids [B, width] (width: the longest row by default) and their 0/1 attention mask."""
+    width = width or max(map(len, ids))
+    input_ids = np.full((len(ids), width), pad_id, dtype=np.int64)
+    mask = np.zeros((len(ids), width), dtype=np.int64)
+    for row, tokens in enumerate(ids):
+        input_ids[row, : len(tokens)] = tokens
+        mask[row, : len(tokens)] = 1
+    return input_ids, mask
+
+
+@dataclass
+class EncodedSentences:
+    """What `encode_valid` returns: vectors for the sentences that could be embedded, and why others could not."""
+
+    vectors: np.ndarray  # [len(kept), dim]
+    kept: np.ndarray  # input index of each row
+    problems: dict[int, str]  # input index -> reason
+
+
+class SentenceEncoder:
+    """`encode` and `encode_valid` for an encoder that defines `max_seq_length` and
+    `_embed(texts, clipped, show_progress, progress) -> float32 [len(texts), dim]`, and optionally
+    `_finish(vectors, language)` (language removal). Validation, clipping and reporting live here once."""
+
+    max_seq_length: int
+    stats: Counter
+
+    def encode(self, sentences: Sequence[str], *, language: str | None = None, show_progress: bool = False,
+               progress=None, dtype: str | np.dtype = np.float32) -> np.ndarray:
+        """Unit vectors [len(sentences), dim] in input order. Sentences that cannot be embedded (empty, invalid
+        UTF-8, not text) raise BadSentenceError naming every one of them before any work is done.
+        `language` is needed only with PCR; `progress(n)` is called as sentences finish (for a caller's bar)."""
+        prepared = prepare_texts(sentences, self.max_seq_length * CHARS_PER_TOKEN_CAP)
+        if prepared.problems:
+            raise BadSentenceError(prepared.problems)
+        vectors = self._embed(prepared.texts, prepared.clipped, show_progress, progress)
+        return self._finish(vectors, language).astype(dtype, copy=False)
+
+    def encode_valid(self, sentences: Sequence, *, language: str | None = None, show_progress: bool = False,
+                     progress=None, dtype: str | np.dtype = np.float32) -> EncodedSentences:
+        """Like `encode`, but a bad sentence is left out (and reported) while every other one is embedded."""
+        prepared = prepare_texts(sentences, self.max_seq_length * CHARS_PER_TOKEN_CAP)
+        self.stats["skipped"] += len(prepared.problems)
+        for index, reason in list(prepared.problems.items())[:5]:
+            log.warning("skipping sentence %d: %s", index, reason)
+        vectors = self._embed(prepared.texts, prepared.clipped, show_progress, progress)
+        return EncodedSentences(self._finish(vectors, language).astype(dtype, copy=False), prepared.kept,
+                                prepared.problems)
+
+    def _embed(self, texts: list[str], clipped: set[int], show_progress: bool, progress) -> np.ndarray:
+        raise NotImplementedError
+
+    def _finish(self, vectors: np.ndarray, language: str | None) -> np.ndarray:
+        return vectors

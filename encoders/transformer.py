@@ -17,7 +17,6 @@ import copy
 import logging
 import threading
 from collections import Counter
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from encoders.batching import BadSentenceError, prepare_texts, token_budget_batches
+from encoders.batching import SentenceEncoder, padded, token_budget_batches
 from encoders.checkpoint import HUB_ID, CheckpointError, CheckpointLayout, read_checkpoint, resolve_hub_id
 from encoders.language_removal import load_language_removal
 from encoders.pooling import load_dense, pool
@@ -35,7 +34,6 @@ log = logging.getLogger(__name__)
 PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 # Models whose transformers class builds a pooler head we never use (sentence vectors come from token outputs).
 HAS_POOLER = {"bert", "roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "ernie", "megatron-bert"}
-CHARS_PER_TOKEN_CAP = 20  # clip text at max_seq_length * this before tokenising: bounds work on pathological lines
 
 
 @dataclass
@@ -43,15 +41,6 @@ class Replica:
     device: torch.device
     model: torch.nn.Module
     dense: list[torch.nn.Module]
-
-
-@dataclass
-class EncodedSentences:
-    """What `encode_valid` returns: vectors for the sentences that could be embedded, and why others could not."""
-
-    vectors: np.ndarray  # [len(kept), dim]
-    kept: np.ndarray  # input index of each row
-    problems: dict[int, str]  # input index -> reason
 
 
 def cpu_has_native_bf16() -> bool:
@@ -84,7 +73,7 @@ def resolve_precision(precision: str, device: torch.device) -> torch.dtype:
     return PRECISIONS[precision]
 
 
-class TransformerEncoder:
+class TransformerEncoder(SentenceEncoder):
     def __init__(self, layout: CheckpointLayout, *, device: str = "auto", precision: str = "auto",
                  token_budget: int | None = None, batch_size: int | None = None,
                  max_seq_length: int | None = None, language_removal: str | None = None):
@@ -124,30 +113,6 @@ class TransformerEncoder:
                 "max_seq_length": self.max_seq_length, "devices": [str(d) for d in self.devices],
                 "precision": str(self.dtype).removeprefix("torch."), "token_budget": self.token_budget,
                 "batch_size": self.batch_size, "language_removal": self.removal.kind if self.removal else None}
-
-    # -- the public calls --------------------------------------------------------------------------------------
-
-    def encode(self, sentences: Sequence[str], *, language: str | None = None, show_progress: bool = False,
-               progress=None, dtype: str | np.dtype = np.float32) -> np.ndarray:
-        """Unit vectors [len(sentences), dim] in input order. Sentences that cannot be embedded (empty, invalid
-        UTF-8, not text) raise BadSentenceError naming every one of them before any work is done.
-        `language` is needed only with PCR; `progress(n)` is called as sentences finish (for a caller's bar)."""
-        prepared = prepare_texts(sentences, self.max_seq_length * CHARS_PER_TOKEN_CAP)
-        if prepared.problems:
-            raise BadSentenceError(prepared.problems)
-        vectors = self._embed(prepared.texts, prepared.clipped, show_progress, progress)
-        return self._finish(vectors, language).astype(dtype, copy=False)
-
-    def encode_valid(self, sentences: Sequence, *, language: str | None = None, show_progress: bool = False,
-                     progress=None, dtype: str | np.dtype = np.float32) -> EncodedSentences:
-        """Like `encode`, but a bad sentence is left out (and reported) while every other one is embedded."""
-        prepared = prepare_texts(sentences, self.max_seq_length * CHARS_PER_TOKEN_CAP)
-        self.stats["skipped"] += len(prepared.problems)
-        for index, reason in list(prepared.problems.items())[:5]:
-            log.warning("skipping sentence %d: %s", index, reason)
-        vectors = self._embed(prepared.texts, prepared.clipped, show_progress, progress)
-        return EncodedSentences(self._finish(vectors, language).astype(dtype, copy=False), prepared.kept,
-                                prepared.problems)
 
     # -- the work ----------------------------------------------------------------------------------------------
 
@@ -209,11 +174,7 @@ class TransformerEncoder:
         width = max(map(len, ids))
         if replica.device.type == "cuda":  # tensor cores like multiples of 8
             width = min(-(-width // 8) * 8, self.max_seq_length)
-        input_ids = np.full((len(ids), width), self.pad_id, dtype=np.int64)
-        mask = np.zeros((len(ids), width), dtype=np.int64)
-        for row, tokens in enumerate(ids):
-            input_ids[row, : len(tokens)] = tokens
-            mask[row, : len(tokens)] = 1
+        input_ids, mask = padded(ids, self.pad_id, width)
         input_tensor = torch.from_numpy(input_ids).to(replica.device, non_blocking=True)
         mask_tensor = torch.from_numpy(mask).to(replica.device, non_blocking=True)
         with torch.inference_mode():

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from encoders.batching import BadSentenceError, prepare_texts, token_budget_batches
+from encoders.batching import SentenceEncoder, padded, token_budget_batches
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,6 @@ BRANCHES = ((2, 0), (3, 1), (5, 2))  # (n-gram order, left context) of the three
 BRANCH_DIM = 256
 BOS, EOS = 1, 2
 OPTIONS = ("device", "precision", "token_budget", "batch_size", "max_seq_length")
-CHARS_PER_TOKEN_CAP = 20  # as the transformer encoder: bounds tokenisation work on pathological lines
 
 
 class ExtraMissingError(ImportError, ValueError):
@@ -168,8 +167,9 @@ def _network_class():
     return UseMultilingualNet
 
 
-class UseMultilingualEncoder:
-    """The multilingual USE v3 behind our `encode()` contract (unit rows, input order, bad sentences named)."""
+class UseMultilingualEncoder(SentenceEncoder):
+    """The multilingual USE v3 behind our `encode()` contract (unit rows, input order, bad sentences named;
+    `language` is accepted for the common contract, the model does not need it)."""
 
     name = "use-multilingual"
 
@@ -177,7 +177,7 @@ class UseMultilingualEncoder:
                  batch_size: int | None = None, max_seq_length: int | None = None):
         import torch
 
-        from encoders.transformer import resolve_devices
+        from encoders.transformer import resolve_devices, resolve_precision
 
         weights_path, sp_path = resource_files()
         self.tokenizer = _sentencepiece(sp_path)
@@ -185,7 +185,10 @@ class UseMultilingualEncoder:
             weights = {key: archive[key] for key in archive.files}
         self.devices = resolve_devices(device)
         self.device = self.devices[0]  # one replica: the network is small, a second GPU would idle on tokenising
-        self.dtype = _resolve_precision(precision, self.device)
+        # auto: fp32 on CPUs (the network is small and memory-bound there; the tested cosine is against fp32), as
+        # the transformer encoder decides on GPUs
+        self.dtype = resolve_precision("fp32" if precision == "auto" and self.device.type == "cpu" else precision,
+                                       self.device)
         self.net = _network_class()(weights).to(self.device).eval()
         if self.dtype != torch.float32:
             for parameter in self.net.parameters():  # the uint8 table and its float32 scales stay as they are
@@ -225,26 +228,6 @@ class UseMultilingualEncoder:
         ids, _ = self.tokenize(texts)
         return [row for row, tokens in enumerate(ids) if all(t in empty for t in tokens)]
 
-    def encode(self, sentences: Sequence[str], *, language: str | None = None, show_progress: bool = False,
-               progress=None, dtype: str | np.dtype = np.float32) -> np.ndarray:
-        """Unit vectors [len(sentences), 512] in input order; unembeddable sentences raise BadSentenceError naming
-        each one before any work. `language` is accepted for the common contract; the model does not need it."""
-        prepared = prepare_texts(sentences, self.max_seq_length * CHARS_PER_TOKEN_CAP)
-        if prepared.problems:
-            raise BadSentenceError(prepared.problems)
-        return self._embed(prepared.texts, prepared.clipped, show_progress, progress).astype(dtype, copy=False)
-
-    def encode_valid(self, sentences: Sequence, *, language: str | None = None, show_progress: bool = False,
-                     progress=None, dtype: str | np.dtype = np.float32):
-        from encoders.transformer import EncodedSentences
-
-        prepared = prepare_texts(sentences, self.max_seq_length * CHARS_PER_TOKEN_CAP)
-        self.stats["skipped"] += len(prepared.problems)
-        for index, reason in list(prepared.problems.items())[:5]:
-            log.warning("skipping sentence %d: %s", index, reason)
-        vectors = self._embed(prepared.texts, prepared.clipped, show_progress, progress)
-        return EncodedSentences(vectors.astype(dtype, copy=False), prepared.kept, prepared.problems)
-
     def _embed(self, texts: list[str], clipped: set[int], show_progress: bool, progress) -> np.ndarray:
         import torch
         from tqdm.auto import tqdm
@@ -268,30 +251,9 @@ class UseMultilingualEncoder:
     def _forward(self, ids: list[list[int]]) -> np.ndarray:
         import torch
 
-        width = max(map(len, ids))
-        input_ids = np.zeros((len(ids), width), dtype=np.int64)
-        mask = np.zeros((len(ids), width), dtype=bool)
-        for row, tokens in enumerate(ids):
-            input_ids[row, : len(tokens)] = tokens
-            mask[row, : len(tokens)] = True
+        input_ids, mask = padded(ids, pad_id=0)
         vectors = self.net(torch.from_numpy(input_ids).to(self.device), torch.from_numpy(mask).to(self.device))
         return vectors.cpu().numpy()
-
-
-def _resolve_precision(precision: str, device):
-    """fp32 on CPUs (the network is small and memory-bound there; the tested cosine is against fp32), bf16 on
-    GPUs that have it."""
-    import torch
-
-    from encoders.transformer import PRECISIONS
-
-    if precision == "auto":
-        if device.type == "cuda":
-            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        return torch.float32
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision {precision!r} is not one of auto, {', '.join(PRECISIONS)}")
-    return PRECISIONS[precision]
 
 
 def _installed_version() -> str:
