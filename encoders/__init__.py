@@ -22,12 +22,32 @@ from pathlib import Path
 
 from encoders.batching import BadSentenceError
 from encoders.char_ngram import CharNgramEncoder
-from encoders.checkpoint import HUB_ID, CheckpointError
+from encoders.checkpoint import HUB_ID, CheckpointError, read_checkpoint
 
 BUILTIN = {"char-ngram": CharNgramEncoder}
 USE_MULTILINGUAL = "use-multilingual"
 
-__all__ = ["BadSentenceError", "CheckpointError", "load_encoder"]
+__all__ = ["BadSentenceError", "CheckpointError", "check_spec", "load_encoder"]
+
+
+def check_spec(spec: str) -> None:
+    """Raise, naming the problem, when `spec` cannot name an encoder here, without loading one: the built-in USE
+    checks that its package is installed, a checkpoint folder that its layout reads (JSON only)."""
+    if spec == USE_MULTILINGUAL:
+        from encoders.use_multilingual import check_installed
+
+        check_installed()
+    elif spec.partition(":")[0] in BUILTIN:
+        return
+    elif Path(spec).is_dir():
+        read_checkpoint(spec)
+    elif not HUB_ID.match(spec):
+        raise _unknown(spec)
+
+
+def _unknown(spec: str) -> CheckpointError:
+    return CheckpointError(f"unknown encoder {spec!r}: no such folder, not a hub id (org/name), and not a built-in "
+                           f"encoder ({', '.join([*BUILTIN, USE_MULTILINGUAL])})")
 
 
 def load_encoder(spec: str, **options):
@@ -51,8 +71,7 @@ def load_encoder(spec: str, **options):
             raise ValueError(f"encoder {spec!r}: the part after ':' must be the vector size, e.g. {name}:512")
         return BUILTIN[name](int(option))
     if not Path(spec).exists() and not HUB_ID.match(spec):
-        raise CheckpointError(f"unknown encoder {spec!r}: no such folder, not a hub id (org/name), and not a "
-                              f"built-in encoder ({', '.join([*BUILTIN, USE_MULTILINGUAL])})")
+        raise _unknown(spec)
     from encoders.transformer import TransformerEncoder  # torch and transformers load only when a model is used
 
     return TransformerEncoder.load(spec, **{k: v for k, v in options.items() if v is not None})

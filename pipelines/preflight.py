@@ -49,20 +49,9 @@ def check_lid_model(path: str | None) -> None:
 
 
 def check_encoder(spec: str | None) -> None:
-    from encoders import BUILTIN, USE_MULTILINGUAL
-    from encoders.checkpoint import HUB_ID, read_checkpoint
+    from encoders import check_spec
 
     if not spec:
         raise ValueError("no encoder: set `encoder` in the config or give --encoder")
-    name = spec.partition(":")[0]
-    if spec == USE_MULTILINGUAL:
-        from encoders.use_multilingual import check_installed
-
-        check_installed()
-    elif name in BUILTIN or storage.is_remote(spec):
-        return
-    elif os.path.isdir(spec):
-        read_checkpoint(spec)  # JSON only: a folder that is no checkpoint fails here, not on the workers
-    elif not HUB_ID.match(spec):
-        raise ValueError(f"encoder {spec!r}: no such folder, not a hub id (org/name), and not a built-in encoder "
-                         f"({', '.join([USE_MULTILINGUAL, *BUILTIN])})")
+    if not storage.is_remote(spec):  # a cloud folder is read by the workers; nothing to look at from here
+        check_spec(spec)
