@@ -48,6 +48,7 @@ HTML_TYPES = ("text/html", "application/xhtml+xml")
 GZIP_MAGIC = b"\x1f\x8b\x08"
 CHUNK = 1 << 16
 _VERIFY_WINDOW = 4096       # compressed bytes inflated to check that a gzip member starts a WARC record
+_MEMBER_KEEP = 4 << 20      # compressed bytes of the current gzip member kept to rescan after damage inside it
 _SNIFF = 1024               # bytes looked at for "<html" when no media type is given
 
 
@@ -112,8 +113,11 @@ def _pages(stream: _Stream, source: str, tally: Tally, limits: ReadLimits) -> It
             if skip.resync and not stream.resync():
                 return
         except _Truncated as err:
+            # Usually the file was cut; but damage can also make a reader run to the end (a gzip header flag that
+            # asks for a file name eats the members after it), so look for a record start after this one.
             tally.skip(STAGE, "truncated", where, str(err))
-            return
+            if not stream.resync():
+                return
         else:
             if page is not None:
                 tally.count(STAGE, "pages")
@@ -461,7 +465,9 @@ class _GzipStream(_Stream):
 
     To resume after a broken record at the first gzip member that starts after its first line, the compressed
     bytes since the first member started during the current record are kept (`replay`), with where each member
-    starts (offsets in the file, compressed and decompressed).
+    starts (offsets in the file, compressed and decompressed). The current member's own compressed bytes are kept
+    too (`member`, up to _MEMBER_KEEP): damage can make zlib read past the member's end (a bogus header flag asks
+    for a file name, a changed block runs on), and the next member's start is then among the bytes it consumed.
     """
 
     def __init__(self, raw: BinaryIO, head: bytes):
@@ -475,6 +481,7 @@ class _GzipStream(_Stream):
         self.replay: bytearray | None = None
         self.replay_at = 0
         self.members: list[tuple[int, int]] = []    # (decompressed offset, file offset) of member starts
+        self.member: bytearray | None = bytearray(head)    # compressed bytes from member_at, while bounded
 
     def start_record(self, header_budget: int) -> None:
         super().start_record(header_budget)
@@ -491,6 +498,11 @@ class _GzipStream(_Stream):
         self.raw_done = not data
         if self.replay is not None:
             self.replay += data
+        if self.member is not None:
+            if len(self.member) + len(data) <= _MEMBER_KEEP:
+                self.member += data
+            else:
+                self.member = None
         return data
 
     def _produce(self, max_bytes: int) -> bytes:
@@ -542,9 +554,13 @@ class _GzipStream(_Stream):
         if self.replay is None:
             self.replay, self.replay_at = bytearray(self.compressed), self.at
         self.members.append((self.produced, self.at))
-        self.member_at = self.at
-        self.inflater = zlib.decompressobj(31)
+        self._start_member(self.compressed, self.at)
         return True
+
+    def _start_member(self, compressed: bytes, at: int) -> None:
+        self.compressed, self.at, self.member_at = bytes(compressed), at, at
+        self.member = bytearray(compressed[:_MEMBER_KEEP]) if len(compressed) <= _MEMBER_KEEP else None
+        self.inflater = zlib.decompressobj(31)
 
     def skip_block(self, n: int) -> None:
         # Jump to the next member that starts a record rather than inflate n bytes (a gzip bomb declares plenty).
@@ -556,10 +572,12 @@ class _GzipStream(_Stream):
         line_at = self.produced - len(self.buffer) + self.line_start
         later = [at for offset, at in self.members if offset > line_at]
         if later:
-            data, data_at = self.replay[later[0] - self.replay_at:], later[0]
+            data, data_at, start = self.replay[later[0] - self.replay_at:], later[0], 0
+        elif self.member is not None:       # rescan the current member's bytes, some of which zlib may have eaten
+            data, data_at, start = bytearray(self.member), self.member_at, 1
         else:
             data, data_at = bytearray(self.compressed), self.at
-        start = max(0, self.member_at + 1 - data_at) if not later else 0
+            start = max(0, self.member_at + 1 - data_at)
         self.buffer, self.pos, self.line_start = bytearray(), 0, 0
         self.replay, self.members = None, []
         while True:
@@ -573,9 +591,7 @@ class _GzipStream(_Stream):
             if len(data) - found < _VERIFY_WINDOW and self._more(data):
                 continue
             if _starts_record(bytes(data[found:found + _VERIFY_WINDOW])):
-                self.compressed, self.at = bytes(data[found:]), data_at + found
-                self.member_at = self.at
-                self.inflater = zlib.decompressobj(31)
+                self._start_member(data[found:], data_at + found)
                 return True
             start = found + 1
 
