@@ -72,6 +72,24 @@ def test_interrupted_and_resumed_run_ends_with_the_same_weights(training_inputs,
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
 
 
+def test_a_time_limited_run_stops_exports_and_resumes_to_the_same_weights(training_inputs, tmp_path):
+    from training import checkpoints
+
+    straight = recipe(training_inputs, tmp_path / "a")
+    train(straight)
+    limited = recipe(training_inputs, tmp_path / "b", "run.time_limit_minutes=1e-9")   # out of time after a step
+    trainer, folder = train(limited)
+    assert trainer.stopped_early and (folder / "model.safetensors").exists()
+    newest = checkpoints.latest(tmp_path / "b" / "run")
+    assert checkpoints.read_state(newest)[0].global_step == 1
+    train(recipe(training_inputs, tmp_path / "b"), resume=newest)
+
+    a = load_file(str(tmp_path / "a" / "run" / "encoder" / "model.safetensors"))
+    b = load_file(str(tmp_path / "b" / "run" / "encoder" / "model.safetensors"))
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
 def test_exported_encoder_loads_and_embeds(training_inputs, tmp_path):
     from encoders import load_encoder
 

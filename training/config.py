@@ -125,6 +125,8 @@ class RunConfig:
     precision: str = "auto"  # auto: bf16 autocast on GPU and on CPUs with native bf16, else fp32 | bf16 | fp32
     threads: int | None = None  # CPU threads for torch; None keeps torch's default
     save_dtype: str = "float16"  # the exported encoder's weights
+    time_limit_minutes: float | None = None  # stop this invocation after so long: checkpoint, export, and let
+                                             # --resume finish the schedule (a lent GPU, a job queue's wall clock)
 
 
 @dataclass(frozen=True)

@@ -107,6 +107,9 @@ class Trainer:
                             "distill": config.distill.batch_size}
         self.hard_negatives = None
         self.history: list[dict] = []  # every logged line, for callers and tests
+        limit = config.run.time_limit_minutes
+        self.deadline = time.monotonic() + 60 * limit if limit else None
+        self.stopped_early = False
 
     # -- the run ---------------------------------------------------------------------------------------------
 
@@ -123,6 +126,8 @@ class Trainer:
             position = self._run_stage(index, start, position.global_step, resume if index == position.stage
                                        else None)
             resume = None
+            if self.stopped_early:
+                break
         return self.export() if self.dist.main else None
 
     def _resume(self, folder: Path) -> Position:
@@ -163,11 +168,32 @@ class Trainer:
                 window["values"].setdefault(key, []).append(value)
             bar.update(1)
             self._after_step(position, stage, optimizer, schedule, window, bar)
+            if self._out_of_time() and position.step < stage.steps:
+                return self._stop_early(position, stage, optimizer, schedule, bar)
         bar.close()
         if self.dist.main:
             checkpoints.save(self.output, self.model, optimizer, schedule, Position(index + 1, 0,
                              position.global_step), self.recipe, self.config.run.keep_checkpoints)
         return Position(index + 1, 0, position.global_step)
+
+    def _out_of_time(self) -> bool:
+        late = self.deadline is not None and time.monotonic() > self.deadline
+        if self.dist.world_size > 1:  # every rank stops at the same step, or the next all-reduce hangs
+            flag = torch.tensor([float(late)], device=self.dist.device)
+            torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
+            late = bool(flag.item())
+        return late
+
+    def _stop_early(self, position: Position, stage, optimizer, schedule, bar) -> Position:
+        """run.time_limit_minutes is up: checkpoint where we are; the caller exports; --resume goes on from here."""
+        bar.close()
+        self.stopped_early = True
+        if self.dist.main:
+            checkpoints.save(self.output, self.model, optimizer, schedule, position, self.recipe,
+                             self.config.run.keep_checkpoints)
+            log.warning("run.time_limit_minutes reached at stage %s step %d of %d: checkpoint saved and the encoder "
+                        "exported as it is; --resume continues the schedule", stage.name, position.step, stage.steps)
+        return position
 
     def _wrap(self, objectives: list[str]):
         if self.dist.world_size == 1:
