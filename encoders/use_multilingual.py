@@ -124,7 +124,7 @@ def _network_class():
                 self.register_parameter(name, param(weights[name]))
 
         def _layer_norm(self, x, gamma, beta):
-            return F.layer_norm(x.float(), gamma.shape, gamma, beta, self.eps).to(x.dtype)
+            return F.layer_norm(x.float(), gamma.shape, gamma.float(), beta.float(), self.eps).to(x.dtype)
 
         def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
             """ids, mask [B, L] (padding anywhere after each sentence) -> unit vectors [B, 512] in float32."""
