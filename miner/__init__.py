@@ -6,11 +6,18 @@
 A library: it never imports Beam. The Beam jobs in pipelines/ call it.
 """
 
-from miner.index import KnnConfig, knn
-from miner.margin import margin
-from miner.mining import MiningConfig, mine, score_neighbours
-from miner.selection import Candidates, Pairs, select
-from miner.xsim import xsim
+from importlib import import_module
 
-__all__ = ["Candidates", "KnnConfig", "MiningConfig", "Pairs", "knn", "margin", "mine", "score_neighbours",
-           "select", "xsim"]
+# Loaded on first use: `import miner.config` or `miner.io` (training recipes, the pipeline's settings) must not load
+# FAISS, so training runs where only torch is installed (a lent GPU machine) and commands start faster.
+_EXPORTS = {"KnnConfig": "miner.index", "knn": "miner.index", "margin": "miner.margin",
+            "MiningConfig": "miner.mining", "mine": "miner.mining", "score_neighbours": "miner.mining",
+            "Candidates": "miner.selection", "Pairs": "miner.selection", "select": "miner.selection",
+            "xsim": "miner.xsim"}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'miner' has no attribute {name!r}")
+    return getattr(import_module(_EXPORTS[name]), name)
