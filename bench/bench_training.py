@@ -12,7 +12,12 @@ Each run is its own process (so peak RSS is its own), after 3 warm-up steps:
   - ours, BR, fp32 and at the recipe's precision (bf16 autocast where the CPU or GPU has it);
   - ours, CMLM and CMLM+BR at the recipe's precision.
 tokens/s counts real (unpadded) tokens. MFU = 6 x non-embedding parameters x tokens/s / peak FLOP/s (GPU only; the
-attention and MLM-head FLOPs are left out, so it is a lower bound). Results: bench/results/training.json.
+attention and MLM-head FLOPs are left out, so it is a lower bound; the peak is the card's dense bf16 figure from its
+data sheet, 989 TFLOP/s for an H100 or H200 SXM). Results: bench/results/training.json.
+
+`--runs` picks the contenders, e.g. the distilled student's GPU recipe (distillation and BR on one batch):
+    python bench/bench_training.py --recipe configs/train_distill_gpu.yaml --steps 50 \
+        --runs peer:br:fp32,ours:br:auto,ours:distill+br:auto
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-H200_BF16_PEAK = 790e12  # ../shared/docs/ENVIRONMENT.md: bf16 matrix work near 790 TFLOP/s
+DENSE_BF16_PEAK = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L4": 121e12}  # data sheets, FLOP/s
+DEFAULT_RUNS = "peer:br:fp32,ours:br:fp32,ours:br:auto,ours:cmlm:auto,ours:cmlm+br:auto"
 
 
 def peak_rss_mib() -> float:
@@ -61,7 +67,9 @@ def run_ours(args) -> dict:
         tokens += trainer._step(trainer.model, optimizer, objectives, 0, step)[1]
     _sync(trainer.dist.device)
     seconds = time.perf_counter() - start
-    return _result(trainer, tokens, seconds, f"ours {args.objectives} {args.precision}")
+    result = _result(trainer, tokens, seconds, f"ours {args.objectives} {args.precision}")
+    result["pairs_per_step"] = trainer.config.br.batch_size if "br" in objectives else None
+    return result
 
 
 def run_peer(args) -> dict:
@@ -114,8 +122,11 @@ def _result(trainer, tokens: int, seconds: float, name: str) -> dict:
     result = {"run": name, "tokens_per_s": tokens / seconds, "seconds": seconds, "tokens": tokens,
               "peak_rss_mib": peak_rss_mib(), "non_embedding_parameters": non_embedding}
     if trainer.dist.device.type == "cuda":
-        result["peak_gpu_mib"] = torch.cuda.max_memory_allocated() / 2 ** 20
-        result["mfu"] = 6 * non_embedding * result["tokens_per_s"] / H200_BF16_PEAK
+        card = torch.cuda.get_device_name(trainer.dist.device)
+        peak = next((flops for key, flops in DENSE_BF16_PEAK.items() if key in card), None)
+        result.update(gpu=card, peak_gpu_mib=torch.cuda.max_memory_allocated() / 2 ** 20)
+        if peak:
+            result["mfu"] = 6 * non_embedding * result["tokens_per_s"] / peak
     return result
 
 
@@ -136,14 +147,15 @@ def main() -> None:
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one contender in this process
     parser.add_argument("--objectives", default="br", help=argparse.SUPPRESS)
     parser.add_argument("--precision", default="auto", help=argparse.SUPPRESS)
+    parser.add_argument("--runs", default=DEFAULT_RUNS,
+                        help="contenders, comma-separated who:objectives:precision (who: peer or ours)")
     parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "training.json")
     args = parser.parse_args()
     args.set = [s.replace("'../data", f"'{REPO}/data") for s in args.set]
     if args.one:
         print(json.dumps(run_peer(args) if args.one == "peer" else run_ours(args)))
         return
-    runs = [("peer", "br", "fp32"), ("ours", "br", "fp32"), ("ours", "br", "auto"), ("ours", "cmlm", "auto"),
-            ("ours", "cmlm+br", "auto")]
+    runs = [tuple(run.split(":")) for run in args.runs.split(",")]
     results = []
     for one, objectives, precision in runs:
         command = [sys.executable, __file__, "--one", one, "--objectives", objectives, "--precision", precision,
@@ -151,9 +163,11 @@ def main() -> None:
         output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
         results.append(json.loads(output.strip().splitlines()[-1]))
         print(json.dumps(results[-1]), flush=True)
-    peer = results[0]["tokens_per_s"]
-    for result in results[1:3]:
-        result["vs_peer"] = result["tokens_per_s"] / peer
+    peer = next((r["tokens_per_s"] for (who, *_), r in zip(runs, results) if who == "peer"), None)
+    for (who, objectives, _), result in zip(runs, results):
+        result["steps_per_s"] = args.steps / result["seconds"]
+        if peer and who == "ours" and objectives == "br":
+            result["vs_peer"] = result["tokens_per_s"] / peer
     report = {"machine": f"{platform.processor() or platform.machine()}, {__import__('os').cpu_count()} cores",
               "recipe": str(args.recipe), "steps": args.steps, "results": results}
     args.output.parent.mkdir(parents=True, exist_ok=True)
