@@ -298,6 +298,33 @@ def test_damage_before_the_format_changes_is_one_skip(tmp_path):
     assert [p.url for p in pages] == urls and skips(counts) == {"malformed": 1}
 
 
+@pytest.mark.parametrize("cut", [10, 20, 60])
+def test_a_record_cut_inside_its_header_does_not_take_the_next_one(tmp_path, cut):
+    """Found by the splice property (tests/test_warc_fuzz.py): `WARC/1.0\r\nWARC-Type:` and then a whole record
+    parsed as one header, whose WARC-Type was the next record's version line: the good record was lost."""
+    path = tmp_path / "cut-header.warc"
+    path.write_bytes(page_record("http://bad.example/", page_html(9))[:cut] + page_record("http://good.example/",
+                                                                                          page_html(0)))
+    pages, counts = read(path)
+    assert [p.url for p in pages] == ["http://good.example/"] and skips(counts) == {"malformed": 1}
+
+
+@pytest.mark.parametrize("after", [b"", b"next"], ids=["at-the-end", "before-another"])
+def test_a_block_that_swallows_the_next_record_whole(tmp_path, after):
+    """Found by the splice property: a Content-Length too long by exactly the next record ends on that record's
+    separator, which looked like the end of the block."""
+    swallowed = page_record("http://good.example/1", page_html(1))
+    records = [page_record("http://good.example/0", page_html(0)),
+               page_record("http://bad.example/", page_html(9), length_error=len(swallowed) - 4), swallowed]
+    if after:
+        records.append(page_record("http://good.example/2", page_html(2)))
+    path = tmp_path / "swallow.warc"
+    path.write_bytes(b"".join(records))
+    pages, counts = read(path)
+    assert [p.url for p in pages] == [f"http://good.example/{n}" for n in range(3 if after else 2)]
+    assert skips(counts) == {"malformed": 1}
+
+
 # --- records that are no page, said so --------------------------------------------------------------------------
 
 def test_records_without_type_or_usable_target_are_counted_skips(tmp_path):

@@ -17,7 +17,7 @@ reads every record to its end to reach the next one, so a gzip bomb or a 2 GB re
   data: a Content-Length too short (the text would be cut) or too long (the record would absorb the next one)
   or past the end of the file is `malformed`;
 - a broken record (bad header, wrong Content-Length, corrupt gzip data) is skipped (`malformed`, `bad-gzip`) and
-  reading resumes at the next line starting `WARC/<digit>` or gzip member starting a record; a file cut off inside
+  reading resumes at the next WARC version line (`WARC/1.0`) or gzip member starting a record; a file cut off inside
   a record (truncated gzip or plain) ends with one `truncated` skip, after every record before the break;
 - a file in which no WARC record header is found (a JPEG, an HTML page) is one `not-warc` skip, named by its path.
 
@@ -62,8 +62,11 @@ _MEMBER_KEEP = 4 << 20      # compressed bytes of the current gzip member kept t
 _SNIFF = 1024               # bytes looked at for "<html" when no media type is given
 _END_PEEK = 64              # bytes looked at after a block: the separator and the next record's first bytes
 _LOOK_AHEAD = 16            # bytes looked at after a gzip member: the next member's header, or plain WARC data
-_RECORD_LINE = re.compile(rb"\nWARC/[0-9]")   # a line starting a record, where reading resumes after damage
-_LINE_TAIL = b"\nWARC/"     # kept between scanned chunks, so that a line start across two chunks is found
+# The version line that starts a record, where reading resumes after damage; anywhere, not only after a line end:
+# junk before a record (a cut record, stray bytes) often ends without one.
+_RECORD_LINE = re.compile(rb"WARC/[0-9]{1,2}\.[0-9]{1,2}\r?\n")
+_BOUNDARY = b"\r\n\r\nWARC/"  # a record's end and the next one's start: in a block, the block absorbed a record
+_LINE_TAIL = 16             # bytes kept between scanned chunks, so that a version line across two chunks is found
 
 
 @dataclass(frozen=True)
@@ -195,7 +198,7 @@ class _Reader:
             block = stream.read_exactly(length)
             if len(block) < length:
                 raise _Truncated(f"{_describe(headers)}: {len(block)} of {length} bytes")
-            if not stream.end_record():
+            if not stream.end_record() or _absorbs_a_record(block, stream.next_unsure):
                 raise _Skip("malformed", f"{_describe(headers)}: Content-Length {length} does not end the record "
                                          "(no record separator and next record after it)", resync=True)
         except zlib.error as err:
@@ -220,8 +223,12 @@ def _read_headers(stream: _Stream, limits: ReadLimits):
         first = stream.first_line()
         if first is None:
             return None
-        return _parsers().record.parse_record_stream(
+        headers = _parsers().record.parse_record_stream(
             stream, statusline=first, known_format="warc", no_record_parse=True).rec_headers
+        if _RECORD_LINE.search(stream.buffer, stream.line_start + len(first), stream.pos):
+            # a record cut inside its header runs into the next record's: that one starts at the second line
+            raise _Skip("malformed", "WARC header: a second WARC version line in it", resync=True)
+        return headers
     except (ArchiveLoadFailed, StatusAndHeadersParserException, EOFError) as err:
         raise _Skip("malformed", f"WARC header: {_short(err)}", resync=True) from None
     except _OverBudget:
@@ -417,6 +424,7 @@ class _Stream:
         self.line_start = 0     # buffer position of the current record's first line
         self.budget = 0
         self.produced = produced    # bytes read out of the file after decompression: what reading cost
+        self.next_unsure = False    # the last separator was followed by something other than a record start
 
     @property
     def available(self) -> int:
@@ -502,10 +510,11 @@ class _Stream:
 
     def _take_separator(self) -> bool:
         after = bytes(self.buffer[self.pos:self.pos + _END_PEEK])
-        run = _separator(after, at_end=len(after) < _END_PEEK)
-        if run is None:
+        found = _separator(after, at_end=len(after) < _END_PEEK)
+        if found is None:
             return False
-        self.pos += run
+        self.pos += found[0]
+        self.next_unsure = not found[1]
         return True
 
     def _produce(self, max_bytes: int) -> bytes:
@@ -519,7 +528,7 @@ class _Stream:
 
     def _scan(self, data: bytearray, start: int, more) -> tuple[str | None, bytearray, int, int]:
         """The first record start in data[start:] and the file after it (extended by `more(data)`, compressed or
-        plain bytes alike): a line starting `WARC/<digit>` ("plain") or a gzip member inflating to `WARC/`
+        plain bytes alike): a WARC version line ("plain") or a gzip member inflating to `WARC/`
         ("gzip"). Returns (kind or None at the end, the data left, the start's index in it, bytes dropped before
         the data left)."""
         dropped = 0
@@ -534,8 +543,8 @@ class _Stream:
                 start = member + 1
                 continue
             if line:
-                return "plain", data, line.start() + 1, dropped
-            keep_from = min(max(start, len(data) - len(_LINE_TAIL)), len(data))
+                return "plain", data, line.start(), dropped
+            keep_from = min(max(start, len(data) - _LINE_TAIL), len(data))
             dropped += keep_from
             del data[:keep_from]
             start = 0
@@ -752,11 +761,11 @@ class _GzipStream(_Stream):
         while True:
             line = _RECORD_LINE.search(self.buffer, start)
             if line:
-                self.buffer, self.pos, self.line_start = self.buffer[line.start() + 1:], 0, 0
+                self.buffer, self.pos, self.line_start = self.buffer[line.start():], 0, 0
                 return self
             if len(self.buffer) >= stop:
                 return None
-            start = max(start, len(self.buffer) - len(_LINE_TAIL))
+            start = max(start, len(self.buffer) - _LINE_TAIL)
             try:
                 if not self._fill_once(min(CHUNK, stop - len(self.buffer))):
                     return None
@@ -795,20 +804,30 @@ class _GzipStream(_Stream):
         return bool(more)
 
 
-def _separator(after: bytes, at_end: bool) -> int | None:
-    """The length of the record separator at the start of `after` (bytes after a block, `at_end` when the data
-    stops within them); None when there is none: the block's Content-Length is wrong.
+def _separator(after: bytes, at_end: bool) -> tuple[int, bool] | None:
+    """The record separator at the start of `after` (bytes after a block, `at_end` when the data stops within
+    them): its length, and whether a record start or the end follows it; None when there is none (the block's
+    Content-Length is wrong).
 
     A separator is two line ends or more (CRLF CRLF, or LF LF), or line ends up to the end of the data. Two line
-    ends then bytes that start no record also pass: the block ends where it says (its length is wrong only if its
-    text happens to hold a blank line just there), and those bytes are a malformed record of their own, skipped
-    without costing the good record before them.
+    ends then bytes that start no record also pass, unless the block holds a WARC version line (checked by the
+    caller): then the block absorbed the next record and ends by chance on a blank line in it. Otherwise those
+    bytes are a malformed record of their own, skipped without costing the good record before them.
     """
     rest = after.lstrip(b"\r\n")
     run = len(after) - len(rest)
     if not rest:
-        return run if at_end else None
-    return run if after.count(b"\n", 0, run) >= 2 else None
+        return (run, True) if at_end else None
+    if after.count(b"\n", 0, run) < 2:
+        return None
+    return run, rest.startswith((b"WARC/", GZIP_MAGIC))
+
+
+def _absorbs_a_record(block: bytes, next_unsure: bool) -> bool:
+    """Whether a block holds another record's start: a record boundary as WARC writers write it, or, when the
+    block is not followed by a record start, any WARC version line (the block then ends on a blank line by chance).
+    A page quoting a WARC record is read as records from the quote on: rare, and not a page worth the risk."""
+    return _BOUNDARY in block or (next_unsure and _RECORD_LINE.search(block) is not None)
 
 
 def _starts_record(compressed: bytes) -> bool:
