@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import codecs
 import dataclasses
+import functools
 import re
 from dataclasses import dataclass
 
@@ -76,6 +77,7 @@ class Decoded:
     declared_wrong: bool    # a charset was declared and the bytes are not in it
 
 
+@functools.lru_cache(maxsize=4096)     # a crawl repeats a few dozen labels; codecs.lookup is the cost
 def codec_name(label: str | None) -> str | None:
     """A charset label (HTTP or HTML) as a Python codec name, mapped as browsers map it; None if unknown."""
     if not label:
