@@ -51,6 +51,9 @@ EXTRAS_REQUIRE = {
     # gcp-storage-emulator: a real GCS server on loopback for the gs:// tests.
     "test": ["pytest>=8", "hypothesis>=6.100", "matplotlib>=3.8", "sentence-transformers>=3.0",
              "gcp-storage-emulator>=2024.8"],
+    # coverage-guided fuzzing of the WARC reader (python -m tests.fuzz_warc); wheels exist for Linux x86_64 only,
+    # so the suite never needs it (its property tests fuzz the reader with hypothesis).
+    "fuzz": ["atheris>=2.3"],
 }
 
 setup(

@@ -11,6 +11,8 @@ SHARED = Path(os.environ.get("CMLM_SHARED", REPO.parent / "shared"))
 
 # derandomize: the same examples on every run, so CI results are reproducible.
 settings.register_profile("repo", deadline=None, derandomize=True, max_examples=60)
+# A longer random search, for the property tests of readers: pytest --hypothesis-profile long tests/test_warc_fuzz.py
+settings.register_profile("long", deadline=None, max_examples=5000)
 settings.load_profile("repo")
 
 

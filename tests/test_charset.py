@@ -65,3 +65,35 @@ def test_binary_bodies_are_undecodable():
     noise = random.Random(5).randbytes(4000)
     with pytest.raises(UndecodableError, match="no charset fits"):
         decode_html(noise, "utf-8")
+
+
+@pytest.mark.parametrize("label", ["base64", "hex", "zlib", "bz2", "uu", "quopri", "rot13", "rot_13", "idna",
+                                   "punycode", "unicode_escape", "raw_unicode_escape", "undefined", "utf-7"])
+def test_a_label_naming_no_web_charset_is_unknown(label):
+    assert codec_name(label) is None
+    body = f'<meta charset="{label}"><p>{FRENCH} \\u0041</p>'.encode("cp1252")
+    decoded = decode_html(body, label)
+    assert FRENCH in decoded.text and "\\u0041" in decoded.text and decoded.charset == "cp1252"
+
+
+def test_declared_utf8_mostly_valid_is_replaced_not_reguessed():
+    one_bad = ("Zürich " + "plain ascii words " * 40).encode() + b"\xe9"
+    decoded = decode_html(one_bad, "utf-8")
+    assert (decoded.charset, decoded.method) == ("utf_8", "utf-8-repaired") and decoded.text.startswith("Zürich")
+    # mostly not UTF-8 (legacy bytes throughout): detection, as before
+    assert decode_html(FRENCH.encode("cp1252"), "utf-8").charset == "cp1252"
+
+
+def test_nul_characters_become_spaces():
+    assert decode_html(b"<p>erstes\x00zweites</p>").text == "<p>erstes zweites</p>"
+    assert decode_html("<p>un\x00deux é</p>".encode("utf-16-le"), "utf-16le").text == "<p>un deux é</p>"
+
+
+@pytest.mark.parametrize("label", ["utf-16le", "UTF-16", "utf-16be"])
+def test_utf16_declared_in_http_without_a_byte_order_mark(label):
+    codec = "utf_16_be" if label.endswith("be") else "utf_16_le"
+    decoded = decode_html(f"<html><p>{RUSSIAN}</p></html>".encode(codec), label)
+    assert (decoded.text, decoded.charset, decoded.method) == (f"<html><p>{RUSSIAN}</p></html>", codec, "declared")
+    # a page that is UTF-8 and says UTF-16 is UTF-8; a <meta> UTF-16 label is ignored
+    assert decode_html(RUSSIAN.encode(), label).charset == "utf_8"
+    assert decode_html(f'<meta charset="{label}"><p>{RUSSIAN}</p>'.encode()).charset == "utf_8"

@@ -13,7 +13,16 @@ from warcio.archiveiterator import ArchiveIterator
 from miner.io import InputFormatError
 from pipelines.text.records import Tally
 from pipelines.text.warc import ReadLimits, read_pages
-from tests.warc_files import WarcBuilder, gzip_bomb, html_page, warc_header
+from tests.warc_files import (
+    WarcBuilder,
+    gzip_bomb,
+    html_page,
+    http_response,
+    page_record,
+    record,
+    text_record,
+    warc_header,
+)
 
 GERMAN = "Die Straße führt über die Brücke zum Marktplatz, wo Bürger ihre Waren anbieten."
 RUSSIAN = ("Москва является столицей России и крупнейшим городом страны. Здесь расположены многие музеи, "
@@ -183,11 +192,22 @@ def test_page_fields_come_from_the_warc_headers(tmp_path):
     assert page.source == str(b.path) and page.where == f"{b.path}#1"
 
 
-def test_not_a_warc_file_is_a_clear_error(tmp_path):
-    path = tmp_path / "notes.txt"
-    path.write_text("just some text\n")
-    with pytest.raises(InputFormatError, match="not a WARC file"):
-        read(path)
+@pytest.mark.parametrize("name, data", [
+    ("notes.txt", b"just some text\n"),
+    ("photo.jpg", b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01" + bytes(range(256)) * 64 + b"\xff\xd9"),
+    ("page.html", html_page("A page", GERMAN).encode()),
+    ("page.html.gz", gzip.compress(html_page("A page", GERMAN).encode())),
+    ("noise.bin", b"\x1f" + bytes(range(255, 0, -1)) * 8),
+], ids=["text", "jpeg", "html", "gzipped-html", "gzip-like-noise"])
+def test_a_file_that_is_not_warc_is_one_counted_skip(tmp_path, name, data):
+    path = tmp_path / name
+    path.write_bytes(data)
+    tally = Tally(log_skips=False)
+    assert list(read_pages(str(path), tally)) == []
+    assert skips(tally.of("read")) == {"not-warc": 1}
+
+
+def test_a_file_that_cannot_be_opened_is_an_error(tmp_path):
     with pytest.raises(InputFormatError, match="cannot open"):
         read(tmp_path / "absent.warc.gz")
 
@@ -196,6 +216,195 @@ def test_empty_file_has_no_pages(tmp_path):
     path = tmp_path / "empty.warc.gz"
     path.write_bytes(b"")
     assert read(path) == ([], {"bytes": 0})
+
+
+# --- records whose length is wrong, files of two formats -------------------------------------------------------
+
+def page_html(n: int) -> bytes:
+    return html_page(f"Good page {n}", f"{GERMAN} Nummer {n}.").encode()
+
+
+def write_records(path, records: list[bytes], layout: str):
+    """The records as a file: `plain`, `gzip` (a member each, as crawlers write them) or `one-member` (all in one
+    gzip member, as `gzip file.warc` makes it)."""
+    with WarcBuilder(path, gzipped=layout != "plain") as b:
+        if layout == "one-member":
+            b.raw(b"".join(records))
+        else:
+            for data in records:
+                b.raw(data)
+    return b.path
+
+
+LAYOUTS = ["plain", "gzip", "one-member"]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("error", [500, -500, 5, -3, 2**62], ids=["long", "short", "long-5", "short-3", "2^62"])
+def test_a_wrong_content_length_costs_only_its_record(tmp_path, layout, error):
+    """Too long, the record would absorb the next one's bytes; too short, its cut text would be mined; 2^62 made
+    a plain file's seek fail. Each is one skip, and reading resumes at the next record header."""
+    urls = [f"http://good.example/{n}" for n in range(4)]
+    bad = page_record("http://bad-length.example/", html_page("Cut", GERMAN * 20).encode(), length_error=error)
+    records = [page_record(urls[0], page_html(0)), bad] + [page_record(url, page_html(n)) for n, url in
+                                                           enumerate(urls[1:], 1)]
+    pages, counts = read(write_records(tmp_path / f"length.warc{'' if layout == 'plain' else '.gz'}", records, layout))
+    assert [p.url for p in pages] == urls
+    assert sum(skips(counts).values()) == 1 and set(skips(counts)) <= {"malformed", "too-large"}
+    assert counts["records"] == 5       # the warcinfo and the four good ones
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("error", [200, -200])
+def test_wet_records_with_a_wrong_length_cost_only_their_record(tmp_path, layout, error):
+    texts = [f"{GERMAN} Nummer {n}." for n in range(4)]
+    records = [text_record("http://wet.example/0", texts[0]),
+               text_record("http://wet.example/bad", RUSSIAN * 4, length_error=error)]
+    records += [text_record(f"http://wet.example/{n}", texts[n]) for n in range(1, 4)]
+    pages, counts = read(write_records(tmp_path / f"x.warc.wet{'' if layout == 'plain' else '.gz'}", records, layout))
+    assert [p.content for p in pages] == texts
+    assert skips(counts) == {"malformed": 1}
+
+
+def test_a_block_that_ends_at_the_file_end_is_a_record(tmp_path):
+    """The last record needs no separator after it; blank lines between records are fine."""
+    path = tmp_path / "loose.warc"
+    path.write_bytes(page_record("http://a.example/", page_html(0)) + b"\r\n\r\n"
+                     + page_record("http://b.example/", page_html(1))[:-4])
+    pages, counts = read(path)
+    assert [p.url for p in pages] == ["http://a.example/", "http://b.example/"] and not skips(counts)
+
+
+@pytest.mark.parametrize("order", ["plain-then-gzip", "gzip-then-plain", "alternating"])
+def test_plain_and_gzipped_warc_data_concatenated(tmp_path, order):
+    urls = [f"http://good.example/{n}" for n in range(6)]
+    plain = [page_record(url, page_html(n)) for n, url in enumerate(urls)]
+    gzipped = [gzip.compress(data) for data in plain]
+    parts = {"plain-then-gzip": plain[:3] + gzipped[3:], "gzip-then-plain": gzipped[:3] + plain[3:],
+             "alternating": [gzipped[n] if n % 2 else plain[n] for n in range(6)]}[order]
+    path = tmp_path / "mixed.warc"
+    path.write_bytes(b"".join(parts))
+    pages, counts = read(path)
+    assert [p.url for p in pages] == urls and not skips(counts)
+
+
+def test_damage_before_the_format_changes_is_one_skip(tmp_path):
+    urls = [f"http://good.example/{n}" for n in range(4)]
+    data = page_record(urls[0], page_html(0)) + page_record("http://bad.example/", page_html(9), length_error=99)
+    data += b"".join(gzip.compress(page_record(url, page_html(n))) for n, url in enumerate(urls[1:], 1))
+    path = tmp_path / "mixed.warc"
+    path.write_bytes(data)
+    pages, counts = read(path)
+    assert [p.url for p in pages] == urls and skips(counts) == {"malformed": 1}
+
+
+@pytest.mark.parametrize("cut", [10, 20, 60])
+def test_a_record_cut_inside_its_header_does_not_take_the_next_one(tmp_path, cut):
+    """Found by the splice property (tests/test_warc_fuzz.py): `WARC/1.0\r\nWARC-Type:` and then a whole record
+    parsed as one header, whose WARC-Type was the next record's version line: the good record was lost."""
+    path = tmp_path / "cut-header.warc"
+    path.write_bytes(page_record("http://bad.example/", page_html(9))[:cut] + page_record("http://good.example/",
+                                                                                          page_html(0)))
+    pages, counts = read(path)
+    assert [p.url for p in pages] == ["http://good.example/"] and skips(counts) == {"malformed": 1}
+
+
+@pytest.mark.parametrize("after", [b"", b"next"], ids=["at-the-end", "before-another"])
+def test_a_block_that_swallows_the_next_record_whole(tmp_path, after):
+    """Found by the splice property: a Content-Length too long by exactly the next record ends on that record's
+    separator, which looked like the end of the block."""
+    swallowed = page_record("http://good.example/1", page_html(1))
+    records = [page_record("http://good.example/0", page_html(0)),
+               page_record("http://bad.example/", page_html(9), length_error=len(swallowed) - 4), swallowed]
+    if after:
+        records.append(page_record("http://good.example/2", page_html(2)))
+    path = tmp_path / "swallow.warc"
+    path.write_bytes(b"".join(records))
+    pages, counts = read(path)
+    assert [p.url for p in pages] == [f"http://good.example/{n}" for n in range(3 if after else 2)]
+    assert skips(counts) == {"malformed": 1}
+
+
+# --- records that are no page, said so --------------------------------------------------------------------------
+
+def test_records_without_type_or_usable_target_are_counted_skips(tmp_path):
+    html = http_response(page_html(9))
+    with WarcBuilder(tmp_path / "targets.warc.gz") as b:
+        urls = [good(b, 0)]
+        b.raw(record("http://untyped.example/", html, record_type=None))
+        b.raw(record(None, html))
+        b.raw(record("javascript:alert(1)", html))
+        b.raw(text_record("javascript:void(0)", GERMAN))
+        urls.append(good(b, 1))
+    pages, counts = read(b.path)
+    assert [p.url for p in pages] == urls
+    assert skips(counts) == {"no-type": 1, "no-url": 1, "url-scheme": 2}
+
+
+# --- bodies ----------------------------------------------------------------------------------------------------
+
+def test_a_gzip_body_of_two_members_decodes_whole(tmp_path):
+    html = html_page("Zwei Teile", GERMAN, RUSSIAN).encode()
+    half = len(html) // 2
+    with WarcBuilder(tmp_path / "members.warc.gz") as b:
+        b.response("http://two.example/", gzip.compress(html[:half]) + gzip.compress(html[half:]),
+                   headers=(("Content-Encoding", "gzip"),))
+        b.response("http://junk.example/", gzip.compress(html) + b"\x00junk after the member",
+                   headers=(("Content-Encoding", "gzip"),))
+    pages, counts = read(b.path)
+    assert [p.content for p in pages] == [html.decode(), html.decode()] and not skips(counts)
+
+
+def test_gzip_bodies_of_many_members_stay_bounded(tmp_path):
+    member = gzip.compress(b"<p>" + b"x" * 60000 + b"</p>")
+    with WarcBuilder(tmp_path / "many.warc.gz") as b:
+        b.response("http://many.example/", member * 100, headers=(("Content-Encoding", "gzip"),))
+        url = good(b, 0)
+    pages, counts = read(b.path, ReadLimits(max_payload_bytes=2**20))
+    assert [p.url for p in pages] == [url] and skips(counts) == {"too-large": 1}
+
+
+@pytest.mark.parametrize("where", ["http", "meta", "both"])
+@pytest.mark.parametrize("label", ["base64", "hex", "zlib", "bz2", "uu", "quopri", "rot13", "idna", "punycode",
+                                   "unicode_escape", "raw_unicode_escape", "undefined", "utf-7"])
+def test_a_charset_label_naming_a_non_text_codec_is_an_unknown_label(tmp_path, label, where):
+    meta = label if where != "http" else None
+    http = f"text/html; charset={label}" if where != "meta" else "text/html"
+    html = html_page("Straße", GERMAN, charset=meta) + "<p>\\u0041\\x42 stays as written</p>"
+    with WarcBuilder(tmp_path / "codecs.warc.gz") as b:
+        b.response("http://codec.example/", html.encode("utf-8"), content_type=http)
+        b.response("http://codec.example/latin", html.encode("cp1252"), content_type=http)
+        url = good(b, 0)
+    pages, counts = read(b.path)
+    assert [p.url for p in pages] == ["http://codec.example/", "http://codec.example/latin", url]
+    assert not skips(counts)
+    assert all(GERMAN in p.content and "\\u0041\\x42 stays" in p.content for p in pages[:2])
+
+
+def test_one_bad_byte_in_a_declared_utf8_page_is_replaced_not_reguessed(tmp_path):
+    text = "Die Straße führt über die Brücke. " + "Viele Menschen gehen hier jeden Tag spazieren. " * 4
+    html = html_page("Grüße", text).encode()
+    with WarcBuilder(tmp_path / "onebyte.warc.gz") as b:
+        b.response("http://one.example/", html.replace(b"spazieren", b"spaz\xffieren", 1))
+        b.response("http://ascii.example/", html_page("Hello", "Plain words only " * 20).encode()
+                   .replace(b"only", b"o\x9enly", 1))
+        b.response("http://nul.example/", html_page("NUL", "erstes\x00zweites Wort").encode())
+    one, ascii_page, nul = read(b.path)[0]
+    assert one.charset == "utf_8" and "Die Straße führt über die Brücke." in one.content
+    assert one.content.count("\ufffd") == 1 and "spaz\ufffdieren" in one.content
+    assert ascii_page.charset == "utf_8" and "o\ufffdnly" in ascii_page.content
+    assert "erstes zweites Wort" in nul.content and "\x00" not in nul.content
+
+
+def test_utf16le_declared_in_the_http_header_only(tmp_path):
+    html = html_page("Москва", RUSSIAN, charset=None)
+    with WarcBuilder(tmp_path / "utf16.warc.gz") as b:
+        b.response("http://utf16.example/", html.encode("utf-16-le"), content_type="text/html; charset=utf-16le")
+        b.response("http://utf16-plain.example/", html.encode("utf-16-le"), content_type="text/html; charset=UTF-16")
+        b.response("http://wrong.example/", html.encode("utf-8"), content_type="text/html; charset=utf-16")
+    pages, counts = read(b.path)
+    assert [p.charset for p in pages] == ["utf_16_le", "utf_16_le", "utf_8"]
+    assert all(RUSSIAN in p.content for p in pages) and not skips(counts)
 
 
 # --- the shared real files --------------------------------------------------------------------------------------

@@ -59,10 +59,41 @@ class WarcBuilder:
         self.close()
 
 
-def warc_header(url: str, length: int | str, record_type: str = "response", extra: str = "") -> bytes:
-    return (f"WARC/1.0\r\nWARC-Type: {record_type}\r\nWARC-Record-ID: <urn:uuid:{uuid.uuid4()}>\r\n"
-            f"WARC-Date: 2024-01-01T00:00:00Z\r\nWARC-Target-URI: {url}\r\n"
-            f"Content-Type: application/http; msgtype=response\r\n{extra}Content-Length: {length}\r\n\r\n").encode()
+def warc_header(url: str | None, length: int | str, record_type: str | None = "response", extra: str = "",
+                content_type: str = "application/http; msgtype=response") -> bytes:
+    """A WARC record header; `record_type` or `url` None leaves that field out."""
+    kind = f"WARC-Type: {record_type}\r\n" if record_type is not None else ""
+    target = f"WARC-Target-URI: {url}\r\n" if url is not None else ""
+    return (f"WARC/1.0\r\n{kind}WARC-Record-ID: <urn:uuid:{uuid.uuid4()}>\r\n"
+            f"WARC-Date: 2024-01-01T00:00:00Z\r\n{target}"
+            f"Content-Type: {content_type}\r\n{extra}Content-Length: {length}\r\n\r\n").encode()
+
+
+def http_response(body: bytes, content_type: str | None = "text/html; charset=utf-8", headers: tuple = (),
+                  status: str = "200 OK") -> bytes:
+    """An HTTP response as a WARC `response` record's block."""
+    lines = [f"HTTP/1.1 {status}"] + ([f"Content-Type: {content_type}"] if content_type else [])
+    lines += [f"{name}: {value}" for name, value in headers]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+def record(url: str | None, block: bytes, length: int | None = None, record_type: str | None = "response",
+           content_type: str = "application/http; msgtype=response") -> bytes:
+    """A whole record, separator included, with its true Content-Length or the `length` given (a wrong one)."""
+    header = warc_header(url, len(block) if length is None else length, record_type, content_type=content_type)
+    return header + block + b"\r\n\r\n"
+
+
+def page_record(url: str, html: bytes, length_error: int = 0, **http) -> bytes:
+    """A `response` record of an HTML page, its Content-Length off by `length_error` bytes."""
+    block = http_response(html, **http)
+    return record(url, block, len(block) + length_error)
+
+
+def text_record(url: str, text: str, length_error: int = 0) -> bytes:
+    """A WET `conversion` record, its Content-Length off by `length_error` bytes."""
+    block = text.encode("utf-8")
+    return record(url, block, len(block) + length_error, "conversion", "text/plain")
 
 
 def gzip_bomb(url: str, declared: int, zeros: int, record_type: str = "response") -> bytes:

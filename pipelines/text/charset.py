@@ -3,25 +3,34 @@
 Order, first fit wins (each step is checked against the whole body, strictly, unless it says "repaired"):
 
 1. a byte-order mark (UTF-8, UTF-16);
-2. a declared 7-bit stateful encoding (ISO-2022-*, HZ) when the body has its escape sequences: these bytes are
+2. UTF-16/32 declared in the HTTP header, when the body is not UTF-8 or holds NUL bytes (as browsers do; the same
+   labels in `<meta>` are ignored, since a page that can be read as ASCII to find them is not UTF-16);
+3. a declared 7-bit stateful encoding (ISO-2022-*, HZ) when the body has its escape sequences: these bytes are
    also valid UTF-8, so they must come before the UTF-8 test;
-3. strict UTF-8. A page that is valid UTF-8 is UTF-8 whatever it declares: legacy text almost never forms valid
+4. strict UTF-8. A page that is valid UTF-8 is UTF-8 whatever it declares: legacy text almost never forms valid
    multi-byte sequences, while pages declaring ISO-8859-1 and serving UTF-8 are common;
-4. UTF-8 with a few broken bytes (at least 10 valid multi-byte characters per invalid sequence): decoded with
-   U+FFFD for the broken bytes ("utf-8-repaired") rather than read as mojibake in a single-byte charset;
-5. the declared charset: HTTP Content-Type first, then `<meta charset>` / `http-equiv` in the first 16 KiB. Labels
+5. UTF-8 with a few broken bytes, decoded with U+FFFD for them ("utf-8-repaired") rather than read as mojibake in
+   a single-byte charset: when at least 10 valid multi-byte characters stand for each broken sequence, or when
+   UTF-8 is the declared charset and the page is mostly valid (as many valid multi-byte characters as broken
+   sequences, or under 1% of the characters broken): a declaration the bytes mostly bear out is not re-guessed;
+6. the declared charset: HTTP Content-Type first, then `<meta charset>` / `http-equiv` in the first 16 KiB. Labels
    are mapped as browsers do (WHATWG Encoding Standard): ISO-8859-1 and ASCII mean windows-1252, GB2312 means
    GB18030, Shift_JIS means windows-31j, EUC-KR means windows-949;
-6. detection with charset_normalizer on the first 64 KiB; among equally good guesses, the charset more common on
+7. detection with charset_normalizer on the first 64 KiB; among equally good guesses, the charset more common on
    the web wins (charset_normalizer alone reads short windows-1251 Russian as Mac Cyrillic);
-7. the declared or detected charset with replacement characters, when under 1% of the characters are replaced.
+8. the declared or detected charset with replacement characters, when under 1% of the characters are replaced.
 
-Otherwise the body is undecodable (`UndecodableError`): binary data served as text/html, mostly.
+Otherwise the body is undecodable (`UndecodableError`): binary data served as text/html, mostly. Only text
+encodings count as charsets: a label naming one of Python's other codecs (base64, zlib, rot13, unicode_escape,
+idna, punycode...) is an unknown label, never applied to the bytes. NUL characters in the text become spaces
+(HTML parsers drop them, which glues the words on either side together).
 """
 
 from __future__ import annotations
 
 import codecs
+import dataclasses
+import functools
 import re
 from dataclasses import dataclass
 
@@ -37,8 +46,14 @@ _BROWSER_CODECS = {
 }
 _EXTRA_LABELS = {"x-sjis": "cp932", "windows-31j": "cp932", "x-gbk": "gb18030", "ks_c_5601-1987": "cp949",
                  "x-euc-jp": "euc_jp", "x-mac-cyrillic": "mac_cyrillic", "x-cp1251": "cp1251", "x-cp1252": "cp1252"}
+# Python codecs that convert str <-> bytes but are no web charset: escapes, domain-name codings, a codec that
+# always fails, and UTF-7 (which the WHATWG standard leaves out). Non-text codecs (base64, zlib...) are refused
+# by `_is_text_encoding`.
+_NOT_CHARSETS = {"unicode_escape", "raw_unicode_escape", "idna", "punycode", "undefined", "charmap", "utf_7"}
 _STATEFUL = ("iso2022_jp", "iso2022_jp_2", "iso2022_kr", "hz")
 _UNICODE_WIDE = ("utf_16", "utf_16_le", "utf_16_be", "utf_32", "utf_32_le", "utf_32_be")
+# A wide label without a byte-order mark: "utf-16" means little-endian on the web (WHATWG), whatever the machine.
+_WIDE_DEFAULT = {name: name if name[-3:] in ("_le", "_be") else name + "_le" for name in _UNICODE_WIDE}
 
 # Web usage order (W3Techs): a tie-break between guesses that decode the sample equally well.
 _WEB_PRIOR = ["utf_8", "cp1252", "cp1251", "cp932", "shift_jis", "euc_jp", "gb18030", "gbk", "gb2312", "cp949",
@@ -62,6 +77,7 @@ class Decoded:
     declared_wrong: bool    # a charset was declared and the bytes are not in it
 
 
+@functools.lru_cache(maxsize=4096)     # a crawl repeats a few dozen labels; codecs.lookup is the cost
 def codec_name(label: str | None) -> str | None:
     """A charset label (HTTP or HTML) as a Python codec name, mapped as browsers map it; None if unknown."""
     if not label:
@@ -70,8 +86,11 @@ def codec_name(label: str | None) -> str | None:
     if label in _EXTRA_LABELS:
         return _EXTRA_LABELS[label]
     try:
-        name = codecs.lookup(label).name.replace("-", "_")
+        info = codecs.lookup(label)
     except LookupError:
+        return None
+    name = info.name.replace("-", "_")
+    if not info._is_text_encoding or name in _NOT_CHARSETS:   # the flag the str.encode/bytes.decode methods check
         return None
     name = {"iso8859_1": "latin_1", "us_ascii": "ascii", "mbcs": None}.get(name, name)
     return _BROWSER_CODECS.get(name, name) if name else None
@@ -91,10 +110,22 @@ def meta_charset(body: bytes) -> str | None:
 
 def decode_html(body: bytes, http_charset: str | None = None) -> Decoded:
     """Decode a page body (HTML or text) following the order in the module docstring."""
+    decoded = _decode(body, http_charset)
+    if "\x00" in decoded.text:
+        return dataclasses.replace(decoded, text=decoded.text.replace("\x00", " "))
+    return decoded
+
+
+def _decode(body: bytes, http_charset: str | None) -> Decoded:
     declared = _declared_codecs(body, http_charset)
     for bom, name in _BOMS:
         if body.startswith(bom):
             return Decoded(body.decode(name, "replace"), name, "bom", False)
+    wide = _WIDE_DEFAULT.get(codec_name(http_charset))
+    if wide and (b"\x00" in body or _strict(body, "utf_8") is None):
+        text = body.decode(wide, "replace")
+        if text.count("\ufffd") <= MAX_REPLACED_SHARE * len(text):
+            return Decoded(text, wide, "declared", False)
     for name in declared:
         if name in _STATEFUL and (b"\x1b" in body or b"~{" in body):
             decoded = _strict(body, name)
@@ -104,7 +135,7 @@ def decode_html(body: bytes, http_charset: str | None = None) -> Decoded:
     text = _strict(body, "utf_8")
     if text is not None:
         return Decoded(text, "utf_8", "utf-8", wrong and not body.isascii())
-    repaired = _repaired_utf8(body)
+    repaired = _repaired_utf8(body, declared[:1] == ["utf_8"])
     if repaired is not None:
         return Decoded(repaired, "utf_8", "utf-8-repaired", wrong)
     return _decode_legacy(body, declared)
@@ -132,6 +163,7 @@ def _decode_legacy(body: bytes, declared: list[str]) -> Decoded:
 def _declared_codecs(body: bytes, http_charset: str | None) -> list[str]:
     names = [codec_name(http_charset), codec_name(meta_charset(body))]
     # UTF-16/32 without a byte-order mark: browsers ignore such labels in <meta>, and a wrong one garbles everything
+    # (an HTTP one that fits was taken before the UTF-8 steps)
     return list(dict.fromkeys(n for n in names if n and n not in _UNICODE_WIDE))
 
 
@@ -142,12 +174,17 @@ def _strict(body: bytes, name: str) -> str | None:
         return None
 
 
-def _repaired_utf8(body: bytes) -> str | None:
-    """UTF-8 with U+FFFD for broken sequences, when valid multi-byte characters far outnumber the broken ones."""
+def _repaired_utf8(body: bytes, declared: bool) -> str | None:
+    """UTF-8 with U+FFFD for broken sequences, when valid multi-byte characters far outnumber the broken ones, or
+    when UTF-8 was declared and the page is mostly valid UTF-8."""
     text = body.decode("utf_8", "replace")
     broken = text.count("\ufffd") - body.count("\ufffd".encode())
     valid = len(text) - len(text.encode("ascii", "ignore")) - text.count("\ufffd")
-    return text if 0 < broken and valid >= REPAIR_RATIO * broken else None
+    if broken <= 0:
+        return None
+    if valid >= REPAIR_RATIO * broken:
+        return text
+    return text if declared and (valid >= broken or broken <= MAX_REPLACED_SHARE * len(text)) else None
 
 
 def _detected_codecs(body: bytes) -> list[str]:

@@ -2,37 +2,47 @@
 
     pages = read_pages("gs://bucket/CC-MAIN-...warc.gz", tally)     # any path Beam's FileSystems opens
 
-Files are gzipped (member by member, as crawlers write them) or plain. warcio parses the record and HTTP
-headers; the reading around them is ours, because warcio's reader inflates each 16 KiB of compressed input in one
-go (16 MB out of a bomb) and reads every record to its end to reach the next one, so a gzip bomb or a 2 GB record
-costs what it declares. Here:
+Files are gzipped (member by member, as crawlers write them, or as one member), plain, or both in turn (a plain
+file with gzipped records appended, or the reverse). warcio parses the record and HTTP headers; the reading around
+them is ours, because warcio's reader inflates each 16 KiB of compressed input in one go (16 MB out of a bomb) and
+reads every record to its end to reach the next one, so a gzip bomb or a 2 GB record costs what it declares. Here:
 
-- a record's block (WARC Content-Length) over `max_payload_bytes` is skipped (`too-large`) without inflating
-  it: in a gzip file we jump to the next gzip member that inflates to `WARC/`; in a plain file we seek past it;
+- a record's block (WARC Content-Length) over `max_payload_bytes` is skipped (`too-large`) without reading it: in
+  a plain file we seek past it, in a gzip file we jump to the next gzip member that inflates to `WARC/` (or, when
+  members hold several records, look for the next record line within what a record may hold);
 - headers are read under a budget (`max_header_bytes`), and nothing is inflated beyond what a record may hold;
-- an HTTP body with Content-Encoding gzip/deflate is inflated to at most `max_payload_bytes`, or skipped;
-- a broken record (bad header, bad Content-Length, corrupt gzip data) is skipped (`malformed`, `bad-gzip`) and
-  reading goes on at the next record; a file cut off inside a record (truncated gzip or plain) ends with one
-  `truncated` skip, after every record before the break.
+- an HTTP body with Content-Encoding gzip/deflate is inflated to at most `max_payload_bytes` (every gzip member
+  of it), or skipped;
+- a block must be followed by the record separator (two line ends) and then the next record or the end of the
+  data: a Content-Length too short (the text would be cut) or too long (the record would absorb the next one)
+  or past the end of the file is `malformed`;
+- a broken record (bad header, wrong Content-Length, corrupt gzip data) is skipped (`malformed`, `bad-gzip`) and
+  reading resumes at the next WARC version line (`WARC/1.0`) or gzip member starting a record; a file cut off inside
+  a record (truncated gzip or plain) ends with one `truncated` skip, after every record before the break;
+- a file in which no WARC record header is found (a JPEG, an HTML page) is one `not-warc` skip, named by its path.
 
 Kept: `response` records with status 200 and an HTML media type (text/html, application/xhtml+xml; from the
 HTTP Content-Type, else WARC-Identified-Payload-Type, else the first bytes), `resource` records with an HTML
-Content-Type, and WET `conversion` records (as text). Bodies are decoded by `charset.decode_html`. A record's
-`position` is its index in the file, counting every record (bad ones included).
+Content-Type, and WET `conversion` records (as text), with an http(s) WARC-Target-URI. Bodies are decoded by
+`charset.decode_html`. A record's `position` is its index in the file, counting every record (bad ones included).
 
 Counts reported to the tally under stage "read": records, records:<WARC-Type>, pages, pages:html|text,
 charset:<method>, charset:declared-wrong, truncated-by-crawler, bytes (decompressed bytes read: what reading
-cost, skipped blocks not included), and skipped:<reason> with reasons
-malformed, bad-gzip, truncated, too-large, not-200, not-html, content-encoding, empty, undecodable.
+cost, skipped blocks not included), and skipped:<reason> with reasons not-warc, malformed, bad-gzip, truncated,
+too-large, no-type (no WARC-Type), no-url, url-scheme (not http(s): javascript:, dns:...), not-200, not-html,
+content-encoding, empty, undecodable. docs/pipeline.md lists the bad inputs and what each one costs.
 
-Limitation: a gzip file that holds many records in one member (against the WARC standard's advice) loses the
-records after a too-large one in the same member, since finding them would mean inflating it.
+Limitation: in a gzip file whose members hold several records, a record over `max_payload_bytes` costs the
+records after it in its member, since finding them would mean inflating more than a record may hold (and when
+the first record of a file gzipped as one member is too large, the reader takes members for one record each, as
+crawlers write them, and the rest of the file is lost).
 """
 
 from __future__ import annotations
 
 import functools
 import io
+import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -50,6 +60,13 @@ CHUNK = 1 << 16
 _VERIFY_WINDOW = 4096       # compressed bytes inflated to check that a gzip member starts a WARC record
 _MEMBER_KEEP = 4 << 20      # compressed bytes of the current gzip member kept to rescan after damage inside it
 _SNIFF = 1024               # bytes looked at for "<html" when no media type is given
+_END_PEEK = 64              # bytes looked at after a block: the separator and the next record's first bytes
+_LOOK_AHEAD = 16            # bytes looked at after a gzip member: the next member's header, or plain WARC data
+# The version line that starts a record, where reading resumes after damage; anywhere, not only after a line end:
+# junk before a record (a cut record, stray bytes) often ends without one.
+_RECORD_LINE = re.compile(rb"WARC/[0-9]{1,2}\.[0-9]{1,2}\r?\n")
+_BOUNDARY = b"\r\n\r\nWARC/"  # a record's end and the next one's start: in a block, the block absorbed a record
+_LINE_TAIL = 16             # bytes kept between scanned chunks, so that a version line across two chunks is found
 
 
 @dataclass(frozen=True)
@@ -61,11 +78,21 @@ class ReadLimits:
 
 
 class _Skip(Exception):
-    """A record left out: its reason and detail, and whether reading must look for the next record start."""
+    """A record left out: its reason and detail, whether reading must look for the next record start, and whether
+    the record's block was left unread (too large to read)."""
 
-    def __init__(self, reason: str, detail: str = "", resync: bool = False):
+    def __init__(self, reason: str, detail: str = "", resync: bool = False, unread: bool = False):
         super().__init__(detail)
-        self.reason, self.detail, self.resync = reason, detail, resync
+        self.reason, self.detail, self.resync, self.unread = reason, detail, resync, unread
+
+
+class _Switch(Exception):
+    """The file goes on in the other format (a plain WARC then a gzipped one, or the reverse): read on with `stream`;
+    `mid_record` when the record being read runs into it (it is lost)."""
+
+    def __init__(self, stream: _Stream, mid_record: bool):
+        super().__init__("format change")
+        self.stream, self.mid_record = stream, mid_record
 
 
 class _Truncated(Exception):
@@ -91,39 +118,92 @@ def read_pages(path: str, tally: Tally, limits: ReadLimits = ReadLimits()) -> It
 
 def iter_pages(raw: BinaryIO, source: str, tally: Tally, limits: ReadLimits = ReadLimits()) -> Iterator[Page]:
     """Pages from an open binary file of WARC records; `source` names it in pages and skips."""
-    stream = _open_stream(raw, source)
+    reader = _Reader(raw, source, tally, limits)
     try:
-        yield from _pages(stream, source, tally, limits)
+        yield from reader.pages()
     finally:  # also when the caller stops early
-        tally.count(STAGE, "bytes", stream.produced)
+        tally.count(STAGE, "bytes", reader.stream.produced)
 
 
-def _pages(stream: _Stream, source: str, tally: Tally, limits: ReadLimits) -> Iterator[Page]:
-    position = 0
-    while True:
-        stream.start_record(limits.max_header_bytes)
-        where = f"{source}#{position}"
+class _Reader:
+    """One file's records in turn: skips counted, resynchronised after a broken record, the stream replaced where
+    the file goes on in the other format."""
+
+    def __init__(self, raw: BinaryIO, source: str, tally: Tally, limits: ReadLimits):
+        self.stream = _open_stream(raw)
+        self.source, self.tally, self.limits = source, tally, limits
+        self.scan_limit = limits.max_payload_bytes + limits.max_header_bytes    # what a record may hold
+        self.headers_seen = False       # a WARC header was read: the file is a WARC file, however damaged
+
+    def pages(self) -> Iterator[Page]:
+        position = 0
+        while True:
+            self.stream.start_record(self.limits.max_header_bytes)
+            where = f"{self.source}#{position}"
+            try:
+                record = self._next_record()
+                if record is None:
+                    return
+                page = _page(record, self.source, position, self.tally, self.limits)
+            except _Switch as switch:
+                self.stream = switch.stream
+                if not switch.mid_record:
+                    continue
+                self.tally.skip(STAGE, "malformed", where, "the record runs into data of another format")
+            except _Skip as skip:
+                if not self._skipped(skip, where):
+                    return
+            except _Truncated as err:
+                # Usually the file was cut; but damage can also make a reader run to the end (a gzip header flag that
+                # asks for a file name eats the members after it), so look for a record start after this one.
+                if not self._skipped(_Skip("truncated", str(err), resync=True), where):
+                    return
+            else:
+                if page is not None:
+                    self.tally.count(STAGE, "pages")
+                    self.tally.count(STAGE, f"pages:{page.content_type}")
+                    yield page
+            position += 1
+
+    def _skipped(self, skip: _Skip, where: str) -> bool:
+        """Count the skip and move to the next record start when needed; False when the file has no more records."""
+        following = self.stream.resync(self.scan_limit, skip.unread) if skip.resync else self.stream
+        if following is None and not self.headers_seen and skip.reason in ("malformed", "bad-gzip"):
+            self.tally.skip(STAGE, "not-warc", self.source, f"no WARC record in the file ({skip.detail})")
+            return False
+        self.tally.skip(STAGE, skip.reason, where, skip.detail)
+        if following is None:
+            return False
+        self.stream = following
+        return True
+
+    def _next_record(self) -> _Record | None:
+        """The next complete record, None at the end of the file; `_Skip` for a record that cannot be read."""
+        stream, limits = self.stream, self.limits
+        headers = _read_headers(stream, limits)
+        if headers is None:
+            return None
+        self.headers_seen = True
+        length = _content_length(headers)
+        if length > limits.max_payload_bytes:
+            detail = f"{_describe(headers)}: {length} bytes > {limits.max_payload_bytes}"
+            if stream.inflates:     # finding where the block ends would mean inflating it: look for a record start
+                raise _Skip("too-large", detail, resync=True, unread=True)
+            if not stream.skip_block(length):
+                raise _Skip("malformed", f"{_describe(headers)}: Content-Length {length} runs past the file "
+                                         "or the next record", resync=True)
+            raise _Skip("too-large", detail)
+        stream.grant(length)
         try:
-            record = _next_record(stream, limits)
-            if record is None:
-                return
-            page = _page(record, source, position, tally, limits)
-        except _Skip as skip:
-            tally.skip(STAGE, skip.reason, where, skip.detail)
-            if skip.resync and not stream.resync():
-                return
-        except _Truncated as err:
-            # Usually the file was cut; but damage can also make a reader run to the end (a gzip header flag that
-            # asks for a file name eats the members after it), so look for a record start after this one.
-            tally.skip(STAGE, "truncated", where, str(err))
-            if not stream.resync():
-                return
-        else:
-            if page is not None:
-                tally.count(STAGE, "pages")
-                tally.count(STAGE, f"pages:{page.content_type}")
-                yield page
-        position += 1
+            block = stream.read_exactly(length)
+            if len(block) < length:
+                raise _Truncated(f"{_describe(headers)}: {len(block)} of {length} bytes")
+            if not stream.end_record() or _absorbs_a_record(block, stream.next_unsure):
+                raise _Skip("malformed", f"{_describe(headers)}: Content-Length {length} does not end the record "
+                                         "(no record separator and next record after it)", resync=True)
+        except zlib.error as err:
+            raise _Skip("bad-gzip", f"{_describe(headers)}: {err}", resync=True) from None
+        return _Record(headers, block)
 
 
 # --- one record -------------------------------------------------------------------------------------------------
@@ -134,8 +214,8 @@ class _Record:
     block: bytes             # the record's content block, complete
 
 
-def _next_record(stream: _Stream, limits: ReadLimits) -> _Record | None:
-    """The next complete record, None at the end of the file; `_Skip` for a record that cannot be read."""
+def _read_headers(stream: _Stream, limits: ReadLimits):
+    """The next record's WARC headers (warcio StatusAndHeaders), None at the end of the file."""
     from warcio.exceptions import ArchiveLoadFailed
     from warcio.statusandheaders import StatusAndHeadersParserException
 
@@ -145,25 +225,16 @@ def _next_record(stream: _Stream, limits: ReadLimits) -> _Record | None:
             return None
         headers = _parsers().record.parse_record_stream(
             stream, statusline=first, known_format="warc", no_record_parse=True).rec_headers
+        if _RECORD_LINE.search(stream.buffer, stream.line_start + len(first), stream.pos):
+            # a record cut inside its header runs into the next record's: that one starts at the second line
+            raise _Skip("malformed", "WARC header: a second WARC version line in it", resync=True)
+        return headers
     except (ArchiveLoadFailed, StatusAndHeadersParserException, EOFError) as err:
         raise _Skip("malformed", f"WARC header: {_short(err)}", resync=True) from None
     except _OverBudget:
         raise _Skip("malformed", f"WARC header over {limits.max_header_bytes} bytes", resync=True) from None
     except zlib.error as err:
         raise _Skip("bad-gzip", str(err), resync=True) from None
-    length = _content_length(headers)
-    if length > limits.max_payload_bytes:
-        stream.skip_block(length)
-        raise _Skip("too-large", f"{_describe(headers)}: {length} bytes > {limits.max_payload_bytes}")
-    stream.grant(length)
-    try:
-        block = stream.read_exactly(length)
-        if len(block) < length:
-            raise _Truncated(f"{_describe(headers)}: {len(block)} of {length} bytes")
-        stream.end_record()
-    except zlib.error as err:
-        raise _Skip("bad-gzip", f"{_describe(headers)}: {err}", resync=True) from None
-    return _Record(headers, block)
 
 
 def _content_length(headers) -> int:
@@ -183,17 +254,22 @@ def _page(record: _Record, source: str, position: int, tally: Tally, limits: Rea
     kind = (headers.get_header("WARC-Type") or "").strip().lower() or "untyped"
     tally.count(STAGE, "records")
     tally.count(STAGE, f"records:{kind}")
+    if kind == "untyped":
+        raise _Skip("no-type", _describe(headers))
+    html_resource = kind == "resource" and _media_type(headers.get_header("Content-Type")) in HTML_TYPES
+    if kind not in ("response", "conversion") and not html_resource:
+        return None
     url = (headers.get_header("WARC-Target-URI") or "").strip().strip("<>")
+    if not url:
+        raise _Skip("no-url", f"{kind} record {_describe(headers)}")
+    if not url.lower().startswith(("http:", "https:")):     # javascript:, dns: (Heritrix's DNS lookups), ...
+        raise _Skip("url-scheme", f"{kind} record {_short(url, 80)}")
     if kind == "conversion":
         return _text_page(record, url, source, position, tally)
-    if not url.lower().startswith(("http:", "https:")):
-        return None
     if kind == "response":
         body, content_type = _http_body(record, limits)
-    elif kind == "resource" and _media_type(headers.get_header("Content-Type")) in HTML_TYPES:
-        body, content_type = record.block, headers.get_header("Content-Type")
     else:
-        return None
+        body, content_type = record.block, headers.get_header("Content-Type")
     if headers.get_header("WARC-Truncated"):
         tally.count(STAGE, "truncated-by-crawler")
     text, charset = _decoded(body, charset_from_content_type(content_type), url, tally)
@@ -290,9 +366,8 @@ def _inflated(body: bytes, encoding: str | None, url: str, limits: ReadLimits) -
         raise _Skip("content-encoding", f"{url}: {encoding}")
     wbits = [31] if "gzip" in encoding else [15, -15]      # deflate: zlib-wrapped, or raw as some servers send
     for bits in wbits:
-        inflater = zlib.decompressobj(bits)
         try:
-            out = inflater.decompress(body, limits.max_payload_bytes + 1)
+            out = _inflate_members(body, bits, limits.max_payload_bytes + 1)
         except zlib.error:
             continue
         if len(out) > limits.max_payload_bytes:
@@ -303,15 +378,34 @@ def _inflated(body: bytes, encoding: str | None, url: str, limits: ReadLimits) -
     raise _Skip("content-encoding", f"{url}: {encoding} body does not inflate")
 
 
+def _inflate_members(body: bytes, wbits: int, limit: int) -> bytes:
+    """At most `limit` bytes inflated from `body`, every gzip member of it in turn (a body may be several, as
+    `cat a.gz b.gz` makes them); zlib.error if the first does not inflate. Damage in a later member ends the body
+    there."""
+    parts, total = [], 0
+    while True:
+        inflater = zlib.decompressobj(wbits)
+        try:
+            part = inflater.decompress(body, limit - total)
+        except zlib.error:
+            if not parts:
+                raise
+            break
+        parts.append(part)
+        total += len(part)
+        body = inflater.unused_data
+        if total >= limit or not inflater.eof or wbits != 31 or not body.startswith(GZIP_MAGIC[:2]):
+            return b"".join(parts)
+    return b"".join(parts)
+
+
 # --- the byte stream under the records --------------------------------------------------------------------------
 
-def _open_stream(raw: BinaryIO, source: str) -> _Stream:
+def _open_stream(raw: BinaryIO) -> _Stream:
     head = raw.read(len(GZIP_MAGIC))
     if head[:1] == GZIP_MAGIC[:1] or head[1:] == GZIP_MAGIC[1:]:   # gzip, or gzip with a damaged first byte
         return _GzipStream(raw, head)
-    if not b"WARC/".startswith(head.lstrip()):
-        raise InputFormatError(f"{source}: not a WARC file (starts with {head!r})")
-    return _PlainStream(raw, head)
+    return _PlainStream(raw, head)      # not a WARC file at all: its first record is malformed, and nothing follows
 
 
 class _Stream:
@@ -321,13 +415,16 @@ class _Stream:
     reading can resume right after the broken record's first line.
     """
 
-    def __init__(self, raw: BinaryIO):
+    inflates = False            # a gzip stream: skipping a block would mean inflating it
+
+    def __init__(self, raw: BinaryIO, produced: int = 0):
         self.raw = raw
         self.buffer = bytearray()
         self.pos = 0            # read position in the buffer
         self.line_start = 0     # buffer position of the current record's first line
         self.budget = 0
-        self.produced = 0       # bytes read out of the file after decompression: what reading cost
+        self.produced = produced    # bytes read out of the file after decompression: what reading cost
+        self.next_unsure = False    # the last separator was followed by something other than a record start
 
     @property
     def available(self) -> int:
@@ -379,12 +476,16 @@ class _Stream:
     def first_line(self) -> bytes | None:
         """The first non-blank line of the next record, None at the end of the file."""
         while True:
+            self._check_format()
             line = self.readline()
             if not line:
                 return None
             if line.strip():
                 self.line_start = self.pos - len(line)
                 return line
+
+    def _check_format(self) -> None:
+        """Raise `_Switch` when the next record is in the other format."""
 
     def _fill(self, n: int) -> bool:
         """Buffer at least n unread bytes if the file has them; False when it ends first."""
@@ -401,87 +502,145 @@ class _Stream:
         self.buffer += data
         return bool(data)
 
-    def end_record(self) -> None:
-        """Consume the blank lines that end a record (WARC puts two CRLFs after each block)."""
-        self._fill(4)
-        self._consume_line_ends()
+    def end_record(self) -> bool:
+        """After a block: consume the separator that ends a record (WARC puts two CRLFs after each block); False
+        when the block is not followed by one and then the next record or the end (its Content-Length is wrong)."""
+        self._fill(_END_PEEK)
+        return self._take_separator()
 
-    def _consume_line_ends(self) -> None:
-        head = self.buffer[self.pos:self.pos + 4]
-        self.pos += len(head) - len(head.lstrip(b"\r\n"))
+    def _take_separator(self) -> bool:
+        after = bytes(self.buffer[self.pos:self.pos + _END_PEEK])
+        found = _separator(after, at_end=len(after) < _END_PEEK)
+        if found is None:
+            return False
+        self.pos += found[0]
+        self.next_unsure = not found[1]
+        return True
 
     def _produce(self, max_bytes: int) -> bytes:
         raise NotImplementedError
 
-    def skip_block(self, n: int) -> None:
-        """Leave a record's block of n bytes unread."""
+    def resync(self, scan_limit: int, unread: bool = False) -> _Stream | None:
+        """The stream to read on from, at the next record start after the current record's first line (this one,
+        or one for the other format); None if there is none. `scan_limit`: decompressed bytes a gzip stream may
+        inflate looking for it; `unread`: the record's block was left unread."""
         raise NotImplementedError
 
-    def resync(self) -> bool:
-        """Move to the next record start after the current record's first line; False if there is none."""
-        raise NotImplementedError
+    def _scan(self, data: bytearray, start: int, more) -> tuple[str | None, bytearray, int, int]:
+        """The first record start in data[start:] and the file after it (extended by `more(data)`, compressed or
+        plain bytes alike): a WARC version line ("plain") or a gzip member inflating to `WARC/`
+        ("gzip"). Returns (kind or None at the end, the data left, the start's index in it, bytes dropped before
+        the data left)."""
+        dropped = 0
+        while True:
+            line = _RECORD_LINE.search(data, start)
+            member = data.find(GZIP_MAGIC, start, line.start() if line else len(data))
+            if member >= 0:
+                if len(data) - member < _VERIFY_WINDOW and more(data):
+                    continue                    # more bytes to check the member with
+                if _starts_record(bytes(data[member:member + _VERIFY_WINDOW])):
+                    return "gzip", data, member, dropped
+                start = member + 1
+                continue
+            if line:
+                return "plain", data, line.start(), dropped
+            keep_from = min(max(start, len(data) - _LINE_TAIL), len(data))
+            dropped += keep_from
+            del data[:keep_from]
+            start = 0
+            if not more(data):
+                return None, data, 0, dropped
 
 
 class _PlainStream(_Stream):
-    def __init__(self, raw: BinaryIO, head: bytes):
-        super().__init__(raw)
+    def __init__(self, raw: BinaryIO, head: bytes, produced: int = 0):
+        super().__init__(raw, produced + len(head))
         self.buffer += head
-        self.produced = len(head)
 
     def _produce(self, max_bytes: int) -> bytes:
         return self.raw.read(min(max_bytes, CHUNK))
 
-    def skip_block(self, n: int) -> None:
-        buffered = min(n, self.available)
-        self.pos += buffered
-        n -= buffered
-        if n and _seekable(self.raw):
-            self.raw.seek(n, io.SEEK_CUR)
-            return
-        while n > 0:
-            data = self.raw.read(min(n, CHUNK))
-            if not data:
-                return
-            n -= len(data)
+    def _check_format(self) -> None:
+        self._fill(len(GZIP_MAGIC))
+        if self.buffer.startswith(GZIP_MAGIC, self.pos):   # gzip members follow (the buffer holds raw bytes)
+            rest = bytes(self.buffer[self.pos:])
+            raise _Switch(_GzipStream(self.raw, rest, self.produced - len(rest)), mid_record=False)
 
-    def resync(self) -> bool:
-        """Find the next line that starts a WARC record (plain files cost no inflation to scan)."""
-        data, start = self.buffer, self.line_start + 1
-        while True:
-            found = data.find(b"\nWARC/", start)
-            if found >= 0:
-                self.buffer, self.pos = data[found + 1:], 0
-                return True
-            data, start = data[-6:], 0
-            more = self.raw.read(CHUNK)
-            if not more:
+    def skip_block(self, n: int) -> bool:
+        """Leave a record's block of n bytes unread and consume the separator after it; False (and nothing moved)
+        when the block runs past the end of the file or is not followed by a separator and a record start."""
+        if n <= self.available:
+            self.pos += n
+            return self.end_record()
+        rest = n - self.available
+        if not _seekable(self.raw):
+            while rest > 0:
+                data = self.raw.read(min(rest, CHUNK))
+                if not data:
+                    break
+                rest -= len(data)
+            self.buffer, self.pos, self.line_start = bytearray(), 0, 0
+            return rest == 0 and self.end_record()
+        here = self.raw.tell()
+        saved = self.buffer, self.pos
+        try:
+            size = self.raw.seek(0, io.SEEK_END)
+            if here + rest <= size:
+                self.raw.seek(here + rest)
                 self.buffer, self.pos = bytearray(), 0
-                return False
-            data += more
+                if self.end_record():
+                    return True
+        except (OSError, ValueError, OverflowError):
+            pass
+        self.raw.seek(here)
+        self.buffer, self.pos = saved
+        return False
+
+    def resync(self, scan_limit: int, unread: bool = False) -> _Stream | None:
+        """Find the next record start (plain files cost no inflation to scan)."""
+        kind, data, index, _ = self._scan(self.buffer, self.line_start + 1, self._more)
+        if kind == "gzip":
+            return _GzipStream(self.raw, bytes(data[index:]), self.produced)
+        self.buffer, self.pos, self.line_start = (data[index:] if kind else bytearray()), 0, 0
+        return self if kind else None
+
+    def _more(self, data: bytearray) -> bool:
+        more = self.raw.read(CHUNK)
+        data += more
+        return bool(more)
 
 
 class _GzipStream(_Stream):
     """Gzip members inflated in turn, as one stream (records may share or span members), `max_length`-bounded.
 
-    To resume after a broken record at the first gzip member that starts after its first line, the compressed
-    bytes since the first member started during the current record are kept (`replay`), with where each member
-    starts (offsets in the file, compressed and decompressed). The current member's own compressed bytes are kept
-    too (`member`, up to _MEMBER_KEEP): damage can make zlib read past the member's end (a bogus header flag asks
-    for a file name, a changed block runs on), and the next member's start is then among the bytes it consumed.
+    After a broken record, reading resumes at the next line that starts a WARC record in the inflated data, when
+    the data still inflates and such a line is within what a record may hold (records sharing a member); else at
+    the first gzip member that starts after the broken record's first line and inflates to `WARC/`. For that, the
+    compressed bytes since the first member started during the current record are kept (`replay`), with where
+    each member starts (offsets in the file, compressed and decompressed). The current member's own compressed
+    bytes are kept too (`member`, up to _MEMBER_KEEP): damage can make zlib read past the member's end (a bogus
+    header flag asks for a file name, a changed block runs on), and the next member's start is then among the
+    bytes it consumed.
     """
 
-    def __init__(self, raw: BinaryIO, head: bytes):
-        super().__init__(raw)
+    inflates = True
+
+    def __init__(self, raw: BinaryIO, head: bytes, produced: int = 0):
+        super().__init__(raw, produced)
         self.compressed = head      # input not yet given to the inflater
-        self.at = 0                 # file offset of compressed[0]
+        self.at = 0                 # file offset of compressed[0] (relative to where this stream began)
         self.member_at = 0          # file offset of the current member
+        self.member_offset = produced   # decompressed offset of the current member's start
         self.inflater = zlib.decompressobj(31)
+        self.broken = False         # the inflater failed: the data after it cannot be read by inflating on
         self.raw_done = False
         self.finished = False       # no record start left to resync to
         self.replay: bytearray | None = None
         self.replay_at = 0
         self.members: list[tuple[int, int]] = []    # (decompressed offset, file offset) of member starts
         self.member: bytearray | None = bytearray(head)    # compressed bytes from member_at, while bounded
+        self.owns_member = True     # the current record starts its gzip member
+        self.shared_members = False     # a record started inside a member: members hold several records
 
     def start_record(self, header_budget: int) -> None:
         super().start_record(header_budget)
@@ -492,6 +651,17 @@ class _GzipStream(_Stream):
         elif self.members[0][1] > self.replay_at:
             del self.replay[:self.members[0][1] - self.replay_at]
             self.replay_at = self.members[0][1]
+
+    def first_line(self) -> bytes | None:
+        line = super().first_line()
+        if line is not None:
+            self.owns_member = self._offset(self.line_start) == self.member_offset
+            self.shared_members |= not self.owns_member
+        return line
+
+    def _offset(self, index: int) -> int:
+        """The decompressed offset of buffer[index]."""
+        return self.produced - len(self.buffer) + index
 
     def _read_raw(self) -> bytes:
         data = b"" if self.raw_done else self.raw.read(CHUNK)
@@ -516,31 +686,39 @@ class _GzipStream(_Stream):
 
     def _inflate(self, max_bytes: int) -> bytes:
         """One step inside the current member."""
-        if not self.compressed:
-            self.compressed = self._read_raw()
+        try:
             if not self.compressed:
-                raise _Truncated("the gzip data ends inside a member")
-        given = len(self.compressed)
-        out = self.inflater.decompress(self.compressed, max_bytes)
+                self.compressed = self._read_raw()
+                if not self.compressed:
+                    raise _Truncated("the gzip data ends inside a member")
+            given = len(self.compressed)
+            out = self.inflater.decompress(self.compressed, max_bytes)
+        except (zlib.error, _Truncated):
+            self.broken = True
+            raise
         self.compressed = self.inflater.unused_data if self.inflater.eof else self.inflater.unconsumed_tail
         self.at += given - len(self.compressed)
         return out
 
-    def end_record(self) -> None:
-        """When the record ends its gzip member, inflate to the member's end, so that zlib checks its CRC (and
-        its presence) before the record is used: a cut or damaged member costs its record, not a wrong page."""
-        while self.available < 4 and not self.inflater.eof and not self.finished:   # within this member only
-            self._keep(self._inflate(4 - self.available))
-        self._consume_line_ends()
+    def end_record(self) -> bool:
+        """Look for the separator within the record's gzip member only; when the record ends its member, inflate to
+        the member's end, so that zlib checks its CRC (and its presence) before the record is used: a cut or damaged
+        member costs its record, not a wrong page. A member's end is a record's end: the next member is checked
+        when its record is read, so that its damage is its own record's."""
+        while self.available < _END_PEEK and not self.inflater.eof and not self.finished:
+            self._keep(self._inflate(_END_PEEK - self.available))
+        if not self._take_separator():
+            return False
         while not self.available and not self.inflater.eof and not self.finished:
             self._keep(self._inflate(1))
+        return True
 
     def _keep(self, data: bytes) -> None:
         self.produced += len(data)
         self.buffer += data
 
     def _next_member(self) -> bool:
-        while len(self.compressed) < len(GZIP_MAGIC):
+        while len(self.compressed) < _LOOK_AHEAD:
             more = self._read_raw()
             if not more:
                 break
@@ -548,8 +726,12 @@ class _GzipStream(_Stream):
         if not self.compressed:
             return False
         if GZIP_MAGIC.startswith(self.compressed):     # the file ends inside the next member's first bytes
+            self.broken = True
             raise _Truncated("the gzip data ends inside a member header")
         if not self.compressed.startswith(GZIP_MAGIC):
+            if self.compressed.lstrip(b"\r\n").startswith(b"WARC/"):     # a plain WARC follows
+                raise _Switch(_PlainStream(self.raw, self.compressed, self.produced), bool(self.buffer.strip()))
+            self.broken = True
             raise zlib.error("data after a gzip member is not gzip")
         if self.replay is None:
             self.replay, self.replay_at = bytearray(self.compressed), self.at
@@ -560,16 +742,42 @@ class _GzipStream(_Stream):
     def _start_member(self, compressed: bytes, at: int) -> None:
         self.compressed, self.at, self.member_at = bytes(compressed), at, at
         self.member = bytearray(compressed[:_MEMBER_KEEP]) if len(compressed) <= _MEMBER_KEEP else None
+        self.member_offset = self.produced
         self.inflater = zlib.decompressobj(31)
+        self.broken = False
 
-    def skip_block(self, n: int) -> None:
-        # Jump to the next member that starts a record rather than inflate n bytes (a gzip bomb declares plenty).
-        self.resync()
+    def resync(self, scan_limit: int, unread: bool = False) -> _Stream | None:
+        # A too-large record alone in its member is jumped over rather than inflated (a gzip bomb declares plenty).
+        if not self.broken and not (unread and self.owns_member and not self.shared_members):
+            following = self._next_line(scan_limit)
+            if following is not None:
+                return following
+        return self._jump()
 
-    def resync(self) -> bool:
-        """Drop what is buffered and find the next gzip member that inflates to `WARC/` and starts after the
-        current record's first line (and after the member it is in), scanning compressed bytes only."""
-        line_at = self.produced - len(self.buffer) + self.line_start
+    def _next_line(self, scan_limit: int) -> _Stream | None:
+        """The next line starting a record, inflating at most `scan_limit` bytes after the broken record's first
+        line (and never past damage); None if there is none."""
+        start, stop = self.line_start + 1, self.line_start + scan_limit
+        while True:
+            line = _RECORD_LINE.search(self.buffer, start)
+            if line:
+                self.buffer, self.pos, self.line_start = self.buffer[line.start():], 0, 0
+                return self
+            if len(self.buffer) >= stop:
+                return None
+            start = max(start, len(self.buffer) - _LINE_TAIL)
+            try:
+                if not self._fill_once(min(CHUNK, stop - len(self.buffer))):
+                    return None
+            except _Switch as switch:       # a plain WARC after the member: it starts with a record
+                return switch.stream
+            except (zlib.error, _Truncated):
+                return None
+
+    def _jump(self) -> _Stream | None:
+        """Drop what is buffered and find the next gzip member that inflates to `WARC/` (or plain WARC data) and
+        starts after the current record's first line (and after the member it is in), scanning compressed bytes."""
+        line_at = self._offset(self.line_start)
         later = [at for offset, at in self.members if offset > line_at]
         if later:
             data, data_at, start = self.replay[later[0] - self.replay_at:], later[0], 0
@@ -579,31 +787,47 @@ class _GzipStream(_Stream):
             data, data_at = bytearray(self.compressed), self.at
             start = max(0, self.member_at + 1 - data_at)
         self.buffer, self.pos, self.line_start = bytearray(), 0, 0
-        self.replay, self.members = None, []
-        while True:
-            found = data.find(GZIP_MAGIC, start)
-            if found < 0:
-                data_at += max(len(data) - 2, 0)
-                data, start = data[-2:], 0
-                if not self._more(data):
-                    return self._end()
-                continue
-            if len(data) - found < _VERIFY_WINDOW and self._more(data):
-                continue
-            if _starts_record(bytes(data[found:found + _VERIFY_WINDOW])):
-                self._start_member(data[found:], data_at + found)
-                return True
-            start = found + 1
+        self.replay, self.members, self.member = None, [], None
+        kind, data, index, dropped = self._scan(data, start, self._more)
+        if kind == "plain":
+            self.finished = True
+            return _PlainStream(self.raw, bytes(data[index:]), self.produced)
+        if kind is None:
+            self.compressed, self.finished = b"", True
+            return None
+        self._start_member(data[index:], data_at + dropped + index)
+        return self
 
     def _more(self, data: bytearray) -> bool:
         more = self._read_raw()
         data += more
         return bool(more)
 
-    def _end(self) -> bool:
-        self.compressed = b""
-        self.finished = True
-        return False
+
+def _separator(after: bytes, at_end: bool) -> tuple[int, bool] | None:
+    """The record separator at the start of `after` (bytes after a block, `at_end` when the data stops within
+    them): its length, and whether a record start or the end follows it; None when there is none (the block's
+    Content-Length is wrong).
+
+    A separator is two line ends or more (CRLF CRLF, or LF LF), or line ends up to the end of the data. Two line
+    ends then bytes that start no record also pass, unless the block holds a WARC version line (checked by the
+    caller): then the block absorbed the next record and ends by chance on a blank line in it. Otherwise those
+    bytes are a malformed record of their own, skipped without costing the good record before them.
+    """
+    rest = after.lstrip(b"\r\n")
+    run = len(after) - len(rest)
+    if not rest:
+        return (run, True) if at_end else None
+    if after.count(b"\n", 0, run) < 2:
+        return None
+    return run, rest.startswith((b"WARC/", GZIP_MAGIC))
+
+
+def _absorbs_a_record(block: bytes, next_unsure: bool) -> bool:
+    """Whether a block holds another record's start: a record boundary as WARC writers write it, or, when the
+    block is not followed by a record start, any WARC version line (the block then ends on a blank line by chance).
+    A page quoting a WARC record is read as records from the quote on: rare, and not a page worth the risk."""
+    return _BOUNDARY in block or (next_unsure and _RECORD_LINE.search(block) is not None)
 
 
 def _starts_record(compressed: bytes) -> bool:
