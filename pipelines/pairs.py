@@ -159,8 +159,8 @@ class ScoreCandidates(beam.DoFn):
     """(pair, side, ref) with its mean and the candidates pointing at it -> each candidate's margin, keyed by the
     query it belongs to."""
 
-    def __init__(self, kind: str):
-        self.kind = kind
+    def __init__(self, kind: str, floor: float):
+        self.kind, self.floor = kind, floor
 
     def process(self, element):
         (pair, side, ref), values = element
@@ -171,10 +171,16 @@ class ScoreCandidates(beam.DoFn):
         own_mean = means[0]  # every sentence is a query of its own direction, so its mean is always there
         cos = np.array([c[2] for c in candidates], dtype=np.float32)
         query_means = np.array([c[3] for c in candidates], dtype=np.float32)
-        margins = margin_of(cos, query_means, np.float32(own_mean), self.kind)
+        margins = margin_of(cos, query_means, np.float32(own_mean), self.kind, floor=self.floor)
         query_side = "tgt" if side == "src" else "src"
         for (_, query, sim, _), score in zip(candidates, margins):
             yield (pair, query_side, query), (ref, float(score), float(sim))
+
+
+def ratio_floor(config: MiningConfig, manifest: dict) -> float:
+    """The ratio margin's floor, from the vectors' dimension (one encoder: the same in every language)."""
+    dims = {entry["dim"] for entry in manifest["languages"].values() if entry.get("rows") and entry.get("dim")}
+    return config.floor_for(max(dims, default=1))
 
 
 def best_candidate(element) -> tuple:
@@ -345,7 +351,7 @@ class MinePairs(beam.PTransform):
         bests = (neighbours
                  | "ToJoin" >> beam.FlatMap(to_join)
                  | "JoinMeans" >> beam.GroupByKey()
-                 | "Margins" >> beam.ParDo(ScoreCandidates(config.margin))
+                 | "Margins" >> beam.ParDo(ScoreCandidates(config.margin, ratio_floor(config, manifest)))
                  | "ByQuery" >> beam.GroupByKey()
                  | "Best" >> beam.Map(best_candidate)
                  | "ByPair" >> beam.GroupByKey()
