@@ -378,6 +378,12 @@ class MinePairs(beam.PTransform):
 class PairsStage:
     """The stage as pipelines.mine runs it: the embed stage's manifest in, bitext out."""
 
+    @staticmethod
+    def check(settings: dict) -> None:
+        """Before any stage runs: the mining, knn and pair filter settings parse."""
+        mining_config(settings)
+        PairFilter.from_settings(settings.get("pair_filter"))
+
     def __init__(self, settings: dict, manifests: dict):
         from pipelines.settings import language_pairs
 
@@ -409,10 +415,10 @@ class PairsStage:
 def main(argv: list[str] | None = None) -> int:
     import sys
 
-    from pipelines.mine import main as mine_main
+    from pipelines.job import main as job_main
 
-    return mine_main(["--stages", "pairs", *(argv if argv is not None else sys.argv[1:])],
-                     prog="python -m pipelines.pairs", description=__doc__)
+    return job_main(["--stages", "pairs", *(argv if argv is not None else sys.argv[1:])], {"pairs": PairsStage},
+                    prog="python -m pipelines.pairs", description=__doc__)
 
 
 if __name__ == "__main__":
