@@ -29,7 +29,7 @@ import faiss
 import numpy as np
 
 from miner.index import KnnConfig, build_index, default_factory, default_nprobe, ivf_lists, knn, search
-from miner.margin import candidate_margins, neighbourhood_mean
+from miner.margin import candidate_margins, default_ratio_floor, neighbourhood_mean
 from miner.selection import Candidates, select
 
 
@@ -145,8 +145,9 @@ def main() -> None:
 
     with measured(results, "scoring (means + ratio margins, both ways)"):
         fwd_mean, bwd_mean = neighbourhood_mean(fwd_sims), neighbourhood_mean(bwd_sims)
-        forward = Candidates(fwd_ids, candidate_margins(fwd_sims, fwd_ids, fwd_mean, bwd_mean), fwd_sims)
-        backward = Candidates(bwd_ids, candidate_margins(bwd_sims, bwd_ids, bwd_mean, fwd_mean), bwd_sims)
+        floor = default_ratio_floor(src.shape[1])
+        forward = Candidates(fwd_ids, candidate_margins(fwd_sims, fwd_ids, fwd_mean, bwd_mean, floor=floor), fwd_sims)
+        backward = Candidates(bwd_ids, candidate_margins(bwd_sims, bwd_ids, bwd_mean, fwd_mean, floor=floor), bwd_sims)
     for mode in ("max", "intersect", "union"):
         with measured(results, f"selection {mode}"):
             pairs = select(forward, backward, mode)
@@ -173,9 +174,10 @@ def main() -> None:
         "recall_at_k": {"src->tgt": recall_at_k(ivf_ids, fwd_ids), "tgt->src": recall_at_k(ivf_bwd_ids, bwd_ids)},
     }
     ivf_fwd_mean, ivf_bwd_mean = neighbourhood_mean(ivf_sims), neighbourhood_mean(ivf_bwd_sims)
-    ivf_pairs = select(Candidates(ivf_ids, candidate_margins(ivf_sims, ivf_ids, ivf_fwd_mean, ivf_bwd_mean), ivf_sims),
+    ivf_pairs = select(Candidates(ivf_ids, candidate_margins(ivf_sims, ivf_ids, ivf_fwd_mean, ivf_bwd_mean,
+                                                                  floor=floor), ivf_sims),
                        Candidates(ivf_bwd_ids, candidate_margins(ivf_bwd_sims, ivf_bwd_ids, ivf_bwd_mean,
-                                                                 ivf_fwd_mean), ivf_bwd_sims), "max")
+                                                                 ivf_fwd_mean, floor=floor), ivf_bwd_sims), "max")
     ivf_max = set(zip(ivf_pairs.src.tolist(), ivf_pairs.tgt.tolist()))
     results["ivf"]["max_pairs_agreement_with_exact"] = len(ivf_max & ours_max) / len(ivf_max | ours_max)
 

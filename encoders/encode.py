@@ -25,7 +25,7 @@ import numpy as np
 from encoders import load_encoder
 from encoders.batching import describe_problems, sentence_problem
 from encoders.options import add_encoder_options, encoder_options
-from miner.cli import exit_status, setup_logging
+from miner.console import exit_status, setup_logging
 from miner.io import InputFormatError, atomic_output, iter_lines
 
 log = logging.getLogger("encoders.encode")

@@ -6,7 +6,7 @@
 - Meaning projection (seed 003): the single-layer meaning head MLP_M of an autoencoder trained on a frozen encoder
   (training/ exports it); v' = act(W v + b), renormalised. Saved as `meaning_projection.safetensors`.
 
-    python -m encoders.language_removal fit-pcr --encoder models/cmlm-reference --input deu_Latn=de.txt --input eng_Latn=en.txt
+    python -m encoders.fit_pcr fit-pcr --encoder models/cmlm-reference --input deu_Latn=de.txt --input eng_Latn=en.txt
 
 Language labels are free strings, but they must be the same at fitting and encoding (the pipeline uses
 ISO 639-3 plus script, e.g. `deu_Latn`).
@@ -14,9 +14,7 @@ ISO 639-3 plus script, e.g. `deu_Latn`).
 
 from __future__ import annotations
 
-import argparse
 import logging
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -102,7 +100,7 @@ def load_language_removal(folder: Path, kind: str | None, dim: int):
     """None, or the PCR / meaning projection saved beside the model in `folder`, checked against `dim`."""
     if kind in (None, "none"):
         return None
-    files = {"pcr": (PCR_FILE, PrincipalComponentRemoval, "python -m encoders.language_removal fit-pcr"),
+    files = {"pcr": (PCR_FILE, PrincipalComponentRemoval, "python -m encoders.fit_pcr fit-pcr"),
              "meaning": (MEANING_FILE, MeaningProjection, "training/ (the meaning/language autoencoder stage)")}
     if kind not in files:
         raise ValueError(f"language removal {kind!r} is not one of none, pcr, meaning")
@@ -133,44 +131,3 @@ def _load(path: Path) -> tuple[dict[str, np.ndarray], dict[str, str]]:
             return {key: handle.get_tensor(key) for key in handle.keys()}, dict(handle.metadata() or {})
     except Exception as err:  # safetensors raises its own error types for truncated or foreign files
         raise ValueError(f"{path}: not a readable safetensors file ({err})") from None
-
-
-def fit_pcr_command(args: argparse.Namespace) -> None:
-    from encoders import load_encoder
-    from miner.io import read_lines
-
-    encoder = load_encoder(args.encoder)
-    rng = np.random.default_rng(args.seed)
-    vectors = {}
-    for spec in args.input:
-        language, _, path = spec.partition("=")
-        if not path:
-            raise ValueError(f"--input {spec!r}: write LANGUAGE=FILE, e.g. deu_Latn=sentences.de.txt")
-        lines = [line for line in read_lines(path) if line.strip()]
-        sample = [lines[i] for i in sorted(rng.choice(len(lines), min(args.sample, len(lines)), replace=False))]
-        vectors[language] = encoder.encode(sample, show_progress=sys.stderr.isatty())
-        log.info("%s: %d sentences from %s", language, len(sample), path)
-    output = args.output or Path(args.encoder) / PCR_FILE
-    PrincipalComponentRemoval.fit(vectors).save(output)
-    log.info("wrote %s (%d languages)", output, len(vectors))
-
-
-def main(argv: list[str] | None = None) -> int:
-    from miner.cli import exit_status, setup_logging
-
-    parser = argparse.ArgumentParser(prog="python -m encoders.language_removal", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True)
-    fit = commands.add_parser("fit-pcr", help="fit PCR per language and save it beside the model")
-    fit.add_argument("--encoder", required=True, help="checkpoint folder")
-    fit.add_argument("--input", action="append", required=True, help="LANGUAGE=FILE, one sentence per line")
-    fit.add_argument("--sample", type=int, default=10000, help="sentences per language (default 10000)")
-    fit.add_argument("--seed", type=int, default=0)
-    fit.add_argument("--output", type=Path, help=f"default: <encoder>/{PCR_FILE}")
-    args = parser.parse_args(argv)
-    setup_logging()
-    return exit_status(lambda: fit_pcr_command(args))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -152,7 +152,7 @@ def coverage_command(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from miner.cli import exit_status, setup_logging
+    from miner.console import exit_status, setup_logging
 
     parser = argparse.ArgumentParser(prog="python -m encoders.tokenizer", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -7,16 +7,13 @@ Settings come from a YAML file (`--config`), then `--set section.key=value` over
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from miner.bucc import Sentences
 from miner.config import load_config, section
-from miner.io import InputFormatError
 from miner.mining import MiningConfig
 from miner.vectors import EmbeddingError, load_embeddings
 
@@ -112,27 +109,3 @@ class VectorSource:
 
             self._encoder = load_encoder(self.encoder_spec, **self.encoder_options)
         return self._encoder
-
-
-PROJECT_LOGGERS = ("miner", "encoders", "training", "pipelines")
-
-
-def setup_logging(verbose: bool = False) -> None:
-    """Our packages log at INFO (DEBUG with --verbose), other libraries at WARNING (INFO with --verbose).
-    `force`: importing Apache Beam installs a WARNING handler on the root logger, which would otherwise keep this
-    call from doing anything and swallow every INFO line of ours."""
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, force=True,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for name in PROJECT_LOGGERS:
-        logging.getLogger(name).setLevel(logging.DEBUG if verbose else logging.INFO)
-
-
-def exit_status(command: Callable[[], None]) -> int:
-    """Run a command's body: bad input (files, vectors, settings) ends it with `error: ...` on stderr and exit
-    status 2, no traceback; anything else is a bug and keeps its traceback."""
-    try:
-        command()
-    except (InputFormatError, EmbeddingError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    return 0

@@ -33,11 +33,10 @@ from miner.cli import (
     VectorSource,
     add_settings_arguments,
     add_vector_arguments,
-    exit_status,
     mining_config,
     settings_from_args,
-    setup_logging,
 )
+from miner.console import exit_status, setup_logging
 from miner.io import InputFormatError, read_lines, write_json
 from miner.mining import MiningConfig, mine
 from miner.xsim import xsim

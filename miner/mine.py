@@ -30,12 +30,11 @@ from miner.cli import (
     VectorSource,
     add_settings_arguments,
     add_vector_arguments,
-    exit_status,
     mining_config,
     settings_from_args,
-    setup_logging,
 )
 from miner.config import ConfigError, section
+from miner.console import exit_status, setup_logging
 from miner.io import InputFormatError, atomic_output, read_lines, write_json
 from miner.languages import check_code
 from miner.mining import MiningConfig, mine

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from miner.index import KnnConfig, knn, resolve_factory
-from miner.margin import MARGINS, candidate_margins, neighbourhood_mean
+from miner.margin import MARGINS, candidate_margins, default_ratio_floor, neighbourhood_mean
 from miner.selection import SELECTIONS, Candidates, Pairs, select
 from miner.vectors import check_same_dim
 
@@ -31,6 +31,9 @@ class MiningConfig:
     # sentences grows large where a neighbourhood is tiny or dissimilar (a language with a handful of sentences).
     # Depends on the encoder, like the threshold; None: no floor.
     min_cosine: float | None = None
+    # The ratio margin's smallest denominator (miner/margin.py): auto is 2 / sqrt(d), the noise level of cosines in
+    # d dimensions; a number sets it (e.g. the cosine the encoder gives unrelated sentences).
+    ratio_floor: float | str = "auto"
     knn: KnnConfig = field(default_factory=KnnConfig)
 
     def __post_init__(self) -> None:
@@ -44,6 +47,13 @@ class MiningConfig:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
                 raise ValueError(f"mining.{name} must be a number, got {value!r}")
+        floor = self.ratio_floor
+        if floor != "auto" and (isinstance(floor, bool) or not isinstance(floor, (int, float)) or not floor > 0):
+            raise ValueError(f"mining.ratio_floor must be 'auto' or a positive number, got {floor!r}")
+
+    def floor_for(self, dim: int) -> float:
+        """The ratio margin's floor for vectors of `dim` dimensions."""
+        return default_ratio_floor(dim) if self.ratio_floor == "auto" else float(self.ratio_floor)
 
     @classmethod
     def from_dict(cls, mining: dict, knn_settings: dict | None = None) -> MiningConfig:
@@ -63,6 +73,7 @@ class MiningConfig:
             "selection": self.selection,
             "threshold": self.threshold,
             "min_cosine": self.min_cosine,
+            "ratio_floor": self.ratio_floor,
             "index": index,
             "nprobe": self.knn.nprobe,
         }
@@ -76,8 +87,11 @@ def score_neighbours(src: np.ndarray, tgt: np.ndarray, config: MiningConfig = Mi
     fwd_sims, fwd_ids = knn(src, tgt, config.k, config.knn, names)
     bwd_sims, bwd_ids = knn(tgt, src, config.k, config.knn, names[::-1])
     fwd_mean, bwd_mean = neighbourhood_mean(fwd_sims), neighbourhood_mean(bwd_sims)
-    forward = Candidates(fwd_ids, candidate_margins(fwd_sims, fwd_ids, fwd_mean, bwd_mean, config.margin), fwd_sims)
-    backward = Candidates(bwd_ids, candidate_margins(bwd_sims, bwd_ids, bwd_mean, fwd_mean, config.margin), bwd_sims)
+    floor = config.floor_for(src.shape[1])
+    forward = Candidates(fwd_ids, candidate_margins(fwd_sims, fwd_ids, fwd_mean, bwd_mean, config.margin,
+                                                    floor=floor), fwd_sims)
+    backward = Candidates(bwd_ids, candidate_margins(bwd_sims, bwd_ids, bwd_mean, fwd_mean, config.margin,
+                                                     floor=floor), bwd_sims)
     log.info("k-NN and margins for %d x %d sentences in %.1fs", len(src), len(tgt), time.perf_counter() - started)
     return forward, backward
 

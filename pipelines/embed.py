@@ -163,6 +163,14 @@ def embeddings_manifest(entries: list[dict], sentences: dict, settings: dict) ->
 class EmbedStage:
     """The stage as pipelines.mine runs it: the extract stage's manifest in, embedding shards out."""
 
+    @staticmethod
+    def check(settings: dict) -> None:
+        """Before any stage runs: the embed settings parse, the encoder is loadable as a spec."""
+        from pipelines import preflight
+
+        embed_settings(settings)
+        preflight.check_encoder(settings.get("encoder"))
+
     def __init__(self, settings: dict, manifests: dict):
         if "extract" not in manifests:
             raise ValueError("the embed stage needs the extract stage's output: run it first (--stages extract)")
@@ -186,10 +194,10 @@ class EmbedStage:
 def main(argv: list[str] | None = None) -> int:
     import sys
 
-    from pipelines.mine import main as mine_main
+    from pipelines.job import main as job_main
 
-    return mine_main(["--stages", "embed", *(argv if argv is not None else sys.argv[1:])],
-                     prog="python -m pipelines.embed", description=__doc__)
+    return job_main(["--stages", "embed", *(argv if argv is not None else sys.argv[1:])], {"embed": EmbedStage},
+                    prog="python -m pipelines.embed", description=__doc__)
 
 
 if __name__ == "__main__":

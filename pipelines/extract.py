@@ -184,6 +184,14 @@ def sentences_manifest(entries: list[dict]) -> dict:
 class ExtractStage:
     """The stage as pipelines.mine runs it."""
 
+    @staticmethod
+    def check(settings: dict) -> None:
+        """Before any stage runs: the input glob matches files, the LID model exists."""
+        from pipelines import preflight
+
+        preflight.check_input(settings.get("input"))
+        preflight.check_lid_model((settings.get("lid") or {}).get("model"))
+
     def __init__(self, settings: dict, manifests: dict):
         from pipelines.text.stage import TextStage
 
@@ -202,10 +210,10 @@ class ExtractStage:
 def main(argv: list[str] | None = None) -> int:
     import sys
 
-    from pipelines.mine import main as mine_main
+    from pipelines.job import main as job_main
 
-    return mine_main(["--stages", "extract", *(argv if argv is not None else sys.argv[1:])],
-                     prog="python -m pipelines.extract", description=__doc__)
+    return job_main(["--stages", "extract", *(argv if argv is not None else sys.argv[1:])], {"extract": ExtractStage},
+                    prog="python -m pipelines.extract", description=__doc__)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,8 @@ class MineOptions(PipelineOptions):
                             help=f"stages to run, in order, from {','.join(STAGES)} (default: all)")
         parser.add_argument("--rerun", action="store_true",
                             help="run the stages again even where a finished output exists")
-        parser.add_argument("--verbose", action="store_true")
+        parser.add_argument("--verbose", action="store_true", help="debug lines of ours, info lines of the libraries")
+        parser.add_argument("--quiet", action="store_true", help="warnings and the final report only")
 
     def settings(self) -> dict:
         from pipelines.settings import load_settings

@@ -159,8 +159,8 @@ class ScoreCandidates(beam.DoFn):
     """(pair, side, ref) with its mean and the candidates pointing at it -> each candidate's margin, keyed by the
     query it belongs to."""
 
-    def __init__(self, kind: str):
-        self.kind = kind
+    def __init__(self, kind: str, floor: float):
+        self.kind, self.floor = kind, floor
 
     def process(self, element):
         (pair, side, ref), values = element
@@ -171,10 +171,16 @@ class ScoreCandidates(beam.DoFn):
         own_mean = means[0]  # every sentence is a query of its own direction, so its mean is always there
         cos = np.array([c[2] for c in candidates], dtype=np.float32)
         query_means = np.array([c[3] for c in candidates], dtype=np.float32)
-        margins = margin_of(cos, query_means, np.float32(own_mean), self.kind)
+        margins = margin_of(cos, query_means, np.float32(own_mean), self.kind, floor=self.floor)
         query_side = "tgt" if side == "src" else "src"
         for (_, query, sim, _), score in zip(candidates, margins):
             yield (pair, query_side, query), (ref, float(score), float(sim))
+
+
+def ratio_floor(config: MiningConfig, manifest: dict) -> float:
+    """The ratio margin's floor, from the vectors' dimension (one encoder: the same in every language)."""
+    dims = {entry["dim"] for entry in manifest["languages"].values() if entry.get("rows") and entry.get("dim")}
+    return config.floor_for(max(dims, default=1))
 
 
 def best_candidate(element) -> tuple:
@@ -345,7 +351,7 @@ class MinePairs(beam.PTransform):
         bests = (neighbours
                  | "ToJoin" >> beam.FlatMap(to_join)
                  | "JoinMeans" >> beam.GroupByKey()
-                 | "Margins" >> beam.ParDo(ScoreCandidates(config.margin))
+                 | "Margins" >> beam.ParDo(ScoreCandidates(config.margin, ratio_floor(config, manifest)))
                  | "ByQuery" >> beam.GroupByKey()
                  | "Best" >> beam.Map(best_candidate)
                  | "ByPair" >> beam.GroupByKey()
@@ -371,6 +377,12 @@ class MinePairs(beam.PTransform):
 
 class PairsStage:
     """The stage as pipelines.mine runs it: the embed stage's manifest in, bitext out."""
+
+    @staticmethod
+    def check(settings: dict) -> None:
+        """Before any stage runs: the mining, knn and pair filter settings parse."""
+        mining_config(settings)
+        PairFilter.from_settings(settings.get("pair_filter"))
 
     def __init__(self, settings: dict, manifests: dict):
         from pipelines.settings import language_pairs
@@ -403,10 +415,10 @@ class PairsStage:
 def main(argv: list[str] | None = None) -> int:
     import sys
 
-    from pipelines.mine import main as mine_main
+    from pipelines.job import main as job_main
 
-    return mine_main(["--stages", "pairs", *(argv if argv is not None else sys.argv[1:])],
-                     prog="python -m pipelines.pairs", description=__doc__)
+    return job_main(["--stages", "pairs", *(argv if argv is not None else sys.argv[1:])], {"pairs": PairsStage},
+                    prog="python -m pipelines.pairs", description=__doc__)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
 """What a run needs, checked before its first stage: a typo, a missing file or a bad value is an error naming it in
 seconds, not after the extract and embed stages have run for an hour.
 
-Each stage that will run has its settings checked by the code that will use them (so the checks cannot drift from
-the stages): the input glob must match files, the LID model must exist, the encoder must be loadable as a spec
-(a built-in name, a checkpoint folder whose layout reads, a cloud path or a hub id), and the embed, mining, knn and
-pair filter sections must parse with the types they need.
+Each stage that will run has its settings checked by the code that will use them (each stage's `check`, so the
+checks cannot drift from the stages; the file checks below are shared): the input glob must match files, the LID
+model must exist, the encoder must be loadable as a spec (a built-in name, a checkpoint folder whose layout reads, a
+cloud path or a hub id), and the embed, mining, knn and pair filter sections must parse with the types they need.
 """
 
 from __future__ import annotations
@@ -12,24 +12,6 @@ from __future__ import annotations
 import os
 
 from pipelines import storage
-
-
-def check(settings: dict, stages: list[str]) -> None:
-    """Raise ValueError naming the first setting or file a stage in `stages` could not use."""
-    if "extract" in stages:
-        check_input(settings["input"])
-        check_lid_model((settings.get("lid") or {}).get("model"))
-    if "embed" in stages:
-        from pipelines.embed import embed_settings
-
-        embed_settings(settings)
-        check_encoder(settings.get("encoder"))
-    if "pairs" in stages:
-        from miner.pair_filters import PairFilter
-        from pipelines.pairs import mining_config
-
-        mining_config(settings)
-        PairFilter.from_settings(settings.get("pair_filter"))
 
 
 def check_input(pattern: str | None) -> None:

@@ -68,7 +68,8 @@ def format_summary(report: dict) -> str:
     mining = report.get("mining") or {}
     if mining:
         lines.append(f"  mining: k={mining['k']} margin={mining['margin']} selection={mining['selection']} "
-                     f"threshold={mining['threshold']} min_cosine={mining.get('min_cosine')} index={mining['index']}")
+                     f"threshold={mining['threshold']} min_cosine={mining.get('min_cosine')} "
+                     f"ratio_floor={mining.get('ratio_floor')} index={mining['index']}")
     gold = (report.get("gold") or {}).get("pairs", {})
     for pair, entry in report["pairs"].items():
         low_high = entry["score_range"]

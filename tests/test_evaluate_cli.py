@@ -72,7 +72,7 @@ def test_a_checkpoint_folder_as_encoder_with_pcr(tmp_path, tiny_encoder_dir):
     """--encoder takes a checkpoint (embed, then score); the pair's languages reach PCR."""
     import shutil
 
-    from encoders.language_removal import main as language_removal
+    from encoders.fit_pcr import main as language_removal
 
     model = shutil.copytree(tiny_encoder_dir, tmp_path / "model")
     for lang in ("de", "en"):

@@ -10,6 +10,7 @@ import threading
 import pytest
 
 from pipelines.text.extract import Extractor, ExtractSettings, extract_document, is_furniture, main, paragraphs_of
+from pipelines.text.extract_eval import main as evaluate_main
 from pipelines.text.extract_eval import score, summary, throughput
 from pipelines.text.records import Page, Tally
 from tests.warc_files import WarcBuilder, html_page
@@ -164,7 +165,7 @@ def test_show_command_prints_documents_and_the_tally(tmp_path, capsys):
 
 
 def test_commands_report_bad_input_as_errors(tmp_path, capsys):
-    assert main(["evaluate", "--eval-dir", str(tmp_path)]) == 2
+    assert evaluate_main(["--eval-dir", str(tmp_path)]) == 2
     assert "no evaldata.json" in capsys.readouterr().err
     assert main(["show", str(tmp_path / "absent.warc.gz")]) == 2
     assert main(["show", str(tmp_path / "absent.warc.gz"), "--set", "no_such=1"]) == 2
@@ -183,7 +184,7 @@ def test_throughput_counts_the_same_pages_for_every_system(tmp_path):
 def test_stage_keeps_up_with_trafilatura_on_its_evaluation_set(shared_data, tmp_path):
     eval_dir = shared_data / "web/trafilatura-eval"
     report_path = tmp_path / "report.json"
-    assert main(["evaluate", "--eval-dir", str(eval_dir), "--every", "25", "--report", str(report_path)]) == 0
+    assert evaluate_main(["--eval-dir", str(eval_dir), "--every", "25", "--report", str(report_path)]) == 0
     report = json.loads(report_path.read_text())
     assert report["pages"] >= 39 and not report["missing"]
     library, stage = report["systems"]["trafilatura.extract defaults"], report["systems"]["stage"]

@@ -26,6 +26,7 @@ from pipelines.text.langid_eval import (
     read_document_ids,
     read_flores,
 )
+from pipelines.text.langid_eval import main as evaluate_main
 from pipelines.text.records import Document, Tally
 
 # Text written for these tests (never copied from ../shared).
@@ -303,7 +304,7 @@ def test_read_flores_names_and_aliases(tmp_path):
 def test_evaluate_command_reports_covered_languages_and_documents(tmp_path, scripted_style, capsys):
     flores = write_flores(tmp_path / "devtest")
     report_path = tmp_path / "report.json"
-    assert main(["evaluate", "--model", scripted_style.path, "--flores", str(flores), "--documents",
+    assert evaluate_main(["--model", scripted_style.path, "--flores", str(flores), "--documents",
                  "--document-weights", "3,10", "--output", str(report_path)]) == 0
     report = json.loads(report_path.read_text())
     sentences = report["sentences"]

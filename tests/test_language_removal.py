@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from encoders import load_encoder
-from encoders.language_removal import MEANING_FILE, MeaningProjection, PrincipalComponentRemoval, main
+from encoders.fit_pcr import main
+from encoders.language_removal import MEANING_FILE, MeaningProjection, PrincipalComponentRemoval
 from tests.conftest import sample_sentences
 
 

@@ -1,4 +1,5 @@
-"""Margins, worked out by hand on a 2 x 3 example, then checked through the real k-NN path.
+"""Margins, worked out by hand on a 2 x 3 example, then checked through the real k-NN path; the ratio's floor on
+neighbourhoods too small or too dissimilar to give it a scale.
 
 cos(x_i, y_j) (k = 2):        y0    y1    y2
                         x0    0.8   0.4   0.1      fwd(x0) = (0.8 + 0.4) / 2 = 0.60
@@ -17,8 +18,11 @@ pair      cos   (fwd + bwd) / 2            ratio              distance
 import numpy as np
 import pytest
 
-from miner.margin import margin, neighbourhood_mean
+from miner.margin import default_ratio_floor, margin, neighbourhood_mean
 from miner.mining import MiningConfig, mine, score_neighbours
+
+DIM = 512  # the default encoder's: ratio floor 2 / sqrt(512) = 0.088
+FLOOR = default_ratio_floor(DIM)
 
 COS = np.array([[0.8, 0.4, 0.1], [0.5, 0.6, 0.3]])
 EXPECTED = {  # (source, target): (cos, ratio, distance)
@@ -27,22 +31,25 @@ EXPECTED = {  # (source, target): (cos, ratio, distance)
 }
 
 
-def vectors_with_cosines(cos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Unit x_i = e_i and unit y_j whose first coordinates are cos[:, j]: then x_i . y_j = cos[i, j] exactly."""
+def vectors_with_cosines(cos: np.ndarray, dim: int = DIM) -> tuple[np.ndarray, np.ndarray]:
+    """Unit x_i = e_i and unit y_j whose first coordinates are cos[:, j]: then x_i . y_j = cos[i, j] exactly
+    (in `dim` dimensions, the rest zeros: the ratio's floor depends on the dimension)."""
     n_src, n_tgt = cos.shape
-    x = np.eye(n_src, n_src + n_tgt)
-    y = np.zeros((n_tgt, n_src + n_tgt))
+    x = np.eye(n_src, dim)
+    y = np.zeros((n_tgt, dim))
     y[:, :n_src] = cos.T
     y[np.arange(n_tgt), n_src + np.arange(n_tgt)] = np.sqrt(1 - (cos ** 2).sum(axis=0))
     return x.astype(np.float32), y.astype(np.float32)
 
 
 def test_margin_formulas_on_scalars():
-    assert margin(np.float32(0.8), 0.6, 0.65, "ratio") == pytest.approx(1.28)
-    assert margin(np.float32(0.8), 0.6, 0.65, "distance") == pytest.approx(0.175)
-    assert margin(np.float32(0.8), 0.6, 0.65, "absolute") == pytest.approx(0.8)
+    assert margin(np.float32(0.8), 0.6, 0.65, "ratio", floor=FLOOR) == pytest.approx(1.28)
+    assert margin(np.float32(0.8), 0.6, 0.65, "distance", floor=FLOOR) == pytest.approx(0.175)
+    assert margin(np.float32(0.8), 0.6, 0.65, "absolute", floor=FLOOR) == pytest.approx(0.8)
     with pytest.raises(ValueError, match="unknown margin"):
-        margin(np.float32(0.8), 0.6, 0.65, "cosine")
+        margin(np.float32(0.8), 0.6, 0.65, "cosine", floor=FLOOR)
+    with pytest.raises(ValueError, match="floor must be positive"):
+        margin(np.float32(0.8), 0.6, 0.65, "ratio", floor=0.0)
 
 
 def test_neighbourhood_mean():
@@ -85,8 +92,69 @@ def test_selection_on_hand_example(selection, threshold, expected):
     assert pairs.margin.tolist() == pytest.approx([EXPECTED[p][1] for p in expected], abs=1e-5)
 
 
-def test_ratio_never_divides_by_a_non_positive_neighbourhood():
-    # Vectors unlike anything (neighbourhood mean <= 0) must not flip the ratio's sign and rank first.
-    scores = margin(np.array([0.1, -0.2], dtype=np.float32), np.array([-0.3, 0.5]), np.array([-0.3, 0.5]))
-    assert np.isfinite(scores).all()
-    assert scores[1] < 0 < scores[0]
+def test_the_ratio_floor_is_two_noise_deviations_or_the_setting():
+    assert default_ratio_floor(512) == pytest.approx(2 / np.sqrt(512))
+    assert MiningConfig().floor_for(1024) == pytest.approx(0.0625)
+    assert MiningConfig(ratio_floor=0.2).floor_for(1024) == 0.2
+    for bad in (0, -0.1, "abc", True):
+        with pytest.raises(ValueError, match="ratio_floor"):
+            MiningConfig(ratio_floor=bad)
+
+
+def test_ratio_is_unchanged_above_the_floor_and_floored_below_it():
+    cos = np.float32(0.5)
+    assert margin(cos, 0.3, 0.5, floor=FLOOR) == pytest.approx(0.5 / 0.4)  # a normal neighbourhood: plain ratio
+    assert margin(cos, 0.01, 0.02, floor=FLOOR) == pytest.approx(0.5 / FLOOR)  # near zero: the floor
+    assert margin(cos, -0.3, -0.1, floor=FLOOR) == pytest.approx(0.5 / FLOOR)  # negative: the floor, sign kept
+    assert margin(np.float32(-0.1), -0.3, -0.1, floor=FLOOR) < 0
+
+
+def random_unit(rng, n: int, dim: int = DIM) -> np.ndarray:
+    v = rng.standard_normal((n, dim)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_tiny_random_sets_score_no_huge_margin():
+    # Issue 15: 2 x 3 random vectors at k = 4 scored 1.4e5. Seed 23 is the worst of 200 under the old rule (a
+    # denominator floored at 1e-6 only): its neighbourhood mean is within 1e-5 of zero.
+    rng = np.random.default_rng(23)
+    x, y = random_unit(rng, 2), random_unit(rng, 3)
+    forward, backward = score_neighbours(x, y, MiningConfig(k=4))
+    fwd, bwd = forward.cos.mean(axis=1), backward.cos.mean(axis=1)
+    assert margin(forward.cos, fwd[:, None], bwd[forward.ids], floor=1e-6).max() > 1000  # the old rule
+    assert forward.margins.max() < 1 and backward.margins.max() < 1
+    for seed in range(100):
+        rng = np.random.default_rng(seed)
+        pairs = mine(random_unit(rng, 2), random_unit(rng, 3), MiningConfig(k=4))
+        assert pairs.margin.max() < 2  # real translations score up to 2.3 on the bundled sample
+
+
+def test_an_unrelated_one_sentence_language_is_no_pair():
+    # Issue 15: `zho_Hant-eng_Latn: 1 pairs, margin 31471.4` at cosine 0.03. One source sentence unlike all 20
+    # targets (cosines 0.03 down to negative): its neighbourhood means are near zero on both sides.
+    cos = np.array([[0.03, -0.01, -0.05, -0.06] + [-0.08] * 16])
+    x, y = vectors_with_cosines(cos)
+    forward, backward = score_neighbours(x, y, MiningConfig(k=4))
+    assert forward.ids[0, 0] == 0 and forward.margins[0, 0] == pytest.approx(0.03 / FLOOR, abs=1e-5)
+    assert mine(x, y, MiningConfig(k=4, threshold=1.0)).src.size == 0  # no better than its neighbourhood
+
+
+def test_fewer_sentences_than_k_uses_the_neighbours_there_are():
+    # 2 sources, 3 targets, k = 4: fwd means are over all 3 targets, bwd means over both sources.
+    cos = np.array([[0.9, 0.3, 0.2], [0.25, 0.85, 0.3]])
+    x, y = vectors_with_cosines(cos)
+    pairs = mine(x, y, MiningConfig(k=4, selection="max"))
+    fwd, bwd = cos.mean(axis=1), cos.mean(axis=0)
+    assert list(zip(pairs.src.tolist(), pairs.tgt.tolist())) == [(0, 0), (1, 1)]
+    assert pairs.margin.tolist() == pytest.approx([0.9 / ((fwd[0] + bwd[0]) / 2), 0.85 / ((fwd[1] + bwd[1]) / 2)],
+                                                  abs=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["ratio", "distance", "absolute"])
+def test_in_one_neighbourhood_a_higher_cosine_never_ranks_lower(kind):
+    rng = np.random.default_rng(0)
+    cos = np.sort(rng.uniform(-1, 1, 1000)).astype(np.float32)
+    for mean_a, mean_b in [(0.4, 0.5), (0.05, 0.05), (0.0, 0.0), (-0.3, 0.1), (-0.5, -0.5), (FLOOR, FLOOR)]:
+        scores = margin(cos, np.float32(mean_a), np.float32(mean_b), kind, floor=FLOOR)
+        assert np.all(np.diff(scores) >= 0), (mean_a, mean_b)
+        assert np.all(np.diff(scores[cos > 0]) > 0)  # strictly: the order is kept, not flattened

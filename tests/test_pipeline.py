@@ -151,7 +151,7 @@ def test_a_killed_run_restarts_without_duplicates_or_partial_files(sample_run, t
 
 
 def test_a_remote_runner_gets_models_staged_and_refuses_local_paths(gcs_bucket, tmp_path):
-    from pipelines.mine import prepare_for_runner
+    from pipelines.job import prepare_for_runner
 
     options = PipelineOptions(["--runner=DataflowRunner", f"--temp_location={gcs_bucket}/tmp",
                                "--setup_file=./setup.py"])
@@ -175,7 +175,7 @@ def test_our_info_lines_show_though_beam_installed_a_root_handler(capsys):
 
     import apache_beam  # noqa: F401  (its import puts a WARNING handler on the root logger)
 
-    from miner.cli import setup_logging
+    from miner.console import setup_logging
 
     logging.getLogger().addHandler(logging.StreamHandler())  # as Beam's import does, should it not have already
     setup_logging()
@@ -227,7 +227,7 @@ def test_a_later_stage_alone_refuses_an_earlier_output_made_otherwise(sample_run
 def test_the_portable_runner_path_gives_the_same_bitext(sample_run, tmp_path):
     """Beam's Fn API path, the one Flink and Spark run, with an in-process job server and workers: local paths
     are accepted and the bytes are the DirectRunner's."""
-    from pipelines.mine import prepare_for_runner
+    from pipelines.job import prepare_for_runner
 
     output, _ = sample_run
     portable = tmp_path / "portable"

@@ -111,3 +111,36 @@ def test_vectors_are_stored_per_sentence_shard(tmp_path):
     sentences = storage.read_parquet(first["path"], columns=["text"]).column("text").to_pylist()
     vectors = np.load(first["embeddings"])
     np.testing.assert_allclose(vectors, load_encoder("char-ngram").encode(sentences), atol=1e-6)
+
+
+def test_beam_margins_are_the_library_margins_on_a_set_smaller_than_k():
+    # The stage's join (to_join, ScoreCandidates) on 2 x 3 random vectors at k = 4, whose neighbourhood means are
+    # near zero (issue 15: 1.4e5 under the old rule), gives the library's floored margins, with the floor the stage
+    # resolves from the embed manifest's dimension.
+    from collections import defaultdict
+
+    from miner.mining import score_neighbours
+    from pipelines.pairs import ScoreCandidates, ratio_floor, to_join
+
+    rng = np.random.default_rng(23)
+    x, y = (v / np.linalg.norm(v, axis=1, keepdims=True) for v in (rng.standard_normal((n, 512)) for n in (2, 3)))
+    x, y = x.astype(np.float32), y.astype(np.float32)
+    config = MiningConfig(k=4)
+    forward, backward = score_neighbours(x, y, config)
+    manifest = {"languages": {"src": {"rows": 2, "dim": 512}, "tgt": {"rows": 3, "dim": 512}}}
+    pair = ("src", "tgt")
+    records = [(pair, "src", i, forward.cos[i], forward.ids[i]) for i in range(2)]
+    records += [(pair, "tgt", j, backward.cos[j], backward.ids[j]) for j in range(3)]
+    grouped = defaultdict(list)
+    for record in records:
+        for key, value in to_join(record):
+            grouped[key].append(value)
+    scorer = ScoreCandidates("ratio", ratio_floor(config, manifest))
+    beam_margins = {(side, query, ref): score for element in grouped.items()
+                    for (_, side, query), (ref, score, _) in scorer.process(element)}
+    library = {("src", i, int(j)): m for i in range(2) for j, m in zip(forward.ids[i], forward.margins[i])}
+    library |= {("tgt", j, int(i)): m for j in range(3) for i, m in zip(backward.ids[j], backward.margins[j])}
+    assert beam_margins.keys() == library.keys()
+    for key, value in library.items():
+        assert beam_margins[key] == pytest.approx(float(value), rel=1e-5)
+    assert max(beam_margins.values()) < 1

@@ -83,7 +83,7 @@ def retrain(recipe: Path, mined: Path, threshold: float, output: Path, overrides
 
 
 def main(argv: list[str] | None = None) -> int:
-    from miner.cli import exit_status, setup_logging
+    from miner.console import exit_status, setup_logging
 
     parser = argparse.ArgumentParser(prog="python -m training.loop", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -154,7 +154,7 @@ def embed_bitext(encoder, specs: list[str], per_pair: int, seed: int) -> list[Pa
 
 
 def main(argv: list[str] | None = None) -> int:
-    from miner.cli import exit_status, setup_logging
+    from miner.console import exit_status, setup_logging
 
     parser = argparse.ArgumentParser(prog="python -m training.meaning", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

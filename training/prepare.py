@@ -305,7 +305,7 @@ def prepare(shared: Path, output: Path, vocab_size: int, sample_lines: int, seed
 
 
 def main(argv: list[str] | None = None) -> int:
-    from miner.cli import exit_status, setup_logging
+    from miner.console import exit_status, setup_logging
 
     repo = Path(__file__).resolve().parents[1]
     parser = argparse.ArgumentParser(prog="python -m training.prepare", description=__doc__,

@@ -118,7 +118,7 @@ def export_newest_checkpoint(config) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from miner.cli import exit_status, setup_logging
+    from miner.console import exit_status, setup_logging
 
     parser = argparse.ArgumentParser(prog="python -m training.train", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -37,7 +37,7 @@ too-many-elements, timeout, crashed, error, no-content.
 
 Commands:
     python -m pipelines.text.extract show FILE.warc.gz [--limit N]
-    python -m pipelines.text.extract evaluate --eval-dir ../shared/data/web/trafilatura-eval [--report out.json]
+    python -m pipelines.text.extract_eval --eval-dir ../shared/data/web/trafilatura-eval [--report out.json]
 """
 
 from __future__ import annotations
@@ -410,7 +410,7 @@ def _show(args: argparse.Namespace) -> None:
 
     tally = Tally()
     shown = 0
-    with Extractor(_settings(args)) as extractor:
+    with Extractor(settings_from_overrides(args.set)) as extractor:
         for page in read_pages(args.file, tally):
             document = extractor.extract(page, tally)
             if document is None:
@@ -432,20 +432,10 @@ def _format_tally(tally: Tally) -> str:
     return "\n".join(lines)
 
 
-def _evaluate(args: argparse.Namespace) -> None:
-    from pipelines.text.extract_eval import evaluate, format_report
-
-    report = evaluate(args.eval_dir, _settings(args), every=args.every)
-    print(format_report(report))
-    if args.report:
-        from miner.io import write_json
-
-        write_json(args.report, report)
-
-
-def _settings(args: argparse.Namespace) -> ExtractSettings:
+def settings_from_overrides(items: list[str] | None) -> ExtractSettings:
+    """ExtractSettings from `--set key=value` items (the commands of this module and extract_eval)."""
     overrides = {}
-    for item in args.set or []:
+    for item in items or []:
         key, _, value = item.partition("=")
         field = next((f for f in dataclasses.fields(ExtractSettings) if f.name == key), None)
         if field is None:
@@ -456,7 +446,7 @@ def _settings(args: argparse.Namespace) -> ExtractSettings:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from miner.cli import exit_status, setup_logging
+    from miner.console import exit_status, setup_logging
 
     parser = argparse.ArgumentParser(prog="python -m pipelines.text.extract", description=__doc__.split("\n")[0])
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -464,18 +454,13 @@ def main(argv: list[str] | None = None) -> int:
     show = commands.add_parser("show", help="main content of the pages of one WARC/WET file")
     show.add_argument("file")
     show.add_argument("--limit", type=int, default=0, help="stop after N documents")
-    evaluate = commands.add_parser("evaluate", help="kept/dropped snippets on trafilatura's evaluation set")
-    evaluate.add_argument("--eval-dir", required=True, help="folder with evaldata.json and cache/ or eval/")
-    evaluate.add_argument("--report", help="write the figures to this JSON file")
-    evaluate.add_argument("--every", type=int, default=1, help="evaluate every N-th page only (quick runs)")
-    for sub in (show, evaluate):
-        sub.add_argument("--set", action="append", metavar="KEY=VALUE",
-                         help="an extraction setting, e.g. --set boilerplate_filter=true (repeatable)")
+    show.add_argument("--set", action="append", metavar="KEY=VALUE",
+                      help="an extraction setting, e.g. --set boilerplate_filter=true (repeatable)")
     args = parser.parse_args(argv)
     setup_logging(args.verbose)
     if not args.verbose:    # Beam's I/O modules announce optional GCP clients at import
         logging.getLogger("apache_beam").setLevel(logging.WARNING)
-    return exit_status(lambda: (_show if args.command == "show" else _evaluate)(args))
+    return exit_status(lambda: _show(args))
 
 
 if __name__ == "__main__":

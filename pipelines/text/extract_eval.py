@@ -11,10 +11,13 @@ and the stage with its boilerplate filter switched the other way.
 
 Speed. `throughput` times reading + extraction over crawl files against warcio + `trafilatura.extract` alone
 (the loop a user would write), and our stage with and without its child process: for bench/.
+
+    python -m pipelines.text.extract_eval --eval-dir ../shared/data/web/trafilatura-eval [--report out.json]
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import gzip
 import json
@@ -25,7 +28,7 @@ from pathlib import Path
 
 from miner.io import InputFormatError
 from pipelines.text.charset import UndecodableError, decode_html
-from pipelines.text.extract import Extractor, ExtractSettings
+from pipelines.text.extract import Extractor, ExtractSettings, settings_from_overrides
 from pipelines.text.records import Page, Tally
 
 
@@ -195,3 +198,31 @@ def _peer_documents(paths: list[str]) -> Iterator[object]:
                 if record.http_headers.get_statuscode() != "200" or "html" not in content_type:
                     continue
                 yield trafilatura.extract(record.content_stream().read())
+
+
+def main(argv: list[str] | None = None) -> int:
+    from miner.console import exit_status, setup_logging
+
+    parser = argparse.ArgumentParser(prog="python -m pipelines.text.extract_eval", description=__doc__.split("\n")[0])
+    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("--eval-dir", required=True, help="folder with evaldata.json and cache/ or eval/")
+    parser.add_argument("--report", help="write the figures to this JSON file")
+    parser.add_argument("--every", type=int, default=1, help="evaluate every N-th page only (quick runs)")
+    parser.add_argument("--set", action="append", metavar="KEY=VALUE",
+                        help="an extraction setting, e.g. --set boilerplate_filter=true (repeatable)")
+    args = parser.parse_args(argv)
+    setup_logging(args.verbose)
+
+    def command() -> None:
+        report = evaluate(args.eval_dir, settings_from_overrides(args.set), every=args.every)
+        print(format_report(report))
+        if args.report:
+            from miner.io import write_json
+
+            write_json(args.report, report)
+
+    return exit_status(command)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

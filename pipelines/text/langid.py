@@ -24,11 +24,11 @@ sentence's own distribution p is then combined with a prior that favours the doc
 `document_weight` to 1 against any other language: d wins when weight * p(d) > p(best), so a short or ambiguous
 sentence whose distribution still gives d some mass follows the document, while a clearly foreign sentence (a
 quoted English sentence in a German page, p(eng) = 0.99, p(deu) = 0.001) keeps its own label. The default weight,
-30, comes from the FLORES documents of `evaluate --documents` (3 to 100 tried: short sentences gain 10 points,
+30, comes from the FLORES documents of `langid_eval --documents` (3 to 100 tried: short sentences gain 10 points,
 foreign ones lose 0.1).
 
     python -m pipelines.text.langid train --train-pool ../shared/data/train --output models/lid/cmlm-lid.bin
-    python -m pipelines.text.langid evaluate --model models/lid/cmlm-lid.bin \\
+    python -m pipelines.text.langid_eval --model models/lid/cmlm-lid.bin \\
         --flores ../shared/data/dev/flores200-devtest/devtest --documents --output lid-report.json
     python -m pipelines.text.langid predict --model lid.176.ftz < sentences.txt     # lang<TAB>score<TAB>text
 """
@@ -361,19 +361,6 @@ def train_command(args) -> dict:
     return sidecar
 
 
-def evaluate_command(args) -> dict:
-    from miner.io import write_json
-    from pipelines.text.langid_eval import evaluate
-
-    identifier = LanguageIdentifier.load(args.model)
-    weights = tuple(float(w) for w in args.document_weights.split(","))
-    languages = args.languages.split(",") if args.languages else None
-    report = evaluate(identifier, args.flores, documents=args.documents, languages=languages, weights=weights)
-    if args.output:
-        write_json(args.output, report)
-    return report
-
-
 def predict_command(args) -> None:
     identifier = LanguageIdentifier.load(args.model)
     lines = [line.rstrip("\n") for line in sys.stdin]
@@ -386,22 +373,6 @@ def predict_command(args) -> None:
     for line, answer in zip(lines, answers):
         labels = "\t".join(f"{code}\t{probability:.4f}" for code, probability in answer)
         print(f"{labels}\t{line}")
-
-
-def summary(report: dict) -> str:
-    """The evaluation report as markdown tables: overall, the weakest languages, and the document figures."""
-    sentences = report["sentences"]
-    overall = (f"| {sentences['languages']} | {sentences['sentences']} | {sentences['accuracy']:.4f} | "
-               f"{sentences['macro_f1']:.4f} |")
-    rows = ["| languages | sentences | accuracy | macro-F1 |", "|---|---|---|---|", overall, ""]
-    documents = report.get("documents")
-    if documents:
-        rows += [f"documents: {documents['documents']}, document accuracy {documents['document_accuracy']:.4f}", "",
-                 "| sentences | native | short | foreign | all |", "|---|---|---|---|---|"]
-        for name, row in documents["sentence_accuracy"].items():
-            rows.append(f"| {name} | {row['native']:.4f} | {row['short']:.4f} | {row['foreign']:.4f} | "
-                        f"{row['all']:.4f} |")
-    return "\n".join(rows)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -429,15 +400,6 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--keep-digits", action="store_true", help="do not drop digits (training and prediction)")
     train.add_argument("--max-chars", type=int, default=OURS.max_chars)
 
-    evaluate = commands.add_parser("evaluate", help="accuracy and macro-F1 on FLORES-200 devtest")
-    evaluate.add_argument("--model", type=Path, required=True)
-    evaluate.add_argument("--flores", type=Path, required=True, help="FLORES-200 devtest folder")
-    evaluate.add_argument("--documents", action="store_true", help="also sentence accuracy with and without the "
-                          "document's language, on documents built from FLORES articles")
-    evaluate.add_argument("--document-weights", default=f"{DOCUMENT_WEIGHT:g}", help="comma-separated prior odds")
-    evaluate.add_argument("--languages", help="comma-separated lang_Script subset")
-    evaluate.add_argument("--output", type=Path, help="write the full JSON report here")
-
     predict = commands.add_parser("predict", help="label stdin lines: lang<TAB>score<TAB>text")
     predict.add_argument("--model", type=Path, default=SHIPPED_MODEL, help="default: the model the project ships")
     predict.add_argument("--k", type=int, default=1)
@@ -452,7 +414,7 @@ def _defaults() -> tuple[dict, dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from miner.cli import exit_status, setup_logging  # the commands only: miner.cli pulls in numpy and faiss
+    from miner.console import exit_status, setup_logging  # the commands only: miner pulls in numpy and faiss
 
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
@@ -461,8 +423,6 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "train":
             sidecar = train_command(args)
             print(json.dumps({key: sidecar[key] for key in ("languages", "model_bytes", "seconds")}))
-        elif args.command == "evaluate":
-            print(summary(evaluate_command(args)))
         else:
             predict_command(args)
 

@@ -12,10 +12,14 @@ document in that language in which, with a fixed seed, some sentences are cut to
 captions, fragments) and half the documents of 3 sentences or more get one sentence of another language
 (`foreign`: English half of the time, the quoted English sentence in a German page). Sentence accuracy is reported alone, with the document's
 language as identified from its own sentences, and with the true document language (the ceiling), per kind.
+
+    python -m pipelines.text.langid_eval --model models/lid/cmlm-lid.bin \\
+        --flores ../shared/data/dev/flores200-devtest/devtest --documents --output lid-report.json
 """
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import logging
 import random
@@ -203,3 +207,52 @@ def evaluate(identifier: LanguageIdentifier, flores_folder: Path, documents: boo
     if UNDETERMINED in report["sentences"]["per_language"]:
         del report["sentences"]["per_language"][UNDETERMINED]
     return report
+
+
+def summary(report: dict) -> str:
+    """The evaluation report as markdown tables: overall, the weakest languages, and the document figures."""
+    sentences = report["sentences"]
+    overall = (f"| {sentences['languages']} | {sentences['sentences']} | {sentences['accuracy']:.4f} | "
+               f"{sentences['macro_f1']:.4f} |")
+    rows = ["| languages | sentences | accuracy | macro-F1 |", "|---|---|---|---|", overall, ""]
+    documents = report.get("documents")
+    if documents:
+        rows += [f"documents: {documents['documents']}, document accuracy {documents['document_accuracy']:.4f}", "",
+                 "| sentences | native | short | foreign | all |", "|---|---|---|---|---|"]
+        for name, row in documents["sentence_accuracy"].items():
+            rows.append(f"| {name} | {row['native']:.4f} | {row['short']:.4f} | {row['foreign']:.4f} | "
+                        f"{row['all']:.4f} |")
+    return "\n".join(rows)
+
+
+def evaluate_command(args: argparse.Namespace) -> dict:
+    from miner.io import write_json
+
+    identifier = LanguageIdentifier.load(args.model)
+    weights = tuple(float(w) for w in args.document_weights.split(","))
+    languages = args.languages.split(",") if args.languages else None
+    report = evaluate(identifier, args.flores, documents=args.documents, languages=languages, weights=weights)
+    if args.output:
+        write_json(args.output, report)
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    from miner.console import exit_status, setup_logging
+
+    parser = argparse.ArgumentParser(prog="python -m pipelines.text.langid_eval", description=__doc__.split("\n\n")[0])
+    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("--model", type=Path, required=True)
+    parser.add_argument("--flores", type=Path, required=True, help="FLORES-200 devtest folder")
+    parser.add_argument("--documents", action="store_true", help="also sentence accuracy with and without the "
+                          "document's language, on documents built from FLORES articles")
+    parser.add_argument("--document-weights", default=f"{DOCUMENT_WEIGHT:g}", help="comma-separated prior odds")
+    parser.add_argument("--languages", help="comma-separated lang_Script subset")
+    parser.add_argument("--output", type=Path, help="write the full JSON report here")
+    args = parser.parse_args(argv)
+    setup_logging(args.verbose)
+    return exit_status(lambda: print(summary(evaluate_command(args))))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

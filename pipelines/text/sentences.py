@@ -692,7 +692,7 @@ def _split_command(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from miner.cli import exit_status, setup_logging
+    from miner.console import exit_status, setup_logging
 
     parser = argparse.ArgumentParser(prog="python -m pipelines.text.sentences", description=__doc__.split("\n")[0])
     parser.add_argument("--verbose", action="store_true")

@@ -1,0 +1,78 @@
+"""What every command of the project shares, below all its packages (it imports none of them but miner's own
+error types): logging set up from --quiet / --verbose, exit statuses, and progress lines with rates.
+
+    def main(argv=None) -> int:
+        args = parser.parse_args(argv)
+        setup_logging(args.verbose, args.quiet)
+        return exit_status(lambda: run(args))
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Callable
+
+from miner.io import InputFormatError
+from miner.vectors import EmbeddingError
+
+PROJECT_LOGGERS = ("miner", "encoders", "training", "pipelines")
+PROGRESS_EVERY_S = 10.0  # seconds between two progress lines of one counter
+
+
+def setup_logging(verbose: bool = False, quiet: bool = False) -> None:
+    """Our packages log at INFO: stage starts and ends, progress (DEBUG with --verbose, WARNING with --quiet),
+    other libraries at WARNING (INFO with --verbose). `force`: importing Apache Beam installs a WARNING handler on
+    the root logger, which would otherwise keep this call from doing anything and swallow every INFO line of ours."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, force=True,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    ours = logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO
+    for name in PROJECT_LOGGERS:
+        logging.getLogger(name).setLevel(ours)
+
+
+def exit_status(command: Callable[[], None]) -> int:
+    """Run a command's body: bad input (files, vectors, settings) ends it with `error: ...` on stderr and exit
+    status 2, no traceback; anything else is a bug and keeps its traceback."""
+    try:
+        command()
+    except (InputFormatError, EmbeddingError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+class Progress:
+    """A counter of long work that logs `what: n units (rate units/s)` at most every `every_s` seconds, and once
+    more at `done()`: bounded output however fast the counter moves.
+
+        progress = Progress(log, "embed", "sentences")
+        for batch in batches:
+            ...
+            progress.add(len(batch))
+        progress.done()
+    """
+
+    def __init__(self, logger: logging.Logger, what: str, unit: str, total: int | None = None,
+                 every_s: float = PROGRESS_EVERY_S, clock: Callable[[], float] = time.monotonic):
+        self.logger, self.what, self.unit, self.total = logger, what, unit, total
+        self.every_s, self.clock = every_s, clock
+        self.count = 0
+        self.started = self.last = clock()
+
+    def add(self, n: int = 1) -> None:
+        self.count += n
+        now = self.clock()
+        if now - self.last >= self.every_s:
+            self.last = now
+            self.logger.info("%s", self.line(now))
+
+    def done(self) -> None:
+        self.logger.info("%s, done", self.line(self.clock()))
+
+    def line(self, now: float) -> str:
+        seconds = max(now - self.started, 1e-9)
+        of = f" of {self.total:,}" if self.total is not None else ""
+        rate = self.count / seconds
+        return f"{self.what}: {self.count:,}{of} {self.unit} in {seconds:.0f} s ({rate:,.1f} {self.unit}/s)"
