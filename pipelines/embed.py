@@ -23,6 +23,7 @@ import numpy as np
 from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import KeyedModelHandler, ModelHandler, PredictionResult, RunInference
 
+from miner.console import PROGRESS_EVERY_S, Progress
 from pipelines import layout, storage
 
 log = logging.getLogger("pipelines.embed")
@@ -41,11 +42,15 @@ def embed_settings(settings: dict) -> dict:
 
 
 class EncoderModelHandler(ModelHandler[list, PredictionResult, object]):
-    """RunInference's view of an encoder: a chunk of texts in, its unit vectors (a matrix) out."""
+    """RunInference's view of an encoder: a chunk of texts in, its unit vectors (a matrix) out. Each worker logs
+    its progress (`embed: n sentences in s (rate/s)`) at most every `progress_every_s` seconds."""
+
+    progress_every_s = PROGRESS_EVERY_S
 
     def __init__(self, spec: str, options: dict | None = None, share_model: bool = False):
         super().__init__()
         self.spec, self.options, self.share = spec, dict(options or {}), share_model
+        self._progress: Progress | None = None  # made on a worker, at its first batch
 
     def load_model(self):
         from encoders import load_encoder
@@ -56,7 +61,11 @@ class EncoderModelHandler(ModelHandler[list, PredictionResult, object]):
         return load_encoder(spec, **self.options)
 
     def run_inference(self, batch: Sequence[list], model, inference_args=None) -> Iterable[PredictionResult]:
-        return [PredictionResult(len(texts), model.encode(list(texts))) for texts in batch]
+        results = [PredictionResult(len(texts), model.encode(list(texts))) for texts in batch]
+        if self._progress is None:
+            self._progress = Progress(log, "embed", "sentences", every_s=self.progress_every_s)
+        self._progress.add(sum(len(texts) for texts in batch))
+        return results
 
     def batch_elements_kwargs(self):
         return {"min_batch_size": 1, "max_batch_size": 1}  # an element is already a batch of `embed.batch_size`

@@ -24,6 +24,7 @@ import pyarrow as pa
 from apache_beam.io import fileio
 from apache_beam.metrics import Metrics
 
+from miner.console import PROGRESS_EVERY_S, Progress
 from pipelines import layout, storage
 from pipelines.text.dedup import dedup_key, keep_first
 from pipelines.text.records import Sentence, Tally
@@ -75,10 +76,18 @@ class ReadPages(_TextStageDoFn):
 
 
 class PageSentences(_TextStageDoFn):
-    """A page -> its filtered sentences in order (main content, language identification, splitting)."""
+    """A page -> its filtered sentences in order (main content, language identification, splitting). Each worker
+    logs its progress (`extract: n pages in s (rate/s)`) at most every `progress_every_s` seconds."""
+
+    progress_every_s = PROGRESS_EVERY_S
+
+    def setup(self):
+        super().setup()
+        self.progress = Progress(log, "extract", "pages", every_s=self.progress_every_s)
 
     def process(self, page):
         yield from self.stage.sentences(page, self.tally)
+        self.progress.add(1)
 
 
 def shard_of(sentence: Sentence, count: int) -> int:

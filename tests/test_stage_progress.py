@@ -1,0 +1,46 @@
+"""Long stages show progress: each worker logs a count and a rate, at most every `progress_every_s` seconds."""
+
+import logging
+import re
+
+from pipelines.embed import EncoderModelHandler
+from pipelines.extract import PageSentences, ReadPages
+from pipelines.settings import load_settings
+from tests.conftest import REPO
+
+RATE = r"in \d+ s \([\d.,]+ {unit}/s\)"
+
+
+def test_the_embed_handler_logs_sentences_and_their_rate(caplog):
+    handler = EncoderModelHandler("char-ngram")
+    handler.progress_every_s = 0
+    model = handler.load_model()
+    with caplog.at_level(logging.INFO, logger="pipelines.embed"):
+        handler.run_inference([["Guten Tag.", "Hallo."], ["Good day."]], model)
+        handler.run_inference([["Hello."]], model)
+    assert re.search(r"embed: 3 sentences " + RATE.format(unit="sentences"), caplog.text)
+    assert re.search(r"embed: 4 sentences " + RATE.format(unit="sentences"), caplog.text)
+
+
+def test_a_quiet_interval_logs_nothing_until_it_passes(caplog):
+    handler = EncoderModelHandler("char-ngram")   # the default: 10 s between lines
+    model = handler.load_model()
+    with caplog.at_level(logging.INFO, logger="pipelines.embed"):
+        handler.run_inference([["Guten Tag."]], model)
+    assert "embed:" not in caplog.text
+
+
+def test_the_text_stage_logs_pages_and_their_rate(caplog, monkeypatch):
+    monkeypatch.setattr(PageSentences, "progress_every_s", 0)
+    settings = load_settings()
+    reader, splitter = ReadPages(settings), PageSentences(settings)
+    reader.setup(), splitter.setup()
+    try:
+        with caplog.at_level(logging.INFO, logger="pipelines.extract"):
+            file = type("Metadata", (), {"path": str(REPO / "sample" / "web" / "sample.warc.gz")})()
+            pages = list(reader.process(file))
+            for page in pages:
+                list(splitter.process(page))
+    finally:
+        reader.teardown(), splitter.teardown()
+    assert re.search(rf"extract: {len(pages)} pages " + RATE.format(unit="pages"), caplog.text)
