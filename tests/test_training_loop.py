@@ -45,3 +45,11 @@ def test_loop_mines_the_pool_and_retrains_with_the_pairs(training_inputs, tmp_pa
                  "--output", str(out), "--threshold", "1.0", "--set", "stages.1.steps=2", "--resume"]) == 0
     assert mined_file.stat().st_mtime_ns == before
     assert (out / "model" / "encoder" / "training.json").exists()
+
+    # A recipe that names no bitext of its own trains on the mined pairs alone (a fine-tune on what was mined).
+    alone = tmp_path / "alone"
+    assert main(["--encoder", str(first / "encoder"), "--pool", str(pool), "--recipe", str(recipe),
+                 "--output", str(alone), "--threshold", "1.0", "--set", "stages.1.steps=2",
+                 "--set", "data.bitext=[]"]) == 0
+    record = json.loads((alone / "model" / "encoder" / "training.json").read_text())
+    assert [spec.rsplit("/", 2)[-2:] for spec in record["recipe"]["data"]["bitext"]] == [["mined", "*.tsv.gz"]]

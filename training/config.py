@@ -150,13 +150,15 @@ class TrainConfig:
         return sum(stage.steps for stage in self.stages)
 
 
-def load_recipe(path: str | Path, overrides: list[str] = ()) -> TrainConfig:
-    """Read, merge (`base:`), override, resolve paths and check a recipe."""
+def load_recipe(path: str | Path, overrides: list[str] = (), checked: bool = True) -> TrainConfig:
+    """Read, merge (`base:`), override, resolve paths and check a recipe (`checked=False`: types only, for a
+    caller that completes it, e.g. training.loop adding the mined pairs to a recipe that names no bitext)."""
     raw = _read_with_base(Path(path), seen=())
     for override in overrides:
         _set_override(raw, override)
     config = parse(raw, where=str(path))
-    check(config)
+    if checked:
+        check(config)
     return config
 
 
