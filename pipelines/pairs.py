@@ -75,7 +75,7 @@ def read_shard(path: str, dim: int, bytes_read=None) -> np.ndarray:
 
 # -- 1. coarse quantizers ----------------------------------------------------------------------------------------
 
-def training_sample(entry: dict, size: int, seed: int) -> np.ndarray:
+def training_sample(entry: dict, size: int, seed: int, bytes_read=None) -> np.ndarray:
     """Up to `size` stored rows drawn evenly across the language's shards, deterministically."""
     total = entry["rows"]
     take = min(size, total)
@@ -84,7 +84,7 @@ def training_sample(entry: dict, size: int, seed: int) -> np.ndarray:
     for shard in entry["shards"]:
         n = round(take * shard["rows"] / total)
         rows = np.sort(rng.choice(shard["rows"], min(n, shard["rows"]), replace=False))
-        picks.append(read_shard(shard["embeddings"], entry["dim"])[rows])
+        picks.append(read_shard(shard["embeddings"], entry["dim"], bytes_read)[rows])
     return np.concatenate(picks)
 
 
@@ -95,6 +95,7 @@ class TrainQuantizer(beam.DoFn):
     def __init__(self, manifest: dict, knn: KnnConfig, output: str):
         self.manifest, self.knn, self.output = manifest, knn, output
         self.exact = Metrics.counter("pairs", "languages_searched_exactly")
+        self.bytes_read = Metrics.counter("pairs", "embedding_bytes_read")
 
     def process(self, language: str):
         entry = self.manifest["languages"][language]
@@ -104,7 +105,7 @@ class TrainQuantizer(beam.DoFn):
             log.info("%s: %d sentences, searched exactly", language, entry["rows"])
             yield language, np.zeros((1, entry["dim"]), dtype=np.float32)
             return
-        sample = training_sample(entry, training_rows(nlist, self.knn), self.knn.seed)
+        sample = training_sample(entry, training_rows(nlist, self.knn), self.knn.seed, self.bytes_read)
         centroids = train_quantizer(sample, nlist, self.knn, language)
         buffer = io.BytesIO()
         np.save(buffer, centroids, allow_pickle=False)
@@ -170,26 +171,56 @@ def list_sizes(element) -> tuple:
     return ((pair, side, list_id), kind), len(refs)
 
 
-def split_hot_lists(element, sizes: dict, max_rows: int) -> Iterable[tuple]:
+class SplitHotLists(beam.DoFn):
     """A list's chunk -> its blocks: a list with more than max_rows rows on a side is split into blocks of about
     that many (by a hash of the row), and each query block meets each database block, so a group holds at most
-    ~2 x max_rows rows. A list without queries or without database rows has nothing to compare."""
-    (pair, side, list_id), (kind, refs, rows) = element
-    n_queries, n_database = (sizes.get(((pair, side, list_id), k), 0) for k in ("q", "db"))
-    if not n_queries or not n_database:
-        return
-    mine, other = (n_queries, n_database) if kind == "q" else (n_database, n_queries)
-    own_block = blocks(refs, block_count(mine, max_rows))
-    for block in np.unique(own_block):
-        members = own_block == block
-        for other_block in range(block_count(other, max_rows)):
-            key = (int(block), other_block) if kind == "q" else (other_block, int(block))
-            yield (pair, side, list_id, *key), (kind, refs[members], rows[members])
+    ~2 x max_rows rows. A list without queries or without database rows has nothing to compare.
+
+    The list sizes (a side input) are checked against the manifest's row counts before use: a missing size would
+    drop a list's rows without a trace, so an incomplete side input is an error, never fewer neighbours."""
+
+    def __init__(self, manifest: dict, pairs: list, knn: KnnConfig):
+        self.manifest, self.pairs, self.knn = manifest, pairs, knn
+        self.checked = None
+
+    def process(self, element, sizes: dict):
+        if self.checked is not sizes:
+            self._check(sizes)
+            self.checked = sizes
+        (pair, side, list_id), (kind, refs, rows) = element
+        n_queries, n_database = (sizes.get(((pair, side, list_id), k), 0) for k in ("q", "db"))
+        if not n_queries or not n_database:
+            return
+        mine, other = (n_queries, n_database) if kind == "q" else (n_database, n_queries)
+        max_rows = self.knn.max_list_rows
+        own_block = blocks(refs, block_count(mine, max_rows))
+        for block in np.unique(own_block):
+            members = own_block == block
+            for other_block in range(block_count(other, max_rows)):
+                key = (int(block), other_block) if kind == "q" else (other_block, int(block))
+                yield (pair, side, list_id, *key), (kind, refs[members], rows[members])
+
+    def _check(self, sizes: dict) -> None:
+        totals: dict = {}
+        for ((pair, side, _), kind), count in sizes.items():
+            totals[pair, side, kind] = totals.get((pair, side, kind), 0) + count
+        languages = self.manifest["languages"]
+        for pair, side, query_lang, db_lang in directions(self.pairs):
+            nlist, nprobe = join_plan(self.knn, languages[db_lang]["rows"])
+            expected = {"db": languages[db_lang]["rows"], "q": languages[query_lang]["rows"] * min(nprobe, nlist)}
+            for kind, rows in expected.items():
+                if totals.get((pair, side, kind), 0) != rows:
+                    raise RuntimeError(f"{query_lang} -> {db_lang}: the list sizes count "
+                                       f"{totals.get((pair, side, kind), 0)} {kind} rows, {rows} expected: the "
+                                       "runner gave an incomplete side input")
 
 
 class CompareList(beam.DoFn):
     """The queries and database rows of one (direction, list, block) -> each query's k best among them, exactly,
-    as one partial result per query shard: ((pair, side, query shard), Neighbours)."""
+    as one partial result per query shard: ((pair, side, query shard), Neighbours).
+
+    A group of a list that was not split must hold all of the list's rows (the list sizes say how many): a group
+    the runner delivered in parts would give its queries fewer candidates without a trace, so it is an error."""
 
     def __init__(self, manifest: dict, config: MiningConfig):
         self.manifest, self.config = manifest, config
@@ -197,15 +228,24 @@ class CompareList(beam.DoFn):
         self.split = Metrics.counter("pairs", "hot_list_blocks")
         self.largest = Metrics.distribution("pairs", "group_rows")
 
-    def process(self, element):
-        (pair, side, _, query_block, db_block), chunks = element
+    def process(self, element, sizes: dict):
+        (pair, side, list_id, _, _), chunks = element
         chunks = list(chunks)
-        if {c[0] for c in chunks} != {"q", "db"}:
-            return  # a block the hash left without rows of one kind
         q_refs, queries = _stacked(c for c in chunks if c[0] == "q")
         db_refs, database = _stacked(c for c in chunks if c[0] == "db")
-        if query_block or db_block:
+        expected = [sizes[(pair, side, list_id), kind] for kind in ("q", "db")]
+        max_rows = self.config.knn.max_list_rows
+        if all(block_count(n, max_rows) == 1 for n in expected):
+            if [len(q_refs), len(db_refs)] != expected:
+                raise RuntimeError(f"{pair} {side} list {list_id}: the group holds {len(q_refs)} queries and "
+                                   f"{len(db_refs)} database rows, the list has {expected[0]} and {expected[1]}: "
+                                   "the runner delivered the group incomplete or in parts")
+        else:
             self.split.inc()
+        if len(q_refs) and len(db_refs):  # else a block the hash left without rows of one kind
+            yield from self._compare(pair, side, q_refs, queries, db_refs, database)
+
+    def _compare(self, pair, side, q_refs, queries, db_refs, database):
         self.largest.update(len(q_refs) + len(db_refs))
         self.similarities.inc(len(q_refs) * len(db_refs))
         k = neighbours_wanted(self.manifest, self.config, pair[1] if side == "src" else pair[0])
@@ -219,6 +259,8 @@ class CompareList(beam.DoFn):
 def _stacked(chunks) -> tuple[np.ndarray, np.ndarray]:
     """Chunks of one kind as one matrix in reference order (the group's order is Beam's, not defined)."""
     chunks = list(chunks)
+    if not chunks:
+        return np.empty(0, dtype=np.int64), None
     refs = np.concatenate([c[1] for c in chunks])
     order = np.argsort(refs, kind="stable")
     return refs[order], np.concatenate([c[2] for c in chunks])[order]
@@ -331,9 +373,9 @@ class KnnJoin(beam.PTransform):
                    for pair, side, query_lang, _ in directions(self.pairs)
                    for s, info in enumerate(manifest["languages"][query_lang]["shards"])]
         tables = ((begin | "AllQueries" >> beam.Create(present),
-                   chunks | "Blocks" >> beam.FlatMap(split_hot_lists, sizes, config.knn.max_list_rows)
+                   chunks | "Blocks" >> beam.ParDo(SplitHotLists(manifest, self.pairs, config.knn), sizes)
                    | "ByList" >> beam.GroupByKey()
-                   | "Compare" >> beam.ParDo(CompareList(manifest, config)))
+                   | "Compare" >> beam.ParDo(CompareList(manifest, config), sizes))
                   | "Parts" >> beam.Flatten()
                   | "MergeTopK" >> beam.CombinePerKey(MergeTopK()))
         records = tables | "ToRecords" >> beam.ParDo(ToRecords()).with_outputs(ToRecords.SHORT, main="found")

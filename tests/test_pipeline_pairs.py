@@ -197,3 +197,23 @@ def test_margins_are_the_library_margins_of_the_same_neighbour_lists_bit_for_bit
     for s, t, score in zip(table["src_text"], table["tgt_text"], table["score"]):
         key = (texts["deu_Latn"].index(s), texts["eng_Latn"].index(t))
         assert np.float32(score) == expected[key]
+
+
+def test_a_group_the_runner_delivered_in_parts_is_an_error_not_fewer_neighbours():
+    from miner.mining import MiningConfig
+    from pipelines.pairs import CompareList, SplitHotLists
+
+    pair, manifest = ("deu_Latn", "eng_Latn"), {"languages": {"deu_Latn": {"rows": 3}, "eng_Latn": {"rows": 6}}}
+    rng = np.random.default_rng(0)
+    q = ("q", np.arange(3, dtype=np.int64), rng.standard_normal((3, 8)).astype(np.float32))
+    db = ("db", np.arange(2, dtype=np.int64), rng.standard_normal((2, 8)).astype(np.float32))
+    sizes = {((pair, "src", 0), "q"): 3, ((pair, "src", 0), "db"): 6}  # the list has 6 database rows, 2 came
+    compare = CompareList(manifest, MiningConfig())
+    with pytest.raises(RuntimeError, match="list 0: the group holds 3 queries and 2 database rows, the list has 3 "
+                                           "and 6"):
+        list(compare.process(((pair, "src", 0, 0, 0), [q, db]), sizes))
+    sizes[(pair, "src", 0), "db"] = 2
+    assert len(list(compare.process(((pair, "src", 0, 0, 0), [q, db]), sizes))) == 1
+    split = SplitHotLists(manifest, [pair], MiningConfig().knn)  # exact search: one list per direction
+    with pytest.raises(RuntimeError, match="incomplete side input"):
+        list(split.process(((pair, "src", 0), q), sizes))
