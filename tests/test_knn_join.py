@@ -120,3 +120,30 @@ def test_fewer_database_rows_than_k(data):
     queries, database, _ = data
     found = search_by_lists(queries, database[:3], 4, np.zeros((1, 32), np.float32), 1)
     assert found.refs.shape == (len(queries), 3) and (found.found() == 3).all()
+
+
+def test_recall_at_the_default_nprobe_on_real_sentences(shared_data):
+    """FLORES-200 devtest sentences (the dev pool, for measuring) embedded with the char-ngram baseline: at the
+    plan chosen for the database's size, the join finds at least 98% of the exact 4 nearest neighbours. (The
+    default encoder's vectors: bench/bench_ivf_recall.py, docs/benchmarks.md.)"""
+    import gzip
+
+    from encoders import load_encoder
+
+    files = sorted((shared_data / "dev" / "flores200-devtest" / "devtest").glob("*.devtest.gz"))[::8]
+    sentences = []
+    for path in files:
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            sentences.extend(line.strip() for line in handle if line.strip())
+    vectors = load_encoder("char-ngram").encode(sentences)
+    order = np.random.default_rng(0).permutation(len(vectors))
+    queries, database = vectors[np.sort(order[:1000])], vectors[np.sort(order[1000:])]
+    config = KnnConfig()
+    nlist, nprobe = join_plan(config, len(database))
+    assert nlist == 1024 and nprobe == 256
+    rows = np.random.default_rng(1).choice(len(database), min(len(database), 64 * nlist), replace=False)
+    centroids = train_quantizer(database[np.sort(rows)], nlist, config)
+    found = search_by_lists(queries, database, 4, centroids, nprobe)
+    _, exact = knn(queries, database, 4, KnnConfig(index="Flat"))
+    recall = np.mean([len(np.intersect1d(a, b)) / 4 for a, b in zip(found.refs, exact)])
+    assert recall >= 0.98, recall
