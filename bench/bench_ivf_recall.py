@@ -1,7 +1,9 @@
 """IVF recall and speed on embeddings of real sentences, against exact search, across nprobe.
 
     python bench/bench_ivf_recall.py                         # FLORES-200 devtest, all languages, char-ngram
-    python bench/bench_ivf_recall.py --embeddings emb.npy    # any precomputed embedding matrix
+    python bench/bench_ivf_recall.py --embeddings emb.npy    # any precomputed embedding matrix (or several)
+    python bench/bench_ivf_recall.py --embeddings 'data/train/teacher/use-multilingual/chunk-*.npy' \
+        --database 40000 140000 --factory IVF1024,Flat IVF4096,Flat   # the default encoder's vectors, per size
 
 Synthetic clusters flatter IVF (bench_mining.py sees recall 1.0 at any nprobe); real sentence vectors are
 spread out. This embeds every sentence of ../shared/data/dev/flores200-devtest (~211k sentences in ~200
@@ -38,7 +40,14 @@ def flores_sentences(folder: Path) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--embeddings", type=Path, help="a .npy matrix instead of embedding FLORES")
+    parser.add_argument("--embeddings", nargs="+", help=".npy matrices (globs) instead of embedding FLORES, "
+                        "concatenated in name order")
+    parser.add_argument("--database", type=int, nargs="+", help="database sizes to measure (default: all but "
+                        "the queries)")
+    parser.add_argument("--factory", nargs="+", help="index factories (default: miner.index's for the size)")
+    parser.add_argument("--nprobe", type=int, nargs="+", default=[4, 8, 16, 32, 64, 128])
+    parser.add_argument("--train-per-list", type=int, default=256,
+                        help="training vectors per inverted list (faiss's own cap is 256)")
     parser.add_argument("--encoder", default="char-ngram")
     parser.add_argument("--queries", type=int, default=20_000)
     parser.add_argument("--k", type=int, default=4)
@@ -47,7 +56,11 @@ def main() -> None:
     args = parser.parse_args()
 
     if args.embeddings:
-        vectors, source = np.load(args.embeddings, mmap_mode="r"), str(args.embeddings)
+        import glob
+
+        paths = sorted(p for pattern in args.embeddings for p in glob.glob(pattern))
+        vectors = np.concatenate([np.load(p, mmap_mode="r") for p in paths])
+        source = f"{len(vectors)} vectors from {len(paths)} file(s) {paths[0]}..."
     else:
         from encoders import load_encoder
 
@@ -58,35 +71,41 @@ def main() -> None:
         print(f"embedded {len(sentences)} sentences in {time.perf_counter() - started:.1f} s")
     order = np.random.default_rng(args.seed).permutation(len(vectors))
     queries = np.asarray(vectors[np.sort(order[: args.queries])])
-    database = np.asarray(vectors[np.sort(order[args.queries :])])
-    factory = default_factory(len(database))
-    print(f"{len(queries)} queries, {len(database)} database vectors, d = {database.shape[1]}, {factory}")
+    rest = order[args.queries :]
+    results = {"source": source, "queries": len(queries), "k": args.k, "runs": []}
+    for size in args.database or [len(rest)]:
+        database = np.asarray(vectors[np.sort(rest[:size])])
+        started = time.perf_counter()
+        _, exact_ids = knn(queries, database, args.k, KnnConfig(index="Flat"))
+        exact_seconds = time.perf_counter() - started
+        print(f"{len(queries)} queries, {len(database)} database vectors, d = {database.shape[1]}: "
+              f"exact search {exact_seconds:.1f} s", flush=True)
+        for factory in args.factory or [default_factory(len(database))]:
+            results["runs"].append(measure(queries, database, exact_ids, exact_seconds, factory, args))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
 
+
+def measure(queries, database, exact_ids, exact_seconds, factory, args) -> dict:
     started = time.perf_counter()
-    _, exact_ids = knn(queries, database, args.k, KnnConfig(index="Flat"))
-    exact_seconds = time.perf_counter() - started
-    print(f"exact search {exact_seconds:.1f} s")
-    started = time.perf_counter()
-    index = build_index(database, KnnConfig(index=factory))
+    index = build_index(database, KnnConfig(index=factory, train_sample=args.train_per_list * ivf_lists(factory)))
     build_seconds = time.perf_counter() - started
-    results = {"source": source, "queries": len(queries), "database": len(database), "k": args.k,
-               "factory": factory, "default_nprobe": default_nprobe(ivf_lists(factory)),
-               "exact_search_seconds": round(exact_seconds, 2), "ivf_build_seconds": round(build_seconds, 2),
-               "nprobe": {}}
-    for nprobe in sorted({4, 8, 16, 32, 64, 128, results["default_nprobe"]}):
+    run = {"database": len(database), "factory": factory, "train_per_list": args.train_per_list, "default_nprobe": default_nprobe(ivf_lists(factory)),
+           "exact_search_seconds": round(exact_seconds, 2), "ivf_build_seconds": round(build_seconds, 2),
+           "nprobe": {}}
+    for nprobe in sorted({*args.nprobe, run["default_nprobe"]}):
         faiss.ParameterSpace().set_index_parameter(index, "nprobe", nprobe)
         started = time.perf_counter()
         _, ids = search(index, queries, database, args.k, KnnConfig(index=factory, nprobe=nprobe))
         seconds = time.perf_counter() - started
         recall = sum(len(np.intersect1d(a, e)) for a, e in zip(ids, exact_ids)) / exact_ids.size
         top1 = float((ids[:, 0] == exact_ids[:, 0]).mean())
-        results["nprobe"][nprobe] = {"seconds": round(seconds, 2), "recall_at_k": round(recall, 4),
-                                     "top1_agreement": round(top1, 4),
-                                     "speedup_over_exact": round(exact_seconds / seconds, 1)}
-        print(f"nprobe {nprobe:4d}: {seconds:6.2f} s  recall@{args.k} {recall:.4f}  top-1 {top1:.4f}  "
-              f"x{exact_seconds / seconds:.1f}", flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2) + "\n")
+        run["nprobe"][nprobe] = {"seconds": round(seconds, 2), "recall_at_k": round(recall, 4),
+                                 "top1_agreement": round(top1, 4),
+                                 "speedup_over_exact": round(exact_seconds / seconds, 1)}
+        print(f"{len(database)} {factory} nprobe {nprobe:4d}: {seconds:6.2f} s  recall@{args.k} {recall:.4f}  "
+              f"top-1 {top1:.4f}  x{exact_seconds / seconds:.1f}", flush=True)
+    return run
 
 
 if __name__ == "__main__":

@@ -54,14 +54,21 @@ class KnnConfig:
     train_sample: int = 1_000_000  # most vectors an IVF/PQ index is trained on
     gpu: bool | str = "auto"  # auto: use every GPU faiss sees; True: require one; False: CPU only
     seed: int = 0  # training-sample draw
+    # The Beam pairs stage (k-NN as a join, miner/knn_join.py): languages below this many sentences are searched
+    # exactly (auto index), and a list with more rows than max_list_rows on either side (one topic dominating a
+    # crawl) is split into blocks of about that many, which bounds a worker's memory (rows x dims x 4 bytes).
+    exact_below: int = 10_000
+    max_list_rows: int = 50_000
 
     def __post_init__(self) -> None:
         for name in ("nprobe", "rescore_factor"):
             value = getattr(self, name)
             if value != "auto" and (not isinstance(value, int) or value < 1):
                 raise IndexConfigError(f"knn.{name} must be 'auto' or a positive integer, got {value!r}")
-        if self.batch_size < 1 or self.train_sample < 1:
-            raise IndexConfigError("knn.batch_size and knn.train_sample must be positive")
+        for name in ("batch_size", "train_sample", "exact_below", "max_list_rows"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise IndexConfigError(f"knn.{name} must be a positive integer, got {value!r}")
         if self.gpu not in ("auto", True, False):
             raise IndexConfigError(f"knn.gpu must be auto, true or false, got {self.gpu!r}")
 
@@ -121,7 +128,7 @@ def build_index(database: np.ndarray, config: KnnConfig, name: str = "database")
 def trained_index(dim: int, factory: str, config: KnnConfig, sample: np.ndarray | None = None) -> faiss.Index:
     """An empty inner-product index of `factory`, trained on `sample` (unit rows) when the factory needs training.
 
-    Sharded mining trains one such index per language and fills a copy of it per shard (miner/shards.py)."""
+    The Beam pairs stage uses only the coarse quantizer such an index trains (miner/knn_join.py)."""
     try:
         index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
     except RuntimeError as err:

@@ -5,7 +5,7 @@
                                                       its output depends on (pipelines/dependencies.py)
     embeddings/<lang>/part-00000-of-00002.npy         embed: row i = row i of the sentence shard of the same name
     embed/_MANIFEST.json
-    index/<lang>/trained.faiss, part-*.faiss          pairs: the trained index per language, filled per shard (IVF)
+    index/<lang>/centroids.npy                        pairs: the coarse quantizer of a language searched by lists
     bitext/<src>-<tgt>.parquet, .tsv.gz               pairs: the mined pairs, best first
     pairs/_MANIFEST.json
     report.json                                       the whole run: counters per stage, pairs, score ranges
@@ -50,9 +50,8 @@ def embedding_shard(output: str, language: str, sentence_shard_path: str) -> str
     return join(output, "embeddings", language, name + ".npy")
 
 
-def index_file(output: str, language: str, shard: int | None = None, count: int = 0) -> str:
-    name = "trained" if shard is None else SHARD_NAME.format(shard=shard, count=count)
-    return join(output, "index", language, f"{name}.faiss")
+def quantizer_file(output: str, language: str) -> str:
+    return join(output, "index", language, "centroids.npy")
 
 
 def bitext_files(output: str, src: str, tgt: str) -> tuple[str, str]:

@@ -3,10 +3,15 @@
     python -m pipelines.pairs --output output             # after the embed stage; same flags as pipelines.mine
 
 Per language pair (source, target), with the miner library doing the arithmetic (../shared/docs/METHODS.md §1):
-  1. index: per database language, an index of `knn.index` (auto: from the language's size) trained on a bounded
-     sample (`knn.train_sample` rows drawn across shards) and, for IVF/PQ, filled and written per shard;
-  2. search: one task per (direction, query shard); each walks the other language's shards one at a time and
-     keeps the k best (miner.shards): memory is one query shard plus one database shard;
+  1. quantizer: per database language, the coarse quantizer (k-means centroids) of an IVF index of `knn.index`'s
+     lists (auto: from the language's size), trained on a bounded sample; one list (exact search) below
+     `knn.exact_below` sentences or with fewer sentences than lists;
+  2. k-NN as a join (miner.knn_join, METHODS §10): each embedding shard is read once; each row is keyed by its
+     list in its own language (as a database row) and by its nprobe nearest lists in the other language's
+     quantizer (as a query); a group by (direction, list) brings each list's database rows and queries together,
+     where they are compared exactly (lists above `knn.max_list_rows` rows are split into blocks, which bounds a
+     worker's memory); a top-k combine keeps each query's k best across its lists. Similarities are exact; the
+     rare query whose lists held fewer than k rows is searched exactly, counted;
   3. margins: fwd(x) and bwd(y) are the means of those k similarities; a candidate (x, y) needs the other side's
      mean, so candidates are joined with the means by key, the only place the two directions meet;
   4. selection: each sentence's best candidate (forward for sources, backward for targets), joined by (x, y):
@@ -24,18 +29,28 @@ import logging
 from collections.abc import Iterable
 
 import apache_beam as beam
-import faiss
 import numpy as np
 import pyarrow as pa
 from apache_beam.metrics import Metrics
 
-from miner.index import KnnConfig, resolve_factory, resolve_nprobe, use_gpu
+from miner.index import KnnConfig
+from miner.knn_join import (
+    Neighbours,
+    assign,
+    block_count,
+    blocks,
+    join_plan,
+    list_topk,
+    merge_topk,
+    rows_by_list,
+    train_quantizer,
+    training_rows,
+)
 from miner.margin import margin as margin_of
 from miner.mining import MiningConfig
 from miner.pair_filters import KEEP, PairFilter
 from miner.selection import Pairs, greedy_one_to_one
-from miner.shards import TopK, search_shard, shard_index, train_template
-from miner.vectors import unit_rows
+from miner.vectors import check_matrix
 from pipelines import layout, storage
 
 log = logging.getLogger("pipelines.pairs")
@@ -47,16 +62,21 @@ def mining_config(settings: dict) -> MiningConfig:
     return MiningConfig.from_dict(dict(settings.get("mining") or {}), dict(settings.get("knn") or {}))
 
 
-def load_vectors(path: str) -> np.ndarray:
-    """An embedding shard as float32 unit rows (data, never pickles)."""
-    matrix = np.load(io.BytesIO(storage.read_bytes(path)), allow_pickle=False)
-    return unit_rows(matrix, path)
+def read_shard(path: str, dim: int, bytes_read=None) -> np.ndarray:
+    """An embedding shard's stored rows (float16 or float32; data, never pickles), checked: vectors of another
+    dimension than the language's are an error naming the shard, never a wrong neighbour list."""
+    data = storage.read_bytes(path)
+    if bytes_read is not None:
+        bytes_read.inc(len(data))
+    matrix = np.load(io.BytesIO(data), allow_pickle=False)
+    check_matrix(matrix, path, dim)
+    return matrix
 
 
-# -- 1. index ----------------------------------------------------------------------------------------------------
+# -- 1. coarse quantizers ----------------------------------------------------------------------------------------
 
-def training_sample(entry: dict, size: int, seed: int) -> np.ndarray | None:
-    """Up to `size` rows drawn evenly across the language's shards, deterministically; None when all fit."""
+def training_sample(entry: dict, size: int, seed: int, bytes_read=None) -> np.ndarray:
+    """Up to `size` stored rows drawn evenly across the language's shards, deterministically."""
     total = entry["rows"]
     take = min(size, total)
     picks = []
@@ -64,82 +84,304 @@ def training_sample(entry: dict, size: int, seed: int) -> np.ndarray | None:
     for shard in entry["shards"]:
         n = round(take * shard["rows"] / total)
         rows = np.sort(rng.choice(shard["rows"], min(n, shard["rows"]), replace=False))
-        picks.append(load_vectors(shard["embeddings"])[rows])
-    return np.concatenate(picks) if picks else None
+        picks.append(read_shard(shard["embeddings"], entry["dim"], bytes_read)[rows])
+    return np.concatenate(picks)
 
 
-class TrainIndex(beam.DoFn):
-    """language -> (language, serialised trained empty index); written to index/<lang>/trained.faiss too."""
+class TrainQuantizer(beam.DoFn):
+    """language -> (language, centroids [nlist, d]), written to index/<lang>/centroids.npy; one list (exact
+    search) for a language below knn.exact_below rows or with fewer rows than the lists."""
 
     def __init__(self, manifest: dict, knn: KnnConfig, output: str):
         self.manifest, self.knn, self.output = manifest, knn, output
+        self.exact = Metrics.counter("pairs", "languages_searched_exactly")
+        self.bytes_read = Metrics.counter("pairs", "embedding_bytes_read")
 
     def process(self, language: str):
         entry = self.manifest["languages"][language]
-        factory = resolve_factory(self.knn, entry["rows"])
-        sample = None if factory == "Flat" else training_sample(entry, self.knn.train_sample, self.knn.seed)
-        template = train_template(sample, entry["dim"], factory, self.knn)
-        if factory != "Flat":
-            storage.write_bytes(layout.index_file(self.output, language), template)
-        yield language, template
+        nlist, nprobe = join_plan(self.knn, entry["rows"])
+        if nlist == 1:
+            self.exact.inc()
+            log.info("%s: %d sentences, searched exactly", language, entry["rows"])
+            yield language, np.zeros((1, entry["dim"]), dtype=np.float32)
+            return
+        sample = training_sample(entry, training_rows(nlist, self.knn), self.knn.seed, self.bytes_read)
+        centroids = train_quantizer(sample, nlist, self.knn, language)
+        buffer = io.BytesIO()
+        np.save(buffer, centroids, allow_pickle=False)
+        storage.write_bytes(layout.quantizer_file(self.output, language), buffer.getvalue())
+        log.info("%s: %d sentences in %d lists (trained on %d), queries probe %d", language, entry["rows"], nlist,
+                 len(sample), nprobe)
+        yield language, centroids
 
 
-class FillIndexShard(beam.DoFn):
-    """(language, shard) -> the trained index filled with that shard, written to index/<lang>/part-*.faiss."""
+# -- 2. k-NN as a join: rows keyed by inverted list, compared exactly per list, k best merged per query ----------
 
-    def __init__(self, manifest: dict, knn: KnnConfig, output: str):
-        self.manifest, self.knn, self.output = manifest, knn, output
+def directions(pairs: list[tuple[str, str]]) -> list[tuple[tuple[str, str], str, str, str]]:
+    """(pair, side, query language, database language) for both directions of every pair; side "src" is
+    source -> target."""
+    return [(pair, side, *(pair if side == "src" else pair[::-1])) for pair in pairs for side in ("src", "tgt")]
 
-    def process(self, task: tuple[str, int], templates: dict):
+
+def search_plan(knn: KnnConfig, n_database: int) -> str:
+    """How a database of this size is searched, as the manifest records it: "Flat" or "IVF<nlist>,nprobe=<n>"."""
+    nlist, nprobe = join_plan(knn, n_database)
+    return "Flat" if nlist == 1 else f"IVF{nlist},nprobe={nprobe}"
+
+
+def neighbours_wanted(manifest: dict, config: MiningConfig, database_language: str) -> int:
+    return min(config.k, manifest["languages"][database_language]["rows"])
+
+
+class AssignShard(beam.DoFn):
+    """(language, shard) -> the shard's rows keyed by inverted list, read once for every direction that uses them:
+    ((pair, side, list), (kind, refs, stored rows)), kind "db" (its one list of the language's own quantizer) or
+    "q" (its nprobe nearest lists of the other language's quantizer), one element per list that has rows."""
+
+    def __init__(self, manifest: dict, pairs: list, knn: KnnConfig):
+        self.manifest, self.pairs, self.knn = manifest, pairs, knn
+        self.bytes_read = Metrics.counter("pairs", "embedding_bytes_read")
+        self.copies = {"db": Metrics.counter("pairs", "database_rows_sent"),
+                       "q": Metrics.counter("pairs", "query_rows_sent")}
+
+    def process(self, task: tuple[str, int], centroids: dict):
         language, shard = task
-        entry = self.manifest["languages"][language]
-        factory = resolve_factory(self.knn, entry["rows"])
-        info = entry["shards"][shard]
-        index = shard_index(templates[language], load_vectors(info["embeddings"]), factory, self.knn)
-        if use_gpu(self.knn):
-            index = faiss.index_gpu_to_cpu(index)  # written to storage, searched anywhere
-        path = layout.index_file(self.output, language, shard, len(entry["shards"]))
-        storage.write_bytes(path, faiss.serialize_index(index).tobytes())
-        yield path
+        info = self.manifest["languages"][language]["shards"][shard]
+        rows = read_shard(info["embeddings"], self.manifest["languages"][language]["dim"], self.bytes_read)
+        refs = layout.pack(shard, np.arange(len(rows), dtype=np.int64))
+        own_lists = None
+        for pair, side, query_lang, db_lang in directions(self.pairs):
+            if db_lang == language:
+                if own_lists is None:
+                    own_lists = assign(rows, centroids[language], 1, info["embeddings"])
+                yield from self._keyed(pair, side, "db", own_lists, refs, rows)
+            if query_lang == language:
+                _, nprobe = join_plan(self.knn, self.manifest["languages"][db_lang]["rows"])
+                lists = assign(rows, centroids[db_lang], nprobe, info["embeddings"])
+                yield from self._keyed(pair, side, "q", lists, refs, rows)
+
+    def _keyed(self, pair, side, kind, lists, refs, rows):
+        self.copies[kind].inc(lists.size)
+        for list_id, members in rows_by_list(lists):
+            yield (pair, side, list_id), (kind, refs[members], rows[members])
 
 
-# -- 2. search ---------------------------------------------------------------------------------------------------
+def list_sizes(element) -> tuple:
+    (pair, side, list_id), (kind, refs, _) = element
+    return ((pair, side, list_id), kind), len(refs)
 
-class SearchShard(beam.DoFn):
-    """(pair, direction, query shard) -> one record per query row: its k best in the other language.
 
-    Output: (pair, side, query ref, sims [k], neighbour refs [k]); side is "src" for forward queries."""
+class SplitHotLists(beam.DoFn):
+    """A list's chunk -> its blocks: a list with more than max_rows rows on a side is split into blocks of about
+    that many (by a hash of the row), and each query block meets each database block, so a group holds at most
+    ~2 x max_rows rows. A list without queries or without database rows has nothing to compare.
 
-    def __init__(self, manifest: dict, config: MiningConfig, output: str):
-        self.manifest, self.config, self.output = manifest, config, output
+    The list sizes (a side input) are checked against the manifest's row counts before use: a missing size would
+    drop a list's rows without a trace, so an incomplete side input is an error, never fewer neighbours."""
+
+    def __init__(self, manifest: dict, pairs: list, knn: KnnConfig):
+        self.manifest, self.pairs, self.knn = manifest, pairs, knn
+        self.checked = None
+
+    def process(self, element, sizes: dict):
+        if self.checked is not sizes:
+            self._check(sizes)
+            self.checked = sizes
+        (pair, side, list_id), (kind, refs, rows) = element
+        n_queries, n_database = (sizes.get(((pair, side, list_id), k), 0) for k in ("q", "db"))
+        if not n_queries or not n_database:
+            return
+        mine, other = (n_queries, n_database) if kind == "q" else (n_database, n_queries)
+        max_rows = self.knn.max_list_rows
+        own_block = blocks(refs, block_count(mine, max_rows))
+        for block in np.unique(own_block):
+            members = own_block == block
+            for other_block in range(block_count(other, max_rows)):
+                key = (int(block), other_block) if kind == "q" else (other_block, int(block))
+                yield (pair, side, list_id, *key), (kind, refs[members], rows[members])
+
+    def _check(self, sizes: dict) -> None:
+        totals: dict = {}
+        for ((pair, side, _), kind), count in sizes.items():
+            totals[pair, side, kind] = totals.get((pair, side, kind), 0) + count
+        languages = self.manifest["languages"]
+        for pair, side, query_lang, db_lang in directions(self.pairs):
+            nlist, nprobe = join_plan(self.knn, languages[db_lang]["rows"])
+            expected = {"db": languages[db_lang]["rows"], "q": languages[query_lang]["rows"] * min(nprobe, nlist)}
+            for kind, rows in expected.items():
+                if totals.get((pair, side, kind), 0) != rows:
+                    raise RuntimeError(f"{query_lang} -> {db_lang}: the list sizes count "
+                                       f"{totals.get((pair, side, kind), 0)} {kind} rows, {rows} expected: the "
+                                       "runner gave an incomplete side input")
+
+
+class CompareList(beam.DoFn):
+    """The queries and database rows of one (direction, list, block) -> each query's k best among them, exactly,
+    as one partial result per query shard: ((pair, side, query shard), Neighbours).
+
+    A group of a list that was not split must hold all of the list's rows (the list sizes say how many): a group
+    the runner delivered in parts would give its queries fewer candidates without a trace, so it is an error."""
+
+    def __init__(self, manifest: dict, config: MiningConfig):
+        self.manifest, self.config = manifest, config
+        self.similarities = Metrics.counter("pairs", "similarities_computed")
+        self.split = Metrics.counter("pairs", "hot_list_blocks")
+        self.largest = Metrics.distribution("pairs", "group_rows")
+
+    def process(self, element, sizes: dict):
+        (pair, side, list_id, _, _), chunks = element
+        chunks = list(chunks)
+        q_refs, queries = _stacked(c for c in chunks if c[0] == "q")
+        db_refs, database = _stacked(c for c in chunks if c[0] == "db")
+        expected = [sizes[(pair, side, list_id), kind] for kind in ("q", "db")]
+        max_rows = self.config.knn.max_list_rows
+        if all(block_count(n, max_rows) == 1 for n in expected):
+            if [len(q_refs), len(db_refs)] != expected:
+                raise RuntimeError(f"{pair} {side} list {list_id}: the group holds {len(q_refs)} queries and "
+                                   f"{len(db_refs)} database rows, the list has {expected[0]} and {expected[1]}: "
+                                   "the runner delivered the group incomplete or in parts")
+        else:
+            self.split.inc()
+        if len(q_refs) and len(db_refs):  # else a block the hash left without rows of one kind
+            yield from self._compare(pair, side, q_refs, queries, db_refs, database)
+
+    def _compare(self, pair, side, q_refs, queries, db_refs, database):
+        self.largest.update(len(q_refs) + len(db_refs))
+        self.similarities.inc(len(q_refs) * len(db_refs))
+        k = neighbours_wanted(self.manifest, self.config, pair[1] if side == "src" else pair[0])
+        found = list_topk(queries, q_refs, database, db_refs, k)
+        shards = q_refs >> layout.ROW_BITS
+        for shard in np.unique(shards):
+            at = shards == shard
+            yield (pair, side, int(shard)), Neighbours(found.queries[at], found.sims[at], found.refs[at])
+
+
+def _stacked(chunks) -> tuple[np.ndarray, np.ndarray]:
+    """Chunks of one kind as one matrix in reference order (the group's order is Beam's, not defined)."""
+    chunks = list(chunks)
+    if not chunks:
+        return np.empty(0, dtype=np.int64), None
+    refs = np.concatenate([c[1] for c in chunks])
+    order = np.argsort(refs, kind="stable")
+    return refs[order], np.concatenate([c[2] for c in chunks])[order]
+
+
+class MergeTopK(beam.CombineFn):
+    """Each query's k best across the lists it probed (miner.knn_join.merge_topk), per query shard. Parts are
+    merged when they pile up, so the accumulator stays a few times one shard's k-NN table."""
+
+    def create_accumulator(self):
+        return []
+
+    def add_input(self, parts, part):
+        parts.append(part)
+        return self._compact(parts)
+
+    def merge_accumulators(self, accumulators):
+        return self._compact([part for parts in accumulators for part in parts])
+
+    def extract_output(self, parts):
+        return self._merge(parts) if parts else None
+
+    def _compact(self, parts):
+        if sum(len(p.queries) for p in parts) > 4 * max(len(p.queries) for p in parts) + 65_536:
+            return [self._merge(parts)]
+        return parts
+
+    def _merge(self, parts):
+        return merge_topk(parts, parts[0].sims.shape[1])
+
+
+class ToRecords(beam.DoFn):
+    """A query shard's merged k-NN table -> one record per query: (pair, side, query ref, sims [k], refs [k]).
+    A query whose probed lists held fewer than k rows goes to the "short" output (exact search), never on with
+    a neighbourhood mean over fewer neighbours."""
+
+    SHORT = "short"
+
+    def __init__(self):
         self.queries = Metrics.counter("pairs", "queries")
 
-    def process(self, task: tuple, templates: dict, filled: list):
-        # `filled` (the paths FillIndexShard wrote) is not read: as a side input it makes every search wait until
-        # the shard indexes it loads from storage exist
-        pair, side, shard = task
-        query_lang, db_lang = pair if side == "src" else pair[::-1]
-        entry = self.manifest["languages"][db_lang]
-        factory = resolve_factory(self.config.knn, entry["rows"])
-        queries = load_vectors(self.manifest["languages"][query_lang]["shards"][shard]["embeddings"])
-        best = TopK.empty(len(queries), min(self.config.k, entry["rows"]))
-        for number, info in enumerate(entry["shards"]):
-            vectors = load_vectors(info["embeddings"])
-            refs = layout.pack(number, np.arange(len(vectors), dtype=np.int64))
-            index = self._index(db_lang, number, len(entry["shards"]), factory, vectors, templates)
-            best = best.merge(search_shard(index, queries, vectors, refs, best.sims.shape[1], factory,
-                                           self.config.knn, (query_lang, db_lang)))
-        self.queries.inc(len(queries))
-        for row in range(len(queries)):
-            yield pair, side, layout.pack(shard, row), best.sims[row], best.refs[row]
+    def process(self, element):
+        (pair, side, shard), table = element
+        k = table.sims.shape[1]
+        found = table.found()
+        for row in range(len(table.queries)):
+            if found[row] < k:
+                yield beam.pvalue.TaggedOutput(self.SHORT, ((pair, side, shard), int(table.queries[row])))
+            else:
+                self.queries.inc()
+                yield pair, side, int(table.queries[row]), table.sims[row], table.refs[row]
 
-    def _index(self, language, shard, count, factory, vectors, templates):
-        if factory == "Flat":
-            return shard_index(templates[language], vectors, factory, self.config.knn)
-        data = storage.read_bytes(layout.index_file(self.output, language, shard, count))
-        index = faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8))
-        faiss.ParameterSpace().set_index_parameter(index, "nprobe", resolve_nprobe(self.config.knn, factory))
-        return index
+
+class ExactSearch(beam.DoFn):
+    """(pair, side, query shard) with the queries that found fewer than k neighbours in their lists -> their
+    records from an exact pass over the other language's shards (one in memory at a time)."""
+
+    def __init__(self, manifest: dict, config: MiningConfig):
+        self.manifest, self.config = manifest, config
+        self.bytes_read = Metrics.counter("pairs", "embedding_bytes_read")
+        self.queries = Metrics.counter("pairs", "queries")
+        self.short = Metrics.counter("pairs", "queries_searched_exactly_after_short_lists")
+
+    def process(self, element):
+        (pair, side, shard), query_refs = element
+        query_lang, db_lang = pair if side == "src" else pair[::-1]
+        query_refs = np.sort(np.asarray(list(query_refs), dtype=np.int64))
+        self.short.inc(len(query_refs))
+        log.warning("%s -> %s: %d queries of shard %d found fewer than k neighbours in their lists: exact search",
+                    query_lang, db_lang, len(query_refs), shard)
+        entry = self.manifest["languages"][query_lang]
+        rows = read_shard(entry["shards"][shard]["embeddings"], entry["dim"], self.bytes_read)
+        queries = rows[query_refs & ((1 << layout.ROW_BITS) - 1)]
+        k = neighbours_wanted(self.manifest, self.config, db_lang)
+        db_entry = self.manifest["languages"][db_lang]
+        parts = []
+        for number, info in enumerate(db_entry["shards"]):
+            database = read_shard(info["embeddings"], db_entry["dim"], self.bytes_read)
+            refs = layout.pack(number, np.arange(len(database), dtype=np.int64))
+            parts = [merge_topk([*parts, list_topk(queries, query_refs, database, refs, k)], k)]
+        self.queries.inc(len(query_refs))
+        for row, ref in enumerate(parts[0].queries):
+            yield pair, side, int(ref), parts[0].sims[row], parts[0].refs[row]
+
+
+class KnnJoin(beam.PTransform):
+    """PBegin -> every sentence's k nearest neighbours in the other language of each pair, both directions:
+    (pair, side, query ref, sims [k] descending, neighbour refs [k]), side "src" for source queries."""
+
+    def __init__(self, manifest: dict, pairs: list[tuple[str, str]], config: MiningConfig, output: str):
+        super().__init__()
+        self.manifest, self.pairs, self.config, self.output = manifest, pairs, config, output
+
+    def expand(self, begin):
+        manifest, config = self.manifest, self.config
+        languages = sorted({lang for pair in self.pairs for lang in pair})
+        centroids = beam.pvalue.AsDict(begin | "Languages" >> beam.Create(languages)
+                                       | "TrainQuantizer" >> beam.ParDo(TrainQuantizer(manifest, config.knn,
+                                                                                      self.output)))
+        shards = [(lang, s) for lang in languages for s in range(len(manifest["languages"][lang]["shards"]))]
+        chunks = (begin | "Shards" >> beam.Create(shards) | "SpreadShards" >> beam.Reshuffle()
+                  | "Assign" >> beam.ParDo(AssignShard(manifest, self.pairs, config.knn), centroids))
+        sizes = beam.pvalue.AsDict(chunks | "ListSize" >> beam.Map(list_sizes)
+                                   | "ListSizes" >> beam.CombinePerKey(sum))
+        k_of = {(pair, side): neighbours_wanted(manifest, config, db) for pair, side, _, db in
+                directions(self.pairs)}
+        # every query appears in the merge, also one whose lists were all empty (it then goes to exact search)
+        present = [((pair, side, s), Neighbours.none(layout.pack(s, np.arange(info["rows"], dtype=np.int64)),
+                                                     k_of[pair, side]))
+                   for pair, side, query_lang, _ in directions(self.pairs)
+                   for s, info in enumerate(manifest["languages"][query_lang]["shards"])]
+        tables = ((begin | "AllQueries" >> beam.Create(present),
+                   chunks | "Blocks" >> beam.ParDo(SplitHotLists(manifest, self.pairs, config.knn), sizes)
+                   | "ByList" >> beam.GroupByKey()
+                   | "Compare" >> beam.ParDo(CompareList(manifest, config), sizes))
+                  | "Parts" >> beam.Flatten()
+                  | "MergeTopK" >> beam.CombinePerKey(MergeTopK()))
+        records = tables | "ToRecords" >> beam.ParDo(ToRecords()).with_outputs(ToRecords.SHORT, main="found")
+        exact = (records[ToRecords.SHORT] | "ShortByShard" >> beam.GroupByKey()
+                 | "ExactSearch" >> beam.ParDo(ExactSearch(manifest, config)))
+        return (records.found, exact) | "AllNeighbours" >> beam.Flatten()
 
 
 # -- 3. margins --------------------------------------------------------------------------------------------------
@@ -335,19 +577,7 @@ class MinePairs(beam.PTransform):
 
     def expand(self, begin):
         config, manifest = self.config, self.manifest
-        languages = sorted({lang for pair in self.pairs for lang in pair})
-        templates = (begin | "Languages" >> beam.Create(languages)
-                     | "TrainIndex" >> beam.ParDo(TrainIndex(manifest, config.knn, self.output)))
-        template_view = beam.pvalue.AsDict(templates)
-        to_fill = [(lang, s) for lang in languages for s in range(len(manifest["languages"][lang]["shards"]))
-                   if resolve_factory(config.knn, manifest["languages"][lang]["rows"]) != "Flat"]
-        filled = (begin | "IndexShards" >> beam.Create(to_fill)
-                  | "FillIndex" >> beam.ParDo(FillIndexShard(manifest, config.knn, self.output), template_view))
-        tasks = [(pair, side, shard) for pair in self.pairs for side in ("src", "tgt")
-                 for shard in range(len(manifest["languages"][pair[0] if side == "src" else pair[1]]["shards"]))]
-        neighbours = (begin | "SearchTasks" >> beam.Create(tasks) | "Spread" >> beam.Reshuffle()
-                      | "Search" >> beam.ParDo(SearchShard(manifest, config, self.output), template_view,
-                                               beam.pvalue.AsList(filled)))
+        neighbours = begin | "KnnJoin" >> KnnJoin(manifest, self.pairs, config, self.output)
         bests = (neighbours
                  | "ToJoin" >> beam.FlatMap(to_join)
                  | "JoinMeans" >> beam.GroupByKey()
@@ -405,9 +635,10 @@ class PairsStage:
 
     def manifest(self, entries: list[dict]) -> dict:
         config, rows = mining_config(self.settings), self.embeddings["languages"]
-        for entry in entries:  # the index each direction used, resolved from the two languages' sizes
+        for entry in entries:  # how each direction searched, resolved from the two languages' sizes
             src, tgt = entry["pair"].split("-")
-            entry["index"] = config.describe(rows[src]["rows"], rows[tgt]["rows"])["index"]
+            fwd, bwd = (search_plan(config.knn, rows[lang]["rows"]) for lang in (tgt, src))
+            entry["index"] = fwd if fwd == bwd else f"{fwd} (source->target), {bwd} (target->source)"
         return {"stage": "pairs", "settings": {**config.describe(), "pair_filter": self.settings.get("pair_filter")},
                 "pairs": sorted(entries, key=lambda e: e["pair"])}
 

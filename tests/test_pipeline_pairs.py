@@ -144,3 +144,112 @@ def test_beam_margins_are_the_library_margins_on_a_set_smaller_than_k():
     for key, value in library.items():
         assert beam_margins[key] == pytest.approx(float(value), rel=1e-5)
     assert max(beam_margins.values()) < 1
+
+
+def counters(report: dict) -> dict:
+    return report["counters"]["pairs"]["pairs"]
+
+
+def test_the_join_over_every_list_with_split_hot_lists_equals_exact_search(tmp_path):
+    output = str(tmp_path / "out")
+    texts = write_shards(output, 2)
+    settings = settings_for(output, "max")
+    settings["knn"] = {"index": "IVF4,Flat", "nprobe": 4, "max_list_rows": 3}  # every list, blocks of ~3 rows
+    report = run(settings, PipelineOptions([]), ["embed", "pairs"])
+    table = storage.read_parquet(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0]).to_pydict()
+    mined = {(s, t, round(m, 4)) for s, t, m in zip(table["src_text"], table["tgt_text"], table["score"])}
+    assert mined == library_pairs(texts, "max")
+    assert counters(report)["hot_list_blocks"] > 0
+    assert counters(report)["queries"] == len(texts["deu_Latn"]) + len(texts["eng_Latn"])
+    assert storage.read_json(layout.manifest_path(output, "pairs"))["pairs"][0]["index"] == "IVF4,nprobe=4"
+
+
+def test_queries_whose_lists_hold_fewer_than_k_rows_are_searched_exactly(tmp_path):
+    output = str(tmp_path / "out")
+    texts = write_shards(output, 2)
+    settings = settings_for(output, "union")
+    settings["knn"] = {"index": "IVF16,Flat", "nprobe": 1}  # ~2-3 rows a list: most queries find fewer than 4
+    report = run(settings, PipelineOptions([]), ["embed", "pairs"])
+    assert counters(report)["queries_searched_exactly_after_short_lists"] > 0
+    assert counters(report)["queries"] == len(texts["deu_Latn"]) + len(texts["eng_Latn"])
+
+
+def test_a_language_with_fewer_sentences_than_k_is_searched_exactly(tmp_path):
+    output = str(tmp_path / "out")
+    write_shards(output, 1)
+    manifest = storage.read_json(layout.manifest_path(output, "extract"))
+    shard = manifest["languages"]["deu_Latn"]["shards"][0]
+    few = storage.read_parquet(shard["path"]).slice(0, 3)
+    storage.write_parquet(shard["path"], few)
+    shard["rows"] = manifest["languages"]["deu_Latn"]["rows"] = 3
+    storage.write_json(layout.manifest_path(output, "extract"), manifest)
+    settings = settings_for(output, "union")
+    settings["knn"] = {"index": "IVF16,Flat"}  # more lists than German sentences: exact search for them
+    report = run(settings, PipelineOptions([]), ["embed", "pairs"])
+    assert counters(report)["languages_searched_exactly"] == 1 and counters(report)["queries"] == 3 + 45
+    assert "queries_searched_exactly_after_short_lists" not in counters(report)
+
+
+def test_vectors_of_another_dimension_in_one_shard_are_an_error_naming_it(tmp_path):
+    output = str(tmp_path / "out")
+    write_shards(output, 2)
+    settings = settings_for(output, "max")
+    run(settings, PipelineOptions([]), ["embed"])
+    shard = storage.read_json(layout.manifest_path(output, "embed"))["languages"]["eng_Latn"]["shards"][1]
+    np.save(shard["embeddings"], np.load(shard["embeddings"])[:, :100])
+    with pytest.raises(Exception, match=r"part-00001-of-00002\.npy: vectors have 100 dimensions, expected"):
+        run(settings, PipelineOptions([]), ["pairs"])
+
+
+def test_margins_are_the_library_margins_of_the_same_neighbour_lists_bit_for_bit(tmp_path):
+    from miner.knn_join import search_by_lists
+    from miner.margin import candidate_margins, neighbourhood_mean
+
+    output = str(tmp_path / "out")
+    write_shards(output, 2)
+    settings = settings_for(output, "union")
+    settings["knn"] = {"index": "IVF4,Flat", "nprobe": 2}  # approximate: the lists decide the neighbours
+    run(settings, PipelineOptions([]), ["embed", "pairs"])
+    embedded = storage.read_json(layout.manifest_path(output, "embed"))["languages"]
+    vectors, texts = {}, {}
+    for language, entry in embedded.items():  # shard-major order is reference order
+        vectors[language] = np.concatenate([np.load(s["embeddings"]) for s in entry["shards"]])
+        texts[language] = [t for s in entry["shards"] for t in storage.read_parquet(s["path"])["text"].to_pylist()]
+    src, tgt = vectors["deu_Latn"], vectors["eng_Latn"]
+    centroids = {lang: np.load(layout.quantizer_file(output, lang)) for lang in vectors}
+    fwd = search_by_lists(src, tgt, 4, centroids["eng_Latn"], 2)
+    bwd = search_by_lists(tgt, src, 4, centroids["deu_Latn"], 2)
+    fwd_mean, bwd_mean = neighbourhood_mean(fwd.sims), neighbourhood_mean(bwd.sims)
+    floor = MiningConfig(k=4).floor_for(src.shape[1])  # the ratio margin's default floor, 2 / sqrt(d)
+    expected = {}
+    forward = candidate_margins(fwd.sims, fwd.refs, fwd_mean, bwd_mean, floor=floor)
+    for i, (ids, margins) in enumerate(zip(fwd.refs, forward)):
+        expected.update({(i, int(j)): m for j, m in zip(ids, margins)})
+    backward = candidate_margins(bwd.sims, bwd.refs, bwd_mean, fwd_mean, floor=floor)
+    for j, (ids, margins) in enumerate(zip(bwd.refs, backward)):
+        expected.update({(int(i), j): m for i, m in zip(ids, margins)})
+    table = storage.read_parquet(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0]).to_pydict()
+    assert table["score"]
+    for s, t, score in zip(table["src_text"], table["tgt_text"], table["score"]):
+        key = (texts["deu_Latn"].index(s), texts["eng_Latn"].index(t))
+        assert np.float32(score) == expected[key]
+
+
+def test_a_group_the_runner_delivered_in_parts_is_an_error_not_fewer_neighbours():
+    from miner.mining import MiningConfig
+    from pipelines.pairs import CompareList, SplitHotLists
+
+    pair, manifest = ("deu_Latn", "eng_Latn"), {"languages": {"deu_Latn": {"rows": 3}, "eng_Latn": {"rows": 6}}}
+    rng = np.random.default_rng(0)
+    q = ("q", np.arange(3, dtype=np.int64), rng.standard_normal((3, 8)).astype(np.float32))
+    db = ("db", np.arange(2, dtype=np.int64), rng.standard_normal((2, 8)).astype(np.float32))
+    sizes = {((pair, "src", 0), "q"): 3, ((pair, "src", 0), "db"): 6}  # the list has 6 database rows, 2 came
+    compare = CompareList(manifest, MiningConfig())
+    with pytest.raises(RuntimeError, match="list 0: the group holds 3 queries and 2 database rows, the list has 3 "
+                                           "and 6"):
+        list(compare.process(((pair, "src", 0, 0, 0), [q, db]), sizes))
+    sizes[(pair, "src", 0), "db"] = 2
+    assert len(list(compare.process(((pair, "src", 0, 0, 0), [q, db]), sizes))) == 1
+    split = SplitHotLists(manifest, [pair], MiningConfig().knn)  # exact search: one list per direction
+    with pytest.raises(RuntimeError, match="incomplete side input"):
+        list(split.process(((pair, "src", 0), q), sizes))

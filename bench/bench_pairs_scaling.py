@@ -1,0 +1,205 @@
+"""How the pairs stage's cost grows with the crawl: k-NN as a join on the DirectRunner, per size,
+beside faiss's own big_batch_search (the same IVF join on one machine, k-NN only) as the peer.
+
+    python bench/bench_pairs_scaling.py                                    # N = 10k, 40k, 160k, 640k per language
+    python bench/bench_pairs_scaling.py --sizes 10000 40000                # -> bench/results/pairs_scaling.json
+
+Two languages of N synthetic sentences each, d = 256, stored as float16 (the pipeline's default): vectors drawn
+around N / 200 topic centres, and half of the target sentences planted translations of source sentences (the
+source vector plus noise); the other half unrelated. Each size runs the whole pairs stage (`max` selection, no
+threshold, k = 4) with nlist growing with N (about 160 rows a list) and a fixed nprobe, so the rows compared per
+query stay the same at every size: what a user picks to keep cost linear. Reported per sentence (both languages):
+CPU seconds of the run and its worker processes, embedding bytes read, vector bytes sent through the shuffle, and
+the recall of the planted pairs in the mined bitext. The peer: faiss.contrib.big_batch_search over an IVF index with
+the same nlist and nprobe, both directions, on this process (faiss's threads), CPU seconds per sentence and the
+planted pairs' recall@1. Clustered synthetic vectors flatter IVF (docs/benchmarks.md): recall on real sentence
+vectors is bench_ivf_recall.py's job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(variable, "1")
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+
+import numpy as np
+from bench_text import cpu_seconds
+
+LANGUAGES = ("deu_Latn", "eng_Latn")
+SPREAD, TRANSLATION_NOISE = 1.0, 0.35  # cos(x, topic) ~ 0.7; cos(x, its translation) ~ 0.94
+
+
+def unit(rows: np.ndarray) -> np.ndarray:
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def synthetic(n: int, dim: int, seed: int) -> tuple[np.ndarray, np.ndarray, dict[int, int]]:
+    """Source and target vectors (float32, unit) and the planted pairs {source row: target row}."""
+    rng = np.random.default_rng(seed)
+    centres = unit(rng.standard_normal((max(16, n // 200), dim)))
+
+    def around_topics(count):
+        noise = rng.standard_normal((count, dim)) * SPREAD / np.sqrt(dim)
+        return unit(centres[rng.integers(0, len(centres), count)] + noise)
+
+    src, tgt = around_topics(n), around_topics(n)
+    planted = rng.choice(n, n // 2, replace=False)
+    tgt[: len(planted)] = unit(src[planted] + rng.standard_normal((len(planted), dim)) * TRANSLATION_NOISE
+                               / np.sqrt(dim))
+    order = rng.permutation(n)  # targets in random order: row i of tgt is row order[i] of the draw
+    tgt = tgt[order]
+    where = np.empty(n, dtype=np.int64)
+    where[order] = np.arange(n)
+    return src.astype(np.float32), tgt.astype(np.float32), {int(s): int(where[i]) for i, s in enumerate(planted)}
+
+
+def write_inputs(output: str, vectors: dict[str, np.ndarray], shard_rows: int) -> None:
+    """Sentence shards (texts s<row>) and float16 embedding shards with their manifests, as extract and embed
+    write them."""
+    from pipelines import layout, storage
+    from pipelines.extract import sentences_manifest, write_sentence_shard
+    from pipelines.text.records import Sentence
+
+    entries, languages = [], {}
+    for language, matrix in vectors.items():
+        count = -(-len(matrix) // shard_rows)
+        shards = []
+        for shard in range(count):
+            rows = range(shard * shard_rows, min(len(matrix), (shard + 1) * shard_rows))
+            sentences = [Sentence(text=f"{language[:3]} sentence {i}", language=language, lid_score=1.0,
+                                  url=f"https://example.org/{i}", document_id=f"doc-{i}", paragraph_index=0,
+                                  sentence_index=0, position=i) for i in rows]
+            entry = write_sentence_shard(output, language, shard, count, sentences)
+            entries.append(entry)
+            path = layout.embedding_shard(output, language, entry["path"])
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            np.save(path, matrix[rows.start : rows.stop].astype(np.float16))
+            shards.append({"path": entry["path"], "rows": len(rows), "embeddings": path})
+        languages[language] = {"rows": len(matrix), "dim": matrix.shape[1], "shards": shards}
+    storage.write_json(layout.manifest_path(output, "extract"), sentences_manifest(entries))
+    storage.write_json(layout.manifest_path(output, "embed"), {"stage": "embed", "encoder": "synthetic",
+                                                                "languages": languages})
+
+
+def nlist_for(n: int, rows_per_list: int) -> int:
+    return 1 << max(4, round(np.log2(n / rows_per_list)))
+
+
+def run_stage(n: int, dim: int, seed: int, args) -> dict:
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from pipelines import layout, storage
+    from pipelines.mine import run
+
+    src, tgt, planted = synthetic(n, dim, seed)
+    output = tempfile.mkdtemp(prefix=f"bench-pairs-{n}-")
+    write_inputs(output, dict(zip(LANGUAGES, (src, tgt))), args.shard_rows)
+    nlist = nlist_for(n, args.rows_per_list)
+    settings = {"output": output, "encoder": "synthetic", "languages": list(LANGUAGES), "pairs": "pivot",
+                "pivot": "eng_Latn", "pair_filter": False,
+                "mining": {"k": args.k, "margin": "ratio", "selection": "max"},
+                "knn": {"index": f"IVF{nlist},Flat", "nprobe": args.nprobe, "exact_below": 1,
+                        "max_list_rows": args.max_list_rows}}
+    # One worker runs in this process: the FnApiRunner sends a stage's grouped input to a worker process as one
+    # gRPC buffer, which passes the 2 GiB limit from 160k sentences per language here
+    mode = "multi_processing" if args.workers > 1 else "in_memory"
+    options = PipelineOptions([f"--direct_num_workers={args.workers}", f"--direct_running_mode={mode}"])
+    cpu, wall = cpu_seconds(), time.perf_counter()
+    report = run(settings, options, ["pairs"])
+    cpu, wall = cpu_seconds() - cpu, time.perf_counter() - wall
+    counters = report["counters"]["pairs"]["pairs"]
+    table = storage.read_parquet(layout.bitext_files(output, *LANGUAGES)[0], columns=["src_text", "tgt_text"])
+    mined = {(int(s.rsplit(" ", 1)[1]), int(t.rsplit(" ", 1)[1])) for s, t in
+             zip(table["src_text"].to_pylist(), table["tgt_text"].to_pylist())}
+    shutil.rmtree(output, ignore_errors=True)
+    sentences = 2 * n
+    sent = counters.get("database_rows_sent", 0) + counters.get("query_rows_sent", 0)
+    return {"n_per_language": n, "nlist": nlist, "nprobe": args.nprobe, "wall_seconds": round(wall, 1),
+            "cpu_seconds": round(cpu, 1), "cpu_ms_per_sentence": round(1000 * cpu / sentences, 4),
+            "embedding_bytes_read_per_sentence": round(counters["embedding_bytes_read"] / sentences, 1),
+            "embedding_bytes_on_disk_per_sentence": 2 * dim,
+            "vector_bytes_shuffled_per_sentence": round(sent * 2 * dim / sentences, 1),
+            "similarities_per_sentence": round(counters["similarities_computed"] / sentences, 1),
+            "pairs": len(mined), "planted_recall": round(len(mined & set(planted.items())) / len(planted), 4),
+            "queries_searched_exactly_after_short_lists":
+                counters.get("queries_searched_exactly_after_short_lists", 0),
+            "peer": peer(src, tgt, planted, nlist, args)}
+
+
+def peer(src: np.ndarray, tgt: np.ndarray, planted: dict, nlist: int, args) -> dict:
+    """faiss.contrib.big_batch_search both ways over IVF indexes with the same nlist and nprobe (float16 vectors
+    read back as float32, as the stage reads them), training on the same number of rows."""
+    import faiss
+    from faiss.contrib.big_batch_search import big_batch_search
+
+    from miner.knn_join import TRAIN_ROWS_PER_LIST
+
+    cpu = cpu_seconds()
+    found = {}
+    for name, queries, database in (("fwd", src, tgt), ("bwd", tgt, src)):
+        queries, database = (unit(m.astype(np.float16).astype(np.float32)) for m in (queries, database))
+        index = faiss.index_factory(database.shape[1], f"IVF{nlist},Flat", faiss.METRIC_INNER_PRODUCT)
+        sample = np.random.default_rng(0).choice(len(database), min(len(database), TRAIN_ROWS_PER_LIST * nlist),
+                                                 replace=False)
+        index.train(database[np.sort(sample)])
+        index.add(database)
+        index.nprobe = args.nprobe
+        with contextlib.redirect_stdout(io.StringIO()):  # it prints per-list progress whatever `verbose` says
+            _, ids = big_batch_search(index, queries, args.k)
+        found[name] = ids
+    cpu = cpu_seconds() - cpu
+    rows = np.array(list(planted.items()))
+    recall = float((found["fwd"][rows[:, 0], 0] == rows[:, 1]).mean())
+    return {"cpu_seconds": round(cpu, 1), "cpu_ms_per_sentence": round(1000 * cpu / (2 * len(src)), 4),
+            "planted_recall_at_1": round(recall, 4)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 40_000, 160_000, 640_000])
+    parser.add_argument("--dim", type=int, default=256)
+    parser.add_argument("--workers", type=int, default=1,
+                        help="DirectRunner workers: 1 runs in this process; more run as processes, where Beam 2.77 "
+                        "loses data (docs/pipeline.md, Local runs) and the stage stops with an error naming a list")
+    parser.add_argument("--shard-rows", type=int, default=20_000, help="rows per sentence and embedding shard")
+    parser.add_argument("--rows-per-list", type=int, default=160, help="nlist = N / this, a power of two")
+    parser.add_argument("--nprobe", type=int, default=16)
+    parser.add_argument("--max-list-rows", type=int, default=50_000)
+    parser.add_argument("--k", type=int, default=4)
+    parser.add_argument("--out", type=Path, default=Path("bench/results/pairs_scaling.json"))
+    args = parser.parse_args()
+
+    results = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "dim": args.dim,
+               "workers": args.workers, "shard_rows": args.shard_rows, "k": args.k, "runs": []}
+    for seed, n in enumerate(args.sizes):
+        run = run_stage(n, args.dim, seed, args)
+        results["runs"].append(run)
+        print(json.dumps(run), flush=True)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(results, indent=2) + "\n")
+    first = results["runs"][0]
+    for run in results["runs"]:
+        print(f"N {run['n_per_language']:>7}: IVF{run['nlist']} nprobe {run['nprobe']}, "
+              f"{run['cpu_ms_per_sentence']:.3f} CPU ms/sentence (x{run['cpu_ms_per_sentence'] / first['cpu_ms_per_sentence']:.2f}), "
+              f"{run['embedding_bytes_read_per_sentence']:.0f} B read/sentence, planted recall {run['planted_recall']}; "
+              f"big_batch_search {run['peer']['cpu_ms_per_sentence']:.3f} CPU ms/sentence, "
+              f"recall@1 {run['peer']['planted_recall_at_1']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,226 @@
+"""k-NN as a join: inverted lists as grouping keys (../shared/docs/METHODS.md §10).
+
+    nlist, nprobe = join_plan(config, n_database)          # 1 list = exact search (small databases)
+    centroids = train_quantizer(sample, nlist, config)      # once per database language, on a bounded sample
+    db_lists = assign(database, centroids, 1)               # each database row: its one list
+    q_lists = assign(queries, centroids, nprobe)            # each query: its nprobe nearest lists
+    for list_id, rows in rows_by_list(q_lists): ...         # what a pipeline keys by and groups
+    part = list_topk(queries, query_refs, database, database_refs, k)   # exact, inside one group
+    best = merge_topk([part, ...], k)                       # each query's k best over all its lists
+
+A coarse quantizer (k-means centroids, the one an IVF index trains) partitions the database; searching with nprobe
+compares a query with the rows of its nprobe nearest lists only. Done as a join, every database row is read once,
+each query travels nprobe times, and the rows of one list are compared with all the queries that probe it at once,
+exactly: the similarities are exact, as Flat search gives them, so no rescoring read is needed. With nprobe = nlist
+the result is exact search. Neighbours are named by int64 references the caller gives each row, and ties are broken
+by the smaller reference, so the result does not depend on how rows were grouped, split or ordered.
+
+Vectors are the stored rows (float16 or float32); each group makes them unit float32 rows itself (row by row, so
+the same bits as normalising the whole shard).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import faiss
+import numpy as np
+
+from miner.index import (
+    IndexConfigError,
+    KnnConfig,
+    default_factory,
+    ivf_lists,
+    rescore,
+    trained_index,
+)
+from miner.vectors import unit_rows
+
+# Training vectors per list: k-means needs a few dozen per centroid (faiss warns below 39 and subsamples above
+# 256); 64 keeps training (whose cost grows as nlist^2) a small part of the stage. recall@k measured with it:
+# docs/benchmarks.md.
+TRAIN_ROWS_PER_LIST = 64
+# Floats of one similarity block (queries x database rows) in list_topk: bounds its memory to ~64 MB.
+BLOCK_FLOATS = 1 << 24
+# Candidates beyond k whose similarities are recomputed pair by pair: the matrix product's last bit depends on the
+# block's shape, so a row within an ulp of the k-th could otherwise be chosen in one grouping and not another.
+RESCORE_SPARE = 4
+
+
+def join_nprobe(nlist: int) -> int:
+    """The lists a query probes by default: a quarter of them, at least 128. Measured on the default encoder's
+    vectors of 160k training sentences in many languages (bench/bench_ivf_recall.py, docs/benchmarks.md), recall@4
+    against exact search reaches 0.98 only there: IVF256 needs 128 probes (0.992 at 40k and 0.994 at 150k
+    vectors; 64 give 0.972 / 0.978), IVF1024 256 (0.991 at 40k; 128 give 0.973). Real sentence vectors spread
+    out, unlike topic clusters. The lists are compared by GEMM, so a quarter of them costs about a quarter of exact
+    search; set knn.nprobe lower to trade recall for cost at web scale (docs/pipeline.md)."""
+    return min(nlist, max(128, nlist // 4))
+
+
+def join_plan(config: KnnConfig, n_database: int) -> tuple[int, int]:
+    """(nlist, nprobe) for searching a database of `n_database` rows; nlist 1 is exact search.
+
+    Exact below `config.exact_below` rows (auto), for a Flat factory, and for a database with fewer rows than the
+    factory's lists (there is nothing to partition)."""
+    if config.index == "auto" and n_database < config.exact_below:
+        return 1, 1
+    factory = default_factory(max(n_database, config.exact_below)) if config.index == "auto" else config.index
+    nlist = ivf_lists(factory)
+    if nlist is None or nlist > n_database:
+        return 1, 1
+    return nlist, join_nprobe(nlist) if config.nprobe == "auto" else min(config.nprobe, nlist)
+
+
+def training_rows(nlist: int, config: KnnConfig) -> int:
+    return min(config.train_sample, TRAIN_ROWS_PER_LIST * nlist)
+
+
+def train_quantizer(sample: np.ndarray, nlist: int, config: KnnConfig, name: str = "sample") -> np.ndarray:
+    """The nlist k-means centroids [nlist, d] (float32) an inner-product IVF index trains on `sample`'s unit rows:
+    the same partition faiss's IVF search probes."""
+    if nlist == 1:
+        return np.zeros((1, sample.shape[1]), dtype=np.float32)
+    index = trained_index(sample.shape[1], f"IVF{nlist},Flat", config, unit_rows(sample, name))
+    return faiss.extract_index_ivf(index).quantizer.reconstruct_n(0, nlist)
+
+
+def assign(vectors: np.ndarray, centroids: np.ndarray, nprobe: int, name: str = "vectors") -> np.ndarray:
+    """The `nprobe` lists nearest to each row (int64 [n, nprobe], nearest first); with one list, list 0.
+
+    A quantizer trained for another dimension is an error naming `name`, never a wrong neighbour list."""
+    if vectors.ndim != 2 or vectors.shape[1] != centroids.shape[1]:
+        raise IndexConfigError(f"{name}: {vectors.shape[-1]}-d vectors, but the quantizer was trained on "
+                               f"{centroids.shape[1]}-d vectors")
+    if len(centroids) == 1:
+        return np.zeros((len(vectors), 1), dtype=np.int64)
+    quantizer = faiss.IndexFlatIP(centroids.shape[1])
+    quantizer.add(np.ascontiguousarray(centroids, dtype=np.float32))
+    _, lists = quantizer.search(unit_rows(vectors, name), min(nprobe, len(centroids)))
+    return lists
+
+
+def rows_by_list(lists: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """(list id, the rows assigned to it, ascending) for each list that has rows, by list id."""
+    flat = lists.ravel()
+    rows = np.repeat(np.arange(len(lists)), lists.shape[1])
+    order = np.argsort(flat, kind="stable")
+    flat, rows = flat[order], rows[order]
+    bounds = np.flatnonzero(np.diff(flat)) + 1
+    for chunk_lists, chunk_rows in zip(np.split(flat, bounds), np.split(rows, bounds)):
+        if len(chunk_rows):
+            yield int(chunk_lists[0]), chunk_rows
+
+
+def blocks(refs: np.ndarray, n_blocks: int) -> np.ndarray:
+    """Which of `n_blocks` sub-blocks of a hot list each row goes to: a hash of its reference, so any worker
+    places a row the same way without knowing the others, and the blocks come out about equal."""
+    if n_blocks == 1:
+        return np.zeros(len(refs), dtype=np.int64)
+    mixed = (np.asarray(refs, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)
+    return ((mixed * np.uint64(n_blocks)) >> np.uint64(32)).astype(np.int64)
+
+
+def block_count(rows: int, max_rows: int) -> int:
+    return max(1, -(-rows // max_rows))
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """Queries' best neighbours: queries [m] (references, ascending and unique after a merge), sims [m, k]
+    descending, refs [m, k]; unfilled slots hold -inf and -1."""
+
+    queries: np.ndarray
+    sims: np.ndarray
+    refs: np.ndarray
+
+    @classmethod
+    def none(cls, queries: np.ndarray, k: int) -> Neighbours:
+        """`queries` with no neighbour yet: what makes every query appear in a merge, even one whose lists were
+        all empty."""
+        n = len(queries)
+        return cls(np.asarray(queries, dtype=np.int64), np.full((n, k), -np.inf, np.float32),
+                   np.full((n, k), -1, np.int64))
+
+    def found(self) -> np.ndarray:
+        return (self.refs >= 0).sum(axis=1)
+
+
+def list_topk(queries: np.ndarray, query_refs: np.ndarray, database: np.ndarray, database_refs: np.ndarray,
+              k: int) -> Neighbours:
+    """Each query's k best database rows by exact cosine, ties broken by the smaller reference.
+
+    A matrix product over unit rows finds the candidates (in blocks of bounded memory); their similarities are
+    then computed pair by pair with miner.index.rescore, whose result does not depend on which other rows share
+    the block, so a neighbour's similarity is the same bits however the lists were grouped or split."""
+    database_refs = np.asarray(database_refs, dtype=np.int64)
+    out = Neighbours.none(query_refs, k)
+    take = min(k, len(database))
+    if take == 0:
+        return out
+    fetch = min(len(database), k + RESCORE_SPARE)
+    unit_queries, unit_database = unit_rows(queries, "queries"), unit_rows(database, "database")
+    step = max(1, BLOCK_FLOATS // len(database))
+    for start in range(0, len(queries), step):
+        block = slice(start, start + step)
+        top = _topk_rows(unit_queries[block] @ unit_database.T, database_refs, fetch)
+        sims = rescore(unit_queries[block], database, top)
+        order = np.lexsort((database_refs[top], -sims), axis=1)[:, :take]
+        out.sims[block, :take] = np.take_along_axis(sims, order, axis=1)
+        out.refs[block, :take] = database_refs[np.take_along_axis(top, order, axis=1)]
+    return out
+
+
+def _topk_rows(sims: np.ndarray, refs: np.ndarray, k: int) -> np.ndarray:
+    """Column indices of each row's k best, by similarity then smaller reference among rows tied at the k-th."""
+    if k >= sims.shape[1]:
+        return np.broadcast_to(np.arange(sims.shape[1]), sims.shape).copy()
+    top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+    kth = np.take_along_axis(sims, top, axis=1).min(axis=1)
+    # argpartition picks arbitrarily among rows tied with the k-th best; such (rare) rows are redone exactly
+    for row in np.flatnonzero((sims >= kth[:, None]).sum(axis=1) > k):
+        candidates = np.flatnonzero(sims[row] >= kth[row])
+        top[row] = candidates[np.lexsort((refs[candidates], -sims[row, candidates]))[:k]]
+    return top
+
+
+def merge_topk(parts: Iterable[Neighbours], k: int) -> Neighbours:
+    """Each query's k best over all `parts` (a query may appear in several), by similarity descending then
+    reference ascending. A database row reaches a query through one group only, so nothing is counted twice."""
+    parts = list(parts)
+    queries = np.concatenate([np.repeat(p.queries, p.sims.shape[1]) for p in parts])
+    sims = np.concatenate([p.sims.ravel() for p in parts])
+    refs = np.concatenate([p.refs.ravel() for p in parts])
+    unique = np.unique(queries)
+    filled = refs >= 0
+    queries, sims, refs = queries[filled], sims[filled], refs[filled]
+    order = np.lexsort((refs, -sims, queries))
+    queries, sims, refs = queries[order], sims[order], refs[order]
+    rank = np.arange(len(queries)) - np.searchsorted(queries, queries)
+    keep = rank < k
+    out = Neighbours.none(unique, k)
+    at = np.searchsorted(unique, queries[keep])
+    out.sims[at, rank[keep]] = sims[keep]
+    out.refs[at, rank[keep]] = refs[keep]
+    return out
+
+
+def search_by_lists(queries: np.ndarray, database: np.ndarray, k: int, centroids: np.ndarray, nprobe: int,
+                    max_rows: int | None = None) -> Neighbours:
+    """The join on one machine: what the Beam stage computes, for tests and benchmarks. Row numbers are the
+    references; lists above `max_rows` rows are split into blocks as the stage splits them."""
+    q_refs, db_refs = np.arange(len(queries), dtype=np.int64), np.arange(len(database), dtype=np.int64)
+    db_members = dict(rows_by_list(assign(database, centroids, 1, "database")))
+    parts = [Neighbours.none(q_refs, min(k, len(database)))]
+    for list_id, q_rows in rows_by_list(assign(queries, centroids, nprobe, "queries")):
+        db_rows = db_members.get(list_id)
+        if db_rows is None:
+            continue
+        limit = max_rows or max(len(q_rows), len(db_rows))
+        q_block = blocks(q_refs[q_rows], block_count(len(q_rows), limit))
+        db_block = blocks(db_refs[db_rows], block_count(len(db_rows), limit))
+        for a in np.unique(q_block):
+            for b in np.unique(db_block):
+                qs, ds = q_rows[q_block == a], db_rows[db_block == b]
+                parts.append(list_topk(queries[qs], q_refs[qs], database[ds], db_refs[ds], k))
+    return merge_topk(parts, min(k, len(database)))

@@ -1,0 +1,149 @@
+"""k-NN as a join (miner/knn_join.py): with every list probed it is exact search, with fewer it finds what faiss's
+IVF search over the same quantizer finds; splitting hot lists, grouping and merging change nothing."""
+
+import faiss
+import numpy as np
+import pytest
+
+from miner.index import IndexConfigError, KnnConfig, knn
+from miner.knn_join import (
+    Neighbours,
+    assign,
+    join_plan,
+    list_topk,
+    merge_topk,
+    rows_by_list,
+    search_by_lists,
+    train_quantizer,
+)
+
+
+def clustered(rng, n, d=32, centres=20):
+    means = rng.standard_normal((centres, d)).astype(np.float32)
+    rows = means[rng.integers(0, centres, n)] + 0.3 * rng.standard_normal((n, d)).astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    return clustered(rng, 300), clustered(rng, 2000), rng
+
+
+def test_all_lists_probed_is_exact_search(data):
+    queries, database, _ = data
+    centroids = train_quantizer(database, 16, KnnConfig())
+    found = search_by_lists(queries, database, 4, centroids, nprobe=16)
+    sims, ids = knn(queries, database, 4, KnnConfig(index="Flat"))
+    np.testing.assert_array_equal(found.refs, ids)
+    np.testing.assert_allclose(found.sims, sims, rtol=3e-7, atol=0)  # faiss's BLAS: within an ulp
+    np.testing.assert_array_equal(found.queries, np.arange(len(queries)))
+
+
+def test_fewer_lists_find_what_faiss_ivf_finds_over_the_same_quantizer(data):
+    queries, database, _ = data
+    config = KnnConfig(index="IVF16,Flat", nprobe=3)
+    centroids = train_quantizer(database, 16, config)
+    found = search_by_lists(queries, database, 4, centroids, nprobe=3)
+    quantizer = faiss.IndexFlatIP(database.shape[1])
+    quantizer.add(centroids)
+    index = faiss.IndexIVFFlat(quantizer, database.shape[1], 16, faiss.METRIC_INNER_PRODUCT)
+    index.add(database)
+    index.nprobe = 3
+    _, ids = index.search(queries, 4)
+    assert (found.refs == ids).mean() > 0.999  # equal up to the order of exact ties
+    assert (found.refs != knn(queries, database, 4, KnnConfig(index="Flat"))[1]).any()  # not exact search
+
+
+def test_splitting_hot_lists_changes_nothing(data):
+    queries, database, _ = data
+    centroids = train_quantizer(database, 4, KnnConfig())
+    whole = search_by_lists(queries, database, 4, centroids, nprobe=2)
+    split = search_by_lists(queries, database, 4, centroids, nprobe=2, max_rows=50)
+    np.testing.assert_array_equal(split.refs, whole.refs)
+    np.testing.assert_array_equal(split.sims, whole.sims)
+
+
+def test_a_list_far_larger_than_the_rest_is_split_into_bounded_blocks():
+    from miner.knn_join import block_count, blocks
+
+    refs = np.arange(100_000, dtype=np.int64) * 7 + (3 << 32)
+    assigned = blocks(refs, block_count(len(refs), 10_000))
+    counts = np.bincount(assigned)
+    assert len(counts) == 10 and counts.max() < 10_600  # about the bound, whatever the references
+
+
+def test_ties_go_to_the_smaller_reference_however_rows_are_grouped():
+    query = np.array([[1.0, 0.0]], np.float32)
+    database = np.array([[1.0, 0.0]] * 5 + [[0.0, 1.0]], np.float32)
+    refs = np.array([50, 40, 30, 20, 10, 5], np.int64)
+    whole = list_topk(query, np.array([7]), database, refs, 3)
+    assert whole.refs.tolist() == [[10, 20, 30]]
+    parts = [list_topk(query, np.array([7]), database[rows], refs[rows], 3) for rows in ([0, 1, 5], [2, 3, 4])]
+    merged = merge_topk(parts, 3)
+    np.testing.assert_array_equal(merged.refs, whole.refs)
+
+
+def test_merge_keeps_every_query_and_pads_missing_neighbours():
+    empty = Neighbours.none(np.array([3, 1]), 2)
+    part = Neighbours(np.array([1]), np.array([[0.9, 0.5]], np.float32), np.array([[8, 9]]))
+    merged = merge_topk([empty, part], 2)
+    assert merged.queries.tolist() == [1, 3]
+    assert merged.refs.tolist() == [[8, 9], [-1, -1]] and merged.found().tolist() == [2, 0]
+
+
+def test_rows_by_list_groups_every_probe():
+    lists = np.array([[2, 0], [0, 1], [2, 1]])
+    assert {k: v.tolist() for k, v in rows_by_list(lists)} == {0: [0, 1], 1: [1, 2], 2: [0, 2]}
+
+
+def test_a_quantizer_of_another_dimension_is_an_error_naming_the_input(data):
+    _, database, _ = data
+    centroids = train_quantizer(database, 8, KnnConfig())
+    with pytest.raises(IndexConfigError, match="shard-7.npy: 16-d vectors, but the quantizer was trained on 32-d"):
+        assign(database[:, :16], centroids, 2, "shard-7.npy")
+
+
+def test_small_databases_are_searched_exactly():
+    auto = KnnConfig()
+    assert join_plan(auto, 9_999) == (1, 1)
+    assert join_plan(auto, 50_000) == (1024, 256)  # a quarter of the lists: recall@4 >= 0.98 measured
+    assert join_plan(auto, 200_000) == (4096, 1024)
+    assert join_plan(KnnConfig(index="IVF256,Flat"), 50_000) == (256, 128)
+    assert join_plan(KnnConfig(index="IVF1024,Flat"), 500) == (1, 1)  # fewer rows than lists
+    assert join_plan(KnnConfig(index="Flat"), 10**6) == (1, 1)
+    assert join_plan(KnnConfig(exact_below=100_000), 50_000) == (1, 1)
+    assert join_plan(KnnConfig(index="IVF64,Flat", nprobe=8), 5_000) == (64, 8)
+
+
+def test_fewer_database_rows_than_k(data):
+    queries, database, _ = data
+    found = search_by_lists(queries, database[:3], 4, np.zeros((1, 32), np.float32), 1)
+    assert found.refs.shape == (len(queries), 3) and (found.found() == 3).all()
+
+
+def test_recall_at_the_default_nprobe_on_real_sentences(shared_data):
+    """FLORES-200 devtest sentences (the dev pool, for measuring) embedded with the char-ngram baseline: at the
+    plan chosen for the database's size, the join finds at least 98% of the exact 4 nearest neighbours. (The
+    default encoder's vectors: bench/bench_ivf_recall.py, docs/benchmarks.md.)"""
+    import gzip
+
+    from encoders import load_encoder
+
+    files = sorted((shared_data / "dev" / "flores200-devtest" / "devtest").glob("*.devtest.gz"))[::8]
+    sentences = []
+    for path in files:
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            sentences.extend(line.strip() for line in handle if line.strip())
+    vectors = load_encoder("char-ngram").encode(sentences)
+    order = np.random.default_rng(0).permutation(len(vectors))
+    queries, database = vectors[np.sort(order[:1000])], vectors[np.sort(order[1000:])]
+    config = KnnConfig()
+    nlist, nprobe = join_plan(config, len(database))
+    assert nlist == 1024 and nprobe == 256
+    rows = np.random.default_rng(1).choice(len(database), min(len(database), 64 * nlist), replace=False)
+    centroids = train_quantizer(database[np.sort(rows)], nlist, config)
+    found = search_by_lists(queries, database, 4, centroids, nprobe)
+    _, exact = knn(queries, database, 4, KnnConfig(index="Flat"))
+    recall = np.mean([len(np.intersect1d(a, b)) / 4 for a, b in zip(found.refs, exact)])
+    assert recall >= 0.98, recall
