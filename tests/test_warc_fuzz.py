@@ -89,3 +89,24 @@ def test_every_intact_good_record_is_kept(pieces, layout):
     pages = list(iter_pages(io.BytesIO(b"".join(parts)), "splice", tally))
     assert [p.url for p in pages if p.url.startswith("http://good.")] == good
     assert len(pages) - len(good) <= sum(kind is not None for kind, _ in pieces)
+
+
+def test_a_short_coverage_guided_run_finds_nothing(tmp_path):
+    """A few thousand atheris inputs from our seeds (the long run is `python -m tests.fuzz_warc`)."""
+    import os
+    import subprocess
+    import sys
+
+    import pytest
+
+    pytest.importorskip("atheris", reason="atheris has wheels for Linux x86_64 only (the test extra installs it there)")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name, data in SEEDS.items():
+        (corpus / name).write_bytes(data)
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONPATH": repo}
+    run = subprocess.run([sys.executable, "-m", "tests.fuzz_warc", "-runs=3000", "-seed=1", str(corpus)],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "Done 3000 runs" in run.stderr
