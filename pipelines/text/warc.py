@@ -520,14 +520,24 @@ class _Stream:
     def _produce(self, max_bytes: int) -> bytes:
         raise NotImplementedError
 
+    def _read_raw(self) -> bytes:
+        """The file's next bytes as stored (compressed, in a gzip stream); empty at its end."""
+        raise NotImplementedError
+
+    def _more(self, data: bytearray) -> bool:
+        """Append the file's next stored bytes to `data`; False at the end of the file."""
+        more = self._read_raw()
+        data += more
+        return bool(more)
+
     def resync(self, scan_limit: int, unread: bool = False) -> _Stream | None:
         """The stream to read on from, at the next record start after the current record's first line (this one,
         or one for the other format); None if there is none. `scan_limit`: decompressed bytes a gzip stream may
         inflate looking for it; `unread`: the record's block was left unread."""
         raise NotImplementedError
 
-    def _scan(self, data: bytearray, start: int, more) -> tuple[str | None, bytearray, int, int]:
-        """The first record start in data[start:] and the file after it (extended by `more(data)`, compressed or
+    def _scan(self, data: bytearray, start: int) -> tuple[str | None, bytearray, int, int]:
+        """The first record start in data[start:] and the file after it (extended by `_more`, compressed or
         plain bytes alike): a WARC version line ("plain") or a gzip member inflating to `WARC/`
         ("gzip"). Returns (kind or None at the end, the data left, the start's index in it, bytes dropped before
         the data left)."""
@@ -536,7 +546,7 @@ class _Stream:
             line = _RECORD_LINE.search(data, start)
             member = data.find(GZIP_MAGIC, start, line.start() if line else len(data))
             if member >= 0:
-                if len(data) - member < _VERIFY_WINDOW and more(data):
+                if len(data) - member < _VERIFY_WINDOW and self._more(data):
                     continue                    # more bytes to check the member with
                 if _starts_record(bytes(data[member:member + _VERIFY_WINDOW])):
                     return "gzip", data, member, dropped
@@ -548,7 +558,7 @@ class _Stream:
             dropped += keep_from
             del data[:keep_from]
             start = 0
-            if not more(data):
+            if not self._more(data):
                 return None, data, 0, dropped
 
 
@@ -598,16 +608,14 @@ class _PlainStream(_Stream):
 
     def resync(self, scan_limit: int, unread: bool = False) -> _Stream | None:
         """Find the next record start (plain files cost no inflation to scan)."""
-        kind, data, index, _ = self._scan(self.buffer, self.line_start + 1, self._more)
+        kind, data, index, _ = self._scan(self.buffer, self.line_start + 1)
         if kind == "gzip":
             return _GzipStream(self.raw, bytes(data[index:]), self.produced)
         self.buffer, self.pos, self.line_start = (data[index:] if kind else bytearray()), 0, 0
         return self if kind else None
 
-    def _more(self, data: bytearray) -> bool:
-        more = self.raw.read(CHUNK)
-        data += more
-        return bool(more)
+    def _read_raw(self) -> bytes:
+        return self.raw.read(CHUNK)
 
 
 class _GzipStream(_Stream):
@@ -788,7 +796,7 @@ class _GzipStream(_Stream):
             start = max(0, self.member_at + 1 - data_at)
         self.buffer, self.pos, self.line_start = bytearray(), 0, 0
         self.replay, self.members, self.member = None, [], None
-        kind, data, index, dropped = self._scan(data, start, self._more)
+        kind, data, index, dropped = self._scan(data, start)
         if kind == "plain":
             self.finished = True
             return _PlainStream(self.raw, bytes(data[index:]), self.produced)
@@ -797,11 +805,6 @@ class _GzipStream(_Stream):
             return None
         self._start_member(data[index:], data_at + dropped + index)
         return self
-
-    def _more(self, data: bytearray) -> bool:
-        more = self._read_raw()
-        data += more
-        return bool(more)
 
 
 def _separator(after: bytes, at_end: bool) -> tuple[int, bool] | None:
