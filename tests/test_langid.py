@@ -165,12 +165,16 @@ def test_identify_document_and_sentences_on_a_real_model(scripted_style):
     paragraphs = GERMAN[:5] + [ENGLISH[2]]
     language, probability = scripted_style.identify_document(paragraphs)
     assert language == "deu_Latn" and 0.5 < probability <= 1.0
-    # "park" alone: English, German and Albanian all use the word; in a German page, the document decides
-    alone = dict(scripted_style.predict(["park"], k=10)[0])
+    # "park" alone: English, German and Albanian all use the word. Its shares differ run to run (fastText trains
+    # with >= 10 Hogwild threads, so the tiny model is not reproducible), so the test pins the rule, not the shares.
+    alone = scripted_style.predict(["park"], k=5)[0]
+    shares = dict(alone)
+    assert 0.0 < shares["deu_Latn"] < 0.95    # ambiguous: German is a candidate, not a certainty
     decided = scripted_style.identify_sentences(["park", ENGLISH[2], GERMAN[6]], language, document_weight=10)
-    assert alone["deu_Latn"] < 0.95    # alone, not confidently German (its exact share varies: fastText trains
-                                       # with >= 10 Hogwild threads, so the tiny model differs run to run)
-    assert decided[0][0] == "deu_Latn" and decided[0][1] > alone["deu_Latn"]
+    assert decided[0] == with_document(alone, language, 10)   # the model's own top 5, leaning to the page
+    outweighs = 2.0 * alone[0][1] / shares["deu_Latn"]         # a prior that beats the sentence's own lean
+    assert scripted_style.identify_sentences(["park"], language, document_weight=max(outweighs, 1.0))[0][0] == \
+        "deu_Latn"
     assert decided[1][0] == "eng_Latn"        # a clearly English sentence keeps its label
     assert decided[2][0] == "deu_Latn"
     assert scripted_style.identify_document([]) == (UNDETERMINED, 0.0)
