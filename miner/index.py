@@ -52,7 +52,9 @@ class KnnConfig:
     rescore_factor: int | str = "auto"  # candidates fetched per wanted neighbour before exact rescoring
     batch_size: int = 16_384  # query (and add) batch size: bounds memory
     train_sample: int = 1_000_000  # most vectors an IVF/PQ index is trained on
-    gpu: bool | str = "auto"  # auto: use every GPU faiss sees; True: require one; False: CPU only
+    # auto: use every GPU faiss sees (and, in the Beam join, compare lists on a GPU torch sees); True: require
+    # one; False: CPU only
+    gpu: bool | str = "auto"
     seed: int = 0  # training-sample draw
     # The Beam pairs stage (k-NN as a join, miner/knn_join.py): languages below this many sentences are searched
     # exactly (auto index), and a list with more rows than max_list_rows on either side (one topic dominating a
@@ -209,13 +211,16 @@ def search(
     return sims, ids
 
 
-def rescore(queries: np.ndarray, database: np.ndarray, ids: np.ndarray, name: str = "database") -> np.ndarray:
-    """Exact cos(query_i, database[ids[i, j]]) for unit `queries`, in chunks of bounded memory."""
+def rescore(queries: np.ndarray, database: np.ndarray, ids: np.ndarray, name: str = "database",
+            unit: bool = False) -> np.ndarray:
+    """Exact cos(query_i, database[ids[i, j]]) for unit `queries`, in chunks of bounded memory; `unit` says the
+    database rows are unit float32 rows already (unit_rows works row by row, so the bits are the same)."""
     out = np.empty(ids.shape, dtype=np.float32)
     step = max(1, RESCORE_FLOATS_PER_CHUNK // (ids.shape[1] * database.shape[1]))
     for start in range(0, len(ids), step):
         chunk_ids = ids[start : start + step]
-        rows = unit_rows(database[chunk_ids.ravel()], name).reshape(*chunk_ids.shape, -1)
+        rows = database[chunk_ids.ravel()] if unit else unit_rows(database[chunk_ids.ravel()], name)
+        rows = rows.reshape(*chunk_ids.shape, -1)
         out[start : start + step] = np.einsum("qd,qkd->qk", queries[start : start + step], rows)
     return out
 

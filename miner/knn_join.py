@@ -22,6 +22,7 @@ the same bits as normalising the whole shard).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import faiss
@@ -43,6 +44,8 @@ from miner.vectors import unit_rows
 TRAIN_ROWS_PER_LIST = 64
 # Floats of one similarity block (queries x database rows) in list_topk: bounds its memory to ~64 MB.
 BLOCK_FLOATS = 1 << 24
+# The same on a device (torch): 1 GB of similarities per block, a few percent of a data-centre GPU's memory.
+DEVICE_BLOCK_FLOATS = 1 << 28
 # Candidates beyond k whose similarities are recomputed pair by pair: the matrix product's last bit depends on the
 # block's shape, so a row within an ulp of the k-th could otherwise be chosen in one grouping and not another.
 RESCORE_SPARE = 4
@@ -147,12 +150,14 @@ class Neighbours:
 
 
 def list_topk(queries: np.ndarray, query_refs: np.ndarray, database: np.ndarray, database_refs: np.ndarray,
-              k: int) -> Neighbours:
+              k: int, device: str | None = None) -> Neighbours:
     """Each query's k best database rows by exact cosine, ties broken by the smaller reference.
 
-    A matrix product over unit rows finds the candidates (in blocks of bounded memory); their similarities are
+    A matrix product over unit rows finds the candidates (in blocks of bounded memory): numpy's BLAS when `device`
+    is None, else torch on that device ("cuda", or "cpu" to run that path without a GPU). Their similarities are
     then computed pair by pair with miner.index.rescore, whose result does not depend on which other rows share
-    the block, so a neighbour's similarity is the same bits however the lists were grouped or split."""
+    the block or which device found them, so a neighbour's similarity is the same bits however the lists were
+    grouped, split or compared."""
     database_refs = np.asarray(database_refs, dtype=np.int64)
     out = Neighbours.none(query_refs, k)
     take = min(k, len(database))
@@ -160,15 +165,77 @@ def list_topk(queries: np.ndarray, query_refs: np.ndarray, database: np.ndarray,
         return out
     fetch = min(len(database), k + RESCORE_SPARE)
     unit_queries, unit_database = unit_rows(queries, "queries"), unit_rows(database, "database")
-    step = max(1, BLOCK_FLOATS // len(database))
-    for start in range(0, len(queries), step):
-        block = slice(start, start + step)
-        top = _topk_rows(unit_queries[block] @ unit_database.T, database_refs, fetch)
-        sims = rescore(unit_queries[block], database, top)
+    if device is None:
+        candidates = _numpy_candidates(unit_queries, unit_database, database_refs, fetch)
+    else:
+        candidates = _torch_candidates(unit_queries, unit_database, database_refs, fetch, device)
+    for block, top in candidates:
+        sims = rescore(unit_queries[block], unit_database, top, unit=True)
         order = np.lexsort((database_refs[top], -sims), axis=1)[:, :take]
         out.sims[block, :take] = np.take_along_axis(sims, order, axis=1)
         out.refs[block, :take] = database_refs[np.take_along_axis(top, order, axis=1)]
     return out
+
+
+def _numpy_candidates(unit_queries: np.ndarray, unit_database: np.ndarray, refs: np.ndarray,
+                      fetch: int) -> Iterator[tuple[slice, np.ndarray]]:
+    step = max(1, BLOCK_FLOATS // len(unit_database))
+    for start in range(0, len(unit_queries), step):
+        block = slice(start, start + step)
+        yield block, _topk_rows(unit_queries[block] @ unit_database.T, refs, fetch)
+
+
+def _torch_candidates(unit_queries: np.ndarray, unit_database: np.ndarray, refs: np.ndarray, fetch: int,
+                      device: str) -> Iterator[tuple[slice, np.ndarray]]:
+    """The numpy path's candidates from a torch matrix product and topk on `device`: same tie rule (rows with
+    more than `fetch` ties at the last place are redone on the host), full float32 (no TF32)."""
+    import torch
+
+    with exact_float32(torch):
+        database = torch.from_numpy(unit_database).to(device)
+        step = max(1, DEVICE_BLOCK_FLOATS // len(unit_database))
+        for start in range(0, len(unit_queries), step):
+            block = slice(start, start + step)
+            sims = torch.from_numpy(unit_queries[block]).to(device) @ database.T
+            if fetch >= sims.shape[1]:
+                yield block, np.broadcast_to(np.arange(sims.shape[1]), tuple(sims.shape)).copy()
+                continue
+            values, top = torch.topk(sims, fetch, dim=1)
+            crowded = ((sims >= values[:, -1:]).sum(dim=1) > fetch).nonzero().flatten().tolist()
+            top = top.cpu().numpy()
+            for row in crowded:  # torch.topk picks arbitrarily among ties at the last place
+                top[row] = _topk_rows(sims[row:row + 1].cpu().numpy(), refs, fetch)[0]
+            yield block, top
+
+
+@contextmanager
+def exact_float32(torch):
+    """Full-precision float32 matrix products inside: TF32 (allowed by some callers, e.g. training) keeps 10
+    mantissa bits, enough to move a row past the candidates' spare places."""
+    saved = torch.get_float32_matmul_precision(), torch.backends.cuda.matmul.allow_tf32
+    torch.set_float32_matmul_precision("highest")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(saved[0])
+        torch.backends.cuda.matmul.allow_tf32 = saved[1]
+
+
+def compare_device(config: KnnConfig) -> str | None:
+    """Where a worker compares its lists: "cuda" when torch sees a GPU (knn.gpu auto or true), else None (numpy).
+    knn.gpu true without one is an error, not a silent CPU run."""
+    if config.gpu is False:
+        return None
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None and torch.cuda.is_available():
+        return "cuda"
+    if config.gpu is True:
+        raise IndexConfigError("knn.gpu is true but torch sees no CUDA device for the k-NN join's comparisons")
+    return None
 
 
 def _topk_rows(sims: np.ndarray, refs: np.ndarray, k: int) -> np.ndarray:
@@ -206,7 +273,7 @@ def merge_topk(parts: Iterable[Neighbours], k: int) -> Neighbours:
 
 
 def search_by_lists(queries: np.ndarray, database: np.ndarray, k: int, centroids: np.ndarray, nprobe: int,
-                    max_rows: int | None = None) -> Neighbours:
+                    max_rows: int | None = None, device: str | None = None) -> Neighbours:
     """The join on one machine: what the Beam stage computes, for tests and benchmarks. Row numbers are the
     references; lists above `max_rows` rows are split into blocks as the stage splits them."""
     q_refs, db_refs = np.arange(len(queries), dtype=np.int64), np.arange(len(database), dtype=np.int64)
@@ -222,5 +289,5 @@ def search_by_lists(queries: np.ndarray, database: np.ndarray, k: int, centroids
         for a in np.unique(q_block):
             for b in np.unique(db_block):
                 qs, ds = q_rows[q_block == a], db_rows[db_block == b]
-                parts.append(list_topk(queries[qs], q_refs[qs], database[ds], db_refs[ds], k))
+                parts.append(list_topk(queries[qs], q_refs[qs], database[ds], db_refs[ds], k, device))
     return merge_topk(parts, min(k, len(database)))

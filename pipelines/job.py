@@ -19,7 +19,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions
 
 from pipelines import layout, storage
 from pipelines.dependencies import NOT_RECORDED, changed_keys, stage_dependencies
-from pipelines.options import STAGES, MineOptions, runs_locally
+from pipelines.options import STAGES, MineOptions, check_local_workers, runs_locally
 from pipelines.report import format_summary, gold_scores, stage_report
 
 log = logging.getLogger("pipelines.mine")
@@ -154,6 +154,7 @@ def main(argv: list[str] | None, builders: dict, prog: str, description: str | N
     setup_logging(mine_options.verbose, mine_options.quiet)
 
     def command() -> None:
+        check_local_workers(options)
         settings = mine_options.settings()
         stages = mine_options.stage_list()
         other = [name for name in stages if name not in builders]

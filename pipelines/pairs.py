@@ -39,6 +39,7 @@ from miner.knn_join import (
     assign,
     block_count,
     blocks,
+    compare_device,
     join_plan,
     list_topk,
     merge_topk,
@@ -227,6 +228,12 @@ class CompareList(beam.DoFn):
         self.similarities = Metrics.counter("pairs", "similarities_computed")
         self.split = Metrics.counter("pairs", "hot_list_blocks")
         self.largest = Metrics.distribution("pairs", "group_rows")
+        self.device = None
+
+    def setup(self):
+        self.device = compare_device(self.config.knn)  # the worker's own: a GPU worker compares there
+        if self.device:
+            log.info("k-NN join: comparing lists on %s", self.device)
 
     def process(self, element, sizes: dict):
         (pair, side, list_id, _, _), chunks = element
@@ -249,7 +256,7 @@ class CompareList(beam.DoFn):
         self.largest.update(len(q_refs) + len(db_refs))
         self.similarities.inc(len(q_refs) * len(db_refs))
         k = neighbours_wanted(self.manifest, self.config, pair[1] if side == "src" else pair[0])
-        found = list_topk(queries, q_refs, database, db_refs, k)
+        found = list_topk(queries, q_refs, database, db_refs, k, self.device)
         shards = q_refs >> layout.ROW_BITS
         for shard in np.unique(shards):
             at = shards == shard

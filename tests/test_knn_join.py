@@ -9,6 +9,7 @@ from miner.index import IndexConfigError, KnnConfig, knn
 from miner.knn_join import (
     Neighbours,
     assign,
+    compare_device,
     join_plan,
     list_topk,
     merge_topk,
@@ -120,6 +121,42 @@ def test_fewer_database_rows_than_k(data):
     queries, database, _ = data
     found = search_by_lists(queries, database[:3], 4, np.zeros((1, 32), np.float32), 1)
     assert found.refs.shape == (len(queries), 3) and (found.found() == 3).all()
+
+
+TORCH_DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not __import__("torch").cuda.is_available(), reason="no CUDA device: the torch path is tested on the CPU"))]
+
+
+@pytest.mark.parametrize("device", TORCH_DEVICES)
+def test_the_torch_path_finds_the_same_neighbours_with_the_same_bits(data, device):
+    queries, database, _ = data
+    centroids = train_quantizer(database, 8, KnnConfig())
+    on_host = search_by_lists(queries, database.astype(np.float16), 4, centroids, nprobe=3)
+    on_device = search_by_lists(queries, database.astype(np.float16), 4, centroids, nprobe=3, device=device)
+    np.testing.assert_array_equal(on_device.refs, on_host.refs)
+    np.testing.assert_array_equal(on_device.sims, on_host.sims)   # rescored on the host: the same bits
+
+
+@pytest.mark.parametrize("device", TORCH_DEVICES)
+def test_the_torch_path_breaks_ties_by_the_smaller_reference(device):
+    query = np.array([[1.0, 0.0]], np.float32)
+    database = np.array([[1.0, 0.0]] * 12 + [[0.0, 1.0]], np.float32)   # 12 ties: more than k + the spare places
+    refs = np.arange(100, 87, -1, dtype=np.int64)
+    found = list_topk(query, np.array([7]), database, refs, 3, device)
+    assert found.refs.tolist() == [[89, 90, 91]]
+    assert found.refs.tolist() == list_topk(query, np.array([7]), database, refs, 3).refs.tolist()
+
+
+def test_lists_are_compared_on_a_gpu_only_when_one_is_there():
+    import torch
+
+    assert compare_device(KnnConfig(gpu=False)) is None
+    if torch.cuda.is_available():
+        assert compare_device(KnnConfig()) == "cuda"
+    else:
+        assert compare_device(KnnConfig()) is None
+        with pytest.raises(IndexConfigError, match="knn.gpu is true but torch sees no CUDA device"):
+            compare_device(KnnConfig(gpu=True))
 
 
 def test_recall_at_the_default_nprobe_on_real_sentences(shared_data):

@@ -14,6 +14,8 @@ from pipelines.options import MineOptions
     (["--set", "pair_filter.lenght_ratio=2"], "unknown pair_filter setting(s) lenght_ratio"),
     (["--encoder", "no/such/folder/here"], "encoder 'no/such/folder/here': no such folder"),
     (["--set", "lid.model=/nonexistent/lid.bin"], "lid.model '/nonexistent/lid.bin': no such file"),
+    (["--direct_num_workers", "2", "--direct_running_mode", "multi_processing"],
+     "multi-process DirectRunner loses part of a stage's output"),
 ])
 def test_bad_settings_fail_before_any_stage(tmp_path, capsys, argv, message):
     assert main(["--output", str(tmp_path / "out"), *argv]) == 2
