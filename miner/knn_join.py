@@ -240,11 +240,13 @@ def compare_device(config: KnnConfig) -> str | None:
 
 def _topk_rows(sims: np.ndarray, refs: np.ndarray, k: int) -> np.ndarray:
     """Column indices of each row's k best, by similarity then smaller reference among rows tied at the k-th."""
+    import torch  # its topk makes list_topk 1.3-1.5x faster than numpy's argpartition did (docs/benchmarks.md)
+
     if k >= sims.shape[1]:
         return np.broadcast_to(np.arange(sims.shape[1]), sims.shape).copy()
-    top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
-    kth = np.take_along_axis(sims, top, axis=1).min(axis=1)
-    # argpartition picks arbitrarily among rows tied with the k-th best; such (rare) rows are redone exactly
+    values, top = torch.topk(torch.from_numpy(np.ascontiguousarray(sims)), k, dim=1, sorted=False)
+    top, kth = top.numpy(), values.min(dim=1).values.numpy()
+    # topk picks arbitrarily among rows tied with the k-th best; such (rare) rows are redone exactly
     for row in np.flatnonzero((sims >= kth[:, None]).sum(axis=1) > k):
         candidates = np.flatnonzero(sims[row] >= kth[row])
         top[row] = candidates[np.lexsort((refs[candidates], -sims[row, candidates]))[:k]]
