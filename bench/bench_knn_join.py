@@ -6,7 +6,9 @@
 Two languages of N synthetic sentences each (bench_pairs_scaling.py's generator: vectors around topic centres,
 half of the targets planted noisy translations of sources), d = 256, stored as float16 as the pipeline stores
 them. For each list size, a quantizer of N / rows-per-list lists trained on 64 rows a list; each query probes
-enough lists to meet about `--probe-rows` database rows (2,560 by default: the scaling benchmark's 16 lists of 160). Contenders, each searching both directions for k = 4 (wall time on this machine, `--threads` host threads: all its cores by default):
+enough lists to meet about `--probe-rows` database rows (2,560 by default: the scaling benchmark's 16 lists of
+160). Contenders, each searching both directions for k = 4 (wall time on this machine, `--threads` host threads:
+all its cores by default):
   - join-host: miner.knn_join.search_by_lists, the Beam stage's per-list work (assignment, grouping, list_topk
     with numpy's BLAS, exact rescoring, the top-k merge) on one machine;
   - join-cuda: the same with list_topk's candidates found by torch on the GPU (rescoring and merging on the host);
@@ -27,6 +29,7 @@ import os
 import platform
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,13 +40,8 @@ THREADS = int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.a
 for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ[variable] = str(THREADS)
 
-import numpy as np  # noqa: E402
-
-
-def synthetic(n: int, dim: int, seed: int):
-    from planted_vectors import synthetic as planted_vectors  # the scaling benchmark's data, same seed rule
-
-    return planted_vectors(n, dim, seed)
+import numpy as np
+from planted_vectors import synthetic  # the scaling benchmark's data, same seed rule
 
 
 def exact_neighbours(queries: np.ndarray, database: np.ndarray, k: int, device: str) -> np.ndarray:
@@ -79,9 +77,17 @@ def big_batch(queries: np.ndarray, database: np.ndarray, centroids: np.ndarray, 
         return big_batch_search(index, queries, k)[1]
 
 
+def join(queries: np.ndarray, stored: np.ndarray, centroids: np.ndarray, nprobe: int, k: int,
+         device: str | None = None) -> np.ndarray:
+    from miner.knn_join import search_by_lists
+
+    return search_by_lists(queries, stored, k, centroids, nprobe, device=device).refs
+
+
 def one_setting(src, tgt, planted, rows_per_list: int, args, device: str | None) -> dict:
     from miner.index import KnnConfig
-    from miner.knn_join import search_by_lists, train_quantizer, training_rows
+    from miner.knn_join import train_quantizer, training_rows
+    from miner.vectors import unit_rows
 
     n = len(src)
     nlist = 1 << max(0, round(np.log2(n / rows_per_list)))
@@ -92,14 +98,13 @@ def one_setting(src, tgt, planted, rows_per_list: int, args, device: str | None)
     runs: dict[str, dict] = {}
     for direction, queries, database in (("fwd", src, tgt), ("bwd", tgt, src)):
         stored = database.astype(np.float16)
-        unit_db = stored.astype(np.float32) / np.linalg.norm(stored.astype(np.float32), axis=1, keepdims=True)
+        unit_db = unit_rows(stored, "database")
         centroids, train_s = timed(train_quantizer, stored[np.sort(sample)], nlist, config)
         exact = exact_neighbours(queries, unit_db, args.k, exact_device)
-        contenders = {"join-host": lambda: search_by_lists(queries, stored, args.k, centroids, nprobe).refs,
-                      "big_batch_search": lambda: big_batch(queries, unit_db, centroids, nprobe, args.k)}
+        contenders = {"join-host": partial(join, queries, stored, centroids, nprobe, args.k),
+                      "big_batch_search": partial(big_batch, queries, unit_db, centroids, nprobe, args.k)}
         if device:
-            contenders["join-cuda"] = lambda: search_by_lists(queries, stored, args.k, centroids, nprobe,
-                                                              device=device).refs
+            contenders["join-cuda"] = partial(join, queries, stored, centroids, nprobe, args.k, device)
         for name, run in contenders.items():
             ids, seconds = timed(run)
             entry = runs.setdefault(name, {"seconds": 0.0, "hits": 0, "planted": 0})
@@ -140,7 +145,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     device = "cuda" if torch.cuda.is_available() else None
     report = {"command": " ".join(sys.argv), "machine": f"{platform.processor() or platform.machine()}, "
-              f"{os.cpu_count()} cores", "threads": args.threads, "gpu": torch.cuda.get_device_name(0) if device else None,
+              f"{os.cpu_count()} cores", "threads": args.threads,
+              "gpu": torch.cuda.get_device_name(0) if device else None,
               "torch": torch.__version__, "dim": args.dim, "k": args.k, "settings": []}
     for n in args.sizes:
         src, tgt, planted = synthetic(n, args.dim, seed=n)

@@ -187,8 +187,8 @@ def _numpy_candidates(unit_queries: np.ndarray, unit_database: np.ndarray, refs:
 
 def _torch_candidates(unit_queries: np.ndarray, unit_database: np.ndarray, refs: np.ndarray, fetch: int,
                       device: str) -> Iterator[tuple[slice, np.ndarray]]:
-    """The numpy path's candidates from a torch matrix product and topk on `device`: same tie rule (rows with
-    more than `fetch` ties at the last place are redone on the host), full float32 (no TF32)."""
+    """The numpy path's candidates from a torch matrix product on `device` (full float32, no TF32), selected
+    there by the same _topk_rows."""
     import torch
 
     with exact_float32(torch):
@@ -196,16 +196,7 @@ def _torch_candidates(unit_queries: np.ndarray, unit_database: np.ndarray, refs:
         step = max(1, DEVICE_BLOCK_FLOATS // len(unit_database))
         for start in range(0, len(unit_queries), step):
             block = slice(start, start + step)
-            sims = torch.from_numpy(unit_queries[block]).to(device) @ database.T
-            if fetch >= sims.shape[1]:
-                yield block, np.broadcast_to(np.arange(sims.shape[1]), tuple(sims.shape)).copy()
-                continue
-            values, top = torch.topk(sims, fetch, dim=1)
-            crowded = ((sims >= values[:, -1:]).sum(dim=1) > fetch).nonzero().flatten().tolist()
-            top = top.cpu().numpy()
-            for row in crowded:  # torch.topk picks arbitrarily among ties at the last place
-                top[row] = _topk_rows(sims[row:row + 1].cpu().numpy(), refs, fetch)[0]
-            yield block, top
+            yield block, _topk_rows(torch.from_numpy(unit_queries[block]).to(device) @ database.T, refs, fetch)
 
 
 @contextmanager
@@ -238,18 +229,28 @@ def compare_device(config: KnnConfig) -> str | None:
     return None
 
 
-def _topk_rows(sims: np.ndarray, refs: np.ndarray, k: int) -> np.ndarray:
-    """Column indices of each row's k best, by similarity then smaller reference among rows tied at the k-th."""
-    import torch  # its topk makes list_topk 1.3-1.5x faster than numpy's argpartition did (docs/benchmarks.md)
+def _topk_rows(sims, refs: np.ndarray, k: int) -> np.ndarray:
+    """Column indices of each row's k best, by similarity then smaller reference among rows tied at the k-th.
+
+    `sims` is a numpy array or a torch tensor on any device; the selection runs where it is (torch's topk: 1.3-1.5x
+    faster than numpy's argpartition on the host, docs/benchmarks.md) and the rare crowded rows on the host."""
+    import torch
 
     if k >= sims.shape[1]:
-        return np.broadcast_to(np.arange(sims.shape[1]), sims.shape).copy()
-    values, top = torch.topk(torch.from_numpy(np.ascontiguousarray(sims)), k, dim=1, sorted=False)
-    top, kth = top.numpy(), values.min(dim=1).values.numpy()
+        return np.broadcast_to(np.arange(sims.shape[1]), tuple(sims.shape)).copy()
+    matrix = torch.from_numpy(np.ascontiguousarray(sims)) if isinstance(sims, np.ndarray) else sims
+    values, top = torch.topk(matrix, k, dim=1, sorted=False)
+    kth = values.min(dim=1, keepdim=True).values
+    if isinstance(sims, np.ndarray):  # numpy counts a boolean matrix 10x faster than torch on the CPU
+        crowded = np.flatnonzero((sims >= kth.numpy()).sum(axis=1) > k)
+    else:
+        crowded = ((matrix >= kth).sum(dim=1) > k).nonzero().flatten().cpu().numpy()
+    top = top.cpu().numpy()
     # topk picks arbitrarily among rows tied with the k-th best; such (rare) rows are redone exactly
-    for row in np.flatnonzero((sims >= kth[:, None]).sum(axis=1) > k):
-        candidates = np.flatnonzero(sims[row] >= kth[row])
-        top[row] = candidates[np.lexsort((refs[candidates], -sims[row, candidates]))[:k]]
+    for row in crowded:
+        row_sims = matrix[row].cpu().numpy()
+        candidates = np.flatnonzero(row_sims >= row_sims[top[row]].min())
+        top[row] = candidates[np.lexsort((refs[candidates], -row_sims[candidates]))[:k]]
     return top
 
 
