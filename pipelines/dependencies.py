@@ -6,8 +6,8 @@
 A stage depends on everything an earlier stage depends on, plus its own settings and models:
 - extract: the input files (path, size, modification time or object generation time), the settings sections that
   shape sentences (languages, read, extract, lid, split, filters, shards) and the LID model file;
-- embed: the encoder (a built-in's name and package version; a folder's files with their sizes and times; a cloud
-  path as given), `encoder_options` and `embed`;
+- embed: the encoder (a built-in's name and package version; a folder's files with their sizes and times, and an
+  ensemble's members too; a cloud path as given), `encoder_options` and `embed`;
 - pairs: the pairing (`languages`, `pairs`, `pivot`) and `mining`, `knn`, `pair_filter`.
 Sizes and times, not contents, identify files: reading every crawl file again to hash it would cost as much as the
 stage itself. A file rewritten with the same size within the same second is not noticed: `--rerun` is for that.
@@ -64,18 +64,29 @@ def input_files(pattern: str) -> list[list]:
 
 
 def encoder_identity(spec: str | None) -> list | dict | None:
-    """A built-in encoder by name and package version; a local checkpoint folder by its files' sizes and times."""
+    """A built-in encoder by name and package version; a local checkpoint folder by its files' sizes and times; an
+    ensemble folder by its files and each member's identity (a member retrained makes the vectors stale too)."""
+    from encoders.ensemble import is_ensemble, read_ensemble
+
     if spec == USE_MULTILINGUAL:
         try:
             return {"package": f"{USE_PACKAGE}=={version(USE_PACKAGE)}"}
         except PackageNotFoundError:
             return {"package": None}
     if spec and not storage.is_remote(spec) and os.path.isdir(spec):
-        files = []
-        for root, _, names in os.walk(spec):
-            for name in sorted(names):
-                path = os.path.join(root, name)
-                stat = os.stat(path)
-                files.append([os.path.relpath(path, spec), stat.st_size, round(stat.st_mtime, 3)])
-        return sorted(files)
+        if is_ensemble(spec):
+            return {"files": folder_files(spec),
+                    "members": [encoder_identity(member) for member in read_ensemble(spec)["members"]]}
+        return folder_files(spec)
     return spec  # char-ngram[:dim], a hub id, a cloud path: the spec is all there is to compare
+
+
+def folder_files(folder: str) -> list[list]:
+    """[relative path, size, modification time] of every file under `folder`."""
+    files = []
+    for root, _, names in os.walk(folder):
+        for name in sorted(names):
+            path = os.path.join(root, name)
+            stat = os.stat(path)
+            files.append([os.path.relpath(path, folder), stat.st_size, round(stat.st_mtime, 3)])
+    return sorted(files)

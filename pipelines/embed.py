@@ -60,11 +60,15 @@ class EncoderModelHandler(ModelHandler[list, PredictionResult, object]):
             spec = storage.local_folder(spec)  # a checkpoint staged on cloud storage: copied once per process
         return load_encoder(spec, **self.options)
 
-    def run_inference(self, batch: Sequence[list], model, inference_args=None) -> Iterable[PredictionResult]:
-        results = [PredictionResult(len(texts), model.encode(list(texts))) for texts in batch]
+    def run_inference(self, batch: Sequence[tuple[str, list]], model, inference_args=None
+                      ) -> Iterable[PredictionResult]:
+        """Each element is (language, texts): the language reaches encoders that use it (an ensemble's shares,
+        per-language PCR)."""
+        results = [PredictionResult(len(texts), model.encode(list(texts), language=language))
+                   for language, texts in batch]
         if self._progress is None:
             self._progress = Progress(log, "embed", "sentences", every_s=self.progress_every_s)
-        self._progress.add(sum(len(texts) for texts in batch))
+        self._progress.add(sum(len(texts) for _, texts in batch))
         return results
 
     def batch_elements_kwargs(self):
@@ -95,11 +99,11 @@ def _gpu_visible() -> bool:
         return False
 
 
-def read_shard_chunks(task: dict, chunk: int) -> Iterable[tuple[tuple[str, int, int], list[str]]]:
-    """((language, shard, first row), texts) for each chunk of `chunk` rows of one sentence shard."""
+def read_shard_chunks(task: dict, chunk: int) -> Iterable[tuple[tuple[str, int, int], tuple[str, list[str]]]]:
+    """((language, shard, first row), (language, texts)) for each chunk of `chunk` rows of one sentence shard."""
     texts = storage.read_parquet(task["sentences"], columns=["text"]).column("text").to_pylist()
     for start in range(0, len(texts), chunk):
-        yield (task["language"], task["shard"], start), texts[start:start + chunk]
+        yield (task["language"], task["shard"], start), (task["language"], texts[start:start + chunk])
 
 
 class WriteEmbeddingShard(beam.DoFn):

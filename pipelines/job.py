@@ -8,6 +8,7 @@ have commands of their own without importing pipelines.mine.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -81,7 +82,7 @@ def prepare_for_runner(settings: dict, options: PipelineOptions) -> None:
     staging = storage.join(temp, "cmlm-miner-staging")
     encoder = settings.get("encoder", "")
     if encoder and not storage.is_remote(encoder) and os.path.isdir(encoder):
-        settings["encoder"] = storage.stage_folder(encoder, storage.join(staging, "encoder"))
+        settings["encoder"] = stage_encoder(encoder, storage.join(staging, "encoder"))
     lid = settings.get("lid") or {}
     if lid.get("model") and not storage.is_remote(lid["model"]):
         target = storage.join(staging, "lid", os.path.basename(lid["model"]))
@@ -92,6 +93,26 @@ def prepare_for_runner(settings: dict, options: PipelineOptions) -> None:
         settings["lid"] = {**lid, "model": target}
     if not options.view_as(SetupOptions).setup_file:
         log.warning("no --setup_file: workers will not have this project's packages (use --setup_file ./setup.py)")
+
+
+def stage_encoder(folder: str, target: str) -> str:
+    """A local encoder folder copied to `target`. An ensemble's member folders are copied inside it
+    (`members/<i>`) and its ensemble.json rewritten to name them there: workers see only `target`."""
+    from encoders.ensemble import FILE, is_ensemble, read_ensemble
+
+    if not is_ensemble(folder):
+        return storage.stage_folder(folder, target)
+    spec = read_ensemble(folder)
+    members = []
+    for i, member in enumerate(spec["members"]):
+        if os.path.isdir(member):
+            storage.stage_folder(member, storage.join(target, "members", str(i)))
+            member = f"members/{i}"
+        members.append(member)
+    staged = {k: v for k, v in spec.items() if k != "path"} | {"members": members}
+    storage.write_bytes(storage.join(target, FILE), json.dumps(staged, indent=1).encode("utf-8"))
+    log.info("staged the ensemble %s (%d members) to %s", folder, len(members), target)
+    return target
 
 
 def run(settings: dict, options: PipelineOptions, stages: list[str], builders: dict, rerun: bool = False) -> dict:

@@ -1,6 +1,7 @@
 """The main job end to end: the bundled web sample mined with the default encoder, on one process and on several,
 from and to a GCS server, with bad records in the crawl, and after a run killed midway."""
 
+import json
 import os
 import shutil
 import signal
@@ -9,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -158,7 +160,7 @@ def test_a_remote_runner_gets_models_staged_and_refuses_local_paths(gcs_bucket, 
     local = settings(tmp_path / "out")
     with pytest.raises(ValueError, match="local path, but workers of a remote runner cannot see"):
         prepare_for_runner(dict(local), options)
-    builtin = settings(f"{gcs_bucket}/out", input=f"{gcs_bucket}/crawl/*.warc.gz")
+    builtin = settings(f"{gcs_bucket}/out", input=f"{gcs_bucket}/crawl/*.warc.gz", encoder="use-multilingual")
     prepare_for_runner(builtin, options)
     assert builtin["encoder"] == "use-multilingual"  # built in: its weights come with the package, nothing to stage
     remote = settings(f"{gcs_bucket}/out", input=f"{gcs_bucket}/crawl/*.warc.gz",
@@ -168,6 +170,24 @@ def test_a_remote_runner_gets_models_staged_and_refuses_local_paths(gcs_bucket, 
     assert remote["lid"]["model"].startswith(f"{gcs_bucket}/tmp/cmlm-miner-staging/lid/")
     staged = [p.rsplit("/", 1)[-1] for p in storage.match(f"{gcs_bucket}/tmp/cmlm-miner-staging/**")]
     assert "model.safetensors" in staged and "cmlm-lid.bin.json" in staged
+
+
+def test_the_default_ensemble_is_staged_with_its_members_and_loads_from_there(gcs_bucket, tmp_path):
+    from encoders import load_encoder
+    from pipelines.job import prepare_for_runner
+
+    options = PipelineOptions(["--runner=DataflowRunner", f"--temp_location={gcs_bucket}/run2",
+                               "--setup_file=./setup.py"])
+    default = settings(f"{gcs_bucket}/out", input=f"{gcs_bucket}/crawl/*.warc.gz")
+    local = default["encoder"]
+    prepare_for_runner(default, options)
+    assert default["encoder"] == f"{gcs_bucket}/run2/cmlm-miner-staging/encoder"
+    staged = json.loads(storage.read_bytes(default["encoder"] + "/ensemble.json"))
+    assert staged["members"] == ["use-multilingual", "members/1"]  # the student's folder travels inside
+    worker_copy = storage.local_folder(default["encoder"])  # what a worker sees: only the staged files
+    texts = ["Die Bibliothek öffnet um neun Uhr.", "नमस्ते"]
+    np.testing.assert_array_equal(load_encoder(worker_copy).encode(texts, language="hin_Deva"),
+                                  load_encoder(local).encode(texts, language="hin_Deva"))
 
 
 def test_our_info_lines_show_though_beam_installed_a_root_handler(capsys):

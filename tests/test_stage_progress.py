@@ -16,8 +16,8 @@ def test_the_embed_handler_logs_sentences_and_their_rate(caplog):
     handler.progress_every_s = 0
     model = handler.load_model()
     with caplog.at_level(logging.INFO, logger="pipelines.embed"):
-        handler.run_inference([["Guten Tag.", "Hallo."], ["Good day."]], model)
-        handler.run_inference([["Hello."]], model)
+        handler.run_inference([("deu_Latn", ["Guten Tag.", "Hallo."]), ("eng_Latn", ["Good day."])], model)
+        handler.run_inference([("eng_Latn", ["Hello."])], model)
     assert re.search(r"embed: 3 sentences " + RATE.format(unit="sentences"), caplog.text)
     assert re.search(r"embed: 4 sentences " + RATE.format(unit="sentences"), caplog.text)
 
@@ -26,7 +26,7 @@ def test_a_quiet_interval_logs_nothing_until_it_passes(caplog):
     handler = EncoderModelHandler("char-ngram")   # the default: 10 s between lines
     model = handler.load_model()
     with caplog.at_level(logging.INFO, logger="pipelines.embed"):
-        handler.run_inference([["Guten Tag."]], model)
+        handler.run_inference([("deu_Latn", ["Guten Tag."])], model)
     assert "embed:" not in caplog.text
 
 

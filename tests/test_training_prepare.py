@@ -6,7 +6,7 @@ import json
 import pytest
 
 from miner.languages import dominant_script, language_code
-from training.prepare import prepare
+from training.prepare import ntrex_references, prepare
 
 
 @pytest.mark.parametrize("name, texts, code", [
@@ -36,6 +36,12 @@ def test_prepare_from_the_train_pool(shared_data, tmp_path):
     held = {line.split("\t")[1] for path in (tmp_path / "heldout").glob("*.tsv.gz") for line in read(path)}
     pool = {line for path in (tmp_path / "loop").glob("eng_Latn.*.txt.gz") for line in read(path)}
     assert held and pool and not held & bitext_english and not pool & bitext_english
+    # every NTREX language's held-out documents (what ensemble shares are chosen on) are absent from training too
+    _, english, held_rows, _, references = ntrex_references(shared_data / "train")
+    assert len(references) > 100 and {" ".join(english[i].split()) for i in held_rows} == held
+    czech = dict(references)["ces_Latn"]
+    czech_trained = {line.split("\t")[0] for line in read(tmp_path / "bitext" / "ces_Latn-eng_Latn.tsv.gz")}
+    assert not {" ".join(czech[i].split()) for i in held_rows} & czech_trained
     documents = read(tmp_path / "documents" / "deu_Latn.txt.gz")
     assert "" in documents  # blank lines separate documents
     held_german = [line.split("\t")[0] for line in read(tmp_path / "heldout" / "deu_Latn-eng_Latn.tsv.gz")]

@@ -68,32 +68,43 @@ def _lines(path: Path) -> list[str]:
 
 # -- NTREX-128 -------------------------------------------------------------------------------------------------
 
-def ntrex(root: Path, collect: Collector) -> dict[str, list[tuple[str, str]]]:
-    """Documents for every language, pairs with the English source; returns the held-out pairs."""
+def ntrex_references(root: Path):
+    """(doc_ids, English source, held-out rows, training rows, [(language, lines)]): one reference per language.
+    The held-out rows (the last documents) are in no training set here, in any language (their English leaves
+    every bitext file too): what choices made after training, such as an ensemble's shares, are tuned on."""
     folder = root / "ntrex-128"
     doc_ids = [line.strip() for line in _lines(folder / "DOCUMENT_IDS.tsv")]
     english = _lines(folder / "NTREX-128" / "newstest2019-src.eng.txt.gz")
     order = list(dict.fromkeys(doc_ids))
     heldout_docs = set(order[-HELDOUT_DOCUMENTS:])
     held = [i for i, d in enumerate(doc_ids) if d in heldout_docs]
-    heldout_pairs: dict[str, list[tuple[str, str]]] = {}
+    train = [i for i, d in enumerate(doc_ids) if d not in heldout_docs]
+    references, seen = [], set()
     for path in sorted((folder / "NTREX-128").glob("newstest2019-ref.*.txt.gz")):
         name = path.name.removeprefix("newstest2019-ref.").removesuffix(".txt.gz")
         if name.startswith("eng"):
-            continue  # English variants: the English source is used once, below
+            continue  # English variants: the English source is used once
         lines = _lines(path)
         if len(lines) != len(english):
             log.warning("%s: %d lines, expected %d: skipped", path, len(lines), len(english))
             continue
         language = language_code(name, lines[:200])
-        if language in collect.documents and language != ENGLISH:
+        if language in seen or language == ENGLISH:
             continue  # a second reference of a language already read (spa-MX after spa): one is enough
-        train = [i for i, d in enumerate(doc_ids) if d not in heldout_docs]
+        seen.add(language)
+        references.append((language, lines))
+    return doc_ids, english, held, train, references
+
+
+def ntrex(root: Path, collect: Collector) -> dict[str, list[tuple[str, str]]]:
+    """Documents for every language, pairs with the English source; returns the held-out pairs."""
+    doc_ids, english, held, train, references = ntrex_references(root)
+    heldout_pairs: dict[str, list[tuple[str, str]]] = {}
+    for language, lines in references:
         collect.documents[language].extend(_documents([lines[i] for i in train], [doc_ids[i] for i in train]))
         collect.add_pairs(language, ((lines[i], english[i]) for i in train), "ntrex-128")
         if language in HELDOUT_LANGUAGES:
             heldout_pairs[language] = [(_clean(lines[i]), _clean(english[i])) for i in held]
-    train = [i for i, d in enumerate(doc_ids) if d not in heldout_docs]
     collect.documents[ENGLISH].extend(_documents([english[i] for i in train], [doc_ids[i] for i in train]))
     return heldout_pairs
 

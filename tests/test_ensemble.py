@@ -1,0 +1,192 @@
+"""The ensemble encoder (encoders.ensemble) and how its shares are chosen (training.ensemble), on real encoders that
+need no model: hashed character n-grams of two sizes."""
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+
+from encoders import BadSentenceError, CheckpointError, check_spec, load_encoder
+from encoders.ensemble import EnsembleError
+from training.ensemble import blend, choose_shares, fit, mining_f1
+
+SENTENCES = ["Guten Morgen, wie geht es dir?", "Das Haus ist alt.", "Zwei Katzen schlafen."]
+
+
+def write_ensemble(folder, **fields):
+    spec = {"format": "cmlm-ensemble/1", "members": ["char-ngram:64", "char-ngram:32"], "dims": [64, 32],
+            "default": [0.25, 0.75], "languages": {"deu_Latn": [1.0, 0.0], "hin_Deva": [0.0, 1.0]}, **fields}
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "ensemble.json").write_text(json.dumps(spec))
+    return folder
+
+
+def test_vectors_are_the_members_scaled_by_the_square_roots_of_their_shares(tmp_path):
+    encoder = load_encoder(str(write_ensemble(tmp_path / "e")))
+    first, second = load_encoder("char-ngram:64").encode(SENTENCES), load_encoder("char-ngram:32").encode(SENTENCES)
+    mixed = encoder.encode(SENTENCES)  # no language: the default shares
+    assert mixed.shape == (3, 96) and encoder.dim == 96 and mixed.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(mixed, axis=1), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(mixed, np.hstack([0.5 * first, np.sqrt(0.75) * second]), rtol=1e-6)
+    german = encoder.encode(SENTENCES, language="deu_Latn")
+    np.testing.assert_array_equal(german[:, :64], first)
+    assert not german[:, 64:].any()
+    # the dot product is the shares-weighted sum of the members' cosines
+    np.testing.assert_allclose(mixed @ german.T, 0.5 * first @ first.T, rtol=1e-6)
+
+
+@pytest.mark.parametrize("language, expected", [
+    ("de", [1.0, 0.0]), ("deu", [1.0, 0.0]), ("deu_Latn", [1.0, 0.0]), ("hi", [0.0, 1.0]),
+    ("fra_Latn", [0.25, 0.75]), (None, [0.25, 0.75]), ("xyz", [0.25, 0.75]),
+])
+def test_languages_are_read_in_any_of_the_projects_names(tmp_path, language, expected):
+    encoder = load_encoder(str(write_ensemble(tmp_path / "e")))
+    texts = ["नमस्ते दुनिया"] if language == "hi" else SENTENCES
+    assert encoder.shares(language, texts).tolist() == expected
+
+
+def test_a_member_without_a_share_is_never_loaded(tmp_path):
+    folder = write_ensemble(tmp_path / "e", members=["char-ngram:64", "no-such-folder"])
+    encoder = load_encoder(str(folder))
+    assert encoder.encode(SENTENCES, language="deu_Latn").shape == (3, 96)
+    with pytest.raises(CheckpointError, match="no-such-folder"):
+        encoder.encode(SENTENCES, language="hin_Deva")
+    with pytest.raises(CheckpointError, match="no-such-folder"):
+        check_spec(str(folder))  # checked up front by the commands, before any work
+
+
+def test_bad_sentences_are_named_as_by_any_encoder(tmp_path):
+    encoder = load_encoder(str(write_ensemble(tmp_path / "e")))
+    with pytest.raises(BadSentenceError, match="sentence 1") as caught:
+        encoder.encode(["fine", 3, ""], language="hin_Deva")
+    assert set(caught.value.problems) == {1, 2}
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"format": "other"}, "format"),
+    ({"members": ["char-ngram:64"]}, "two or more"),
+    ({"dims": [64]}, "dims"),
+    ({"default": [0.5, 0.6]}, "default must be 2 shares"),
+    ({"languages": {"deu_Latn": [1.5, -0.5]}}, "languages.deu_Latn"),
+    ({"languages": {"deu_Latn": [float("nan"), 1.0]}}, "languages.deu_Latn"),
+])
+def test_a_bad_ensemble_file_is_an_error_naming_it(tmp_path, fields, message):
+    folder = write_ensemble(tmp_path / "e", **fields)
+    with pytest.raises(EnsembleError, match=message) as caught:
+        load_encoder(str(folder))
+    assert str(folder / "ensemble.json") in str(caught.value)
+
+
+def test_a_member_of_another_size_than_the_file_says_is_an_error(tmp_path):
+    encoder = load_encoder(str(write_ensemble(tmp_path / "e", dims=[64, 48])))
+    with pytest.raises(EnsembleError, match="32-d vectors, the file says 48"):
+        encoder.encode(SENTENCES)
+
+
+def test_transformer_only_options_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="pooling"):
+        load_encoder(str(write_ensemble(tmp_path / "e")), pooling="cls")
+
+
+def unit(matrix: np.ndarray) -> np.ndarray:
+    return (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.mark.parametrize("criterion", ["mining", "xsim"])
+def test_each_language_gets_the_member_that_finds_its_translations(criterion):
+    """Member A sees language 'aaa' clearly and 'bbb' not at all; member B the other way round. The first 100
+    rows of each side are translations, the last 40 distractors."""
+    rng = np.random.default_rng(0)
+    n, gold = 140, 100
+    texts = {lang: [f"{lang}{i}" for i in range(n)] for lang in ("eng_Latn", "aaa", "bbb")}
+
+    def member(clear: str) -> dict:
+        english = unit(rng.normal(size=(n, 16)))
+        seen = english.copy()
+        seen[:gold] += 0.1 * rng.normal(size=(gold, 16))
+        seen[gold:] = rng.normal(size=(n - gold, 16))  # distractors
+        blind = rng.normal(size=(n, 16))  # unrelated to English
+        return {"eng_Latn": english, clear: unit(seen), ({"aaa", "bbb"} - {clear}).pop(): unit(blind)}
+
+    chosen = choose_shares([member("aaa"), member("bbb")], texts, gold, [0.0, 0.25, 0.5, 0.75, 1.0], 1.0, criterion)
+    shares = chosen["languages"]
+    assert shares["aaa"] >= 0.75 and shares["bbb"] <= 0.25  # equal scores go to the share nearer the default
+    assert chosen["scores"]["aaa"][shares["aaa"]] > 95 and chosen["scores"]["bbb"][shares["bbb"]] > 95
+    assert chosen["scores"]["aaa"][0.0] < 20  # the other member alone is lost
+
+
+def test_mining_f1_counts_only_gold_pairs_found():
+    rng = np.random.default_rng(1)
+    src = unit(rng.normal(size=(30, 8)))
+    assert mining_f1(src, src.copy(), 30) == 100.0
+    tgt = src.copy()
+    tgt[10:] = unit(rng.normal(size=(20, 8)))  # 20 rows whose translation is missing: a threshold cuts them off
+    assert mining_f1(src, tgt, 10) == 100.0
+    swapped = tgt.copy()
+    swapped[[0, 1]] = swapped[[1, 0]]  # two gold pairs mined crossed, as confidently as the right ones
+    assert mining_f1(src, swapped, 10) == pytest.approx(100 * 2 * 8 / (10 + 10))
+    np.testing.assert_allclose(np.linalg.norm(blend([src, src], 0.3), axis=1), 1.0, rtol=1e-6)
+
+
+def write_ntrex(root, languages: dict[str, list[str]], english: list[str], documents: list[str]):
+    folder = root / "ntrex-128" / "NTREX-128"
+    folder.mkdir(parents=True)
+    (root / "ntrex-128" / "DOCUMENT_IDS.tsv").write_text("\n".join(documents) + "\n")
+    for name, lines in {"src.eng": english, **{f"ref.{k}": v for k, v in languages.items()}}.items():
+        with gzip.open(folder / f"newstest2019-{name}.txt.gz", "wt", encoding="utf-8") as handle:
+            handle.write("\n".join(lines) + "\n")
+
+
+def test_fit_writes_an_ensemble_that_loads(tmp_path):
+    """End to end on an NTREX-shaped pool: German is a copy of English here (a lexical member retrieves it), and
+    only the held-out documents (the last 12) are read."""
+    english = [f"Sentence number {i} talks about {w}." for i, w in enumerate(["cats", "dogs", "rain"] * 20)]
+    documents = [f"doc{i // 3}" for i in range(len(english))]
+    write_ntrex(tmp_path / "pool", {"deu": english, "fra": [f"Phrase {i} ici." for i in range(len(english))]},
+                english, documents)
+    settings = {"step": 0.25, "min_gain": 1.0, "source_distractors": 6, "target_distractors": 12}
+    summary = fit(["char-ngram:64", "char-ngram:32"], tmp_path / "ens", tmp_path / "cache", tmp_path / "pool",
+                  **settings)
+    spec = json.loads((tmp_path / "ens" / "ensemble.json").read_text())
+    heldout = json.loads((tmp_path / "ens" / "heldout.json").read_text())
+    assert spec["members"] == ["char-ngram:64", "char-ngram:32"] and spec["dims"] == [64, 32]
+    assert set(spec["languages"]) == {"eng_Latn", "deu_Latn", "fra_Latn"} and summary["languages"] == 2
+    assert len(heldout["scores"]["deu_Latn"]) == 5 and heldout["scores"]["deu_Latn"]["1.0"] == 100.0
+    vectors = load_encoder(str(tmp_path / "ens")).encode(english[:4], language="deu_Latn")
+    assert vectors.shape == (4, 96)
+    cached = sorted(p.name for p in (tmp_path / "cache").rglob("*.npy"))
+    assert cached == sorted(["deu_Latn.npy", "eng_Latn.npy", "fra_Latn.npy"] * 2)
+    again = fit(["char-ngram:64", "char-ngram:32"], tmp_path / "ens2", tmp_path / "cache", tmp_path / "pool",
+                **settings)
+    assert again == summary
+    assert (tmp_path / "ens2" / "ensemble.json").read_text() == (tmp_path / "ens" / "ensemble.json").read_text()
+
+
+def test_the_pipelines_embed_stage_gives_each_chunk_its_language(tmp_path):
+    from pipelines.embed import EncoderModelHandler
+
+    handler = EncoderModelHandler(str(write_ensemble(tmp_path / "e")))
+    model = handler.load_model()
+    german, hindi = (r.inference for r in handler.run_inference([("deu_Latn", SENTENCES), ("hin_Deva", SENTENCES)],
+                                                                 model))
+    assert german[:, :64].any() and not german[:, 64:].any()
+    assert hindi[:, 64:].any() and not hindi[:, :64].any()
+
+
+def test_a_retrained_member_makes_the_pipelines_vectors_stale(tmp_path):
+    """The embed stage's dependency record names each member, so a member folder rewritten is noticed even though
+    the ensemble's own files did not change."""
+    import os
+
+    from pipelines.dependencies import encoder_identity
+
+    member = tmp_path / "student"
+    member.mkdir()
+    (member / "weights.bin").write_bytes(b"one")
+    folder = write_ensemble(tmp_path / "e", members=["char-ngram:64", "../student"])
+    before = encoder_identity(str(folder))
+    assert before["members"][0] == "char-ngram:64" and before["members"][1][0][:2] == ["weights.bin", 3]
+    (member / "weights.bin").write_bytes(b"two!")
+    os.utime(member / "weights.bin", (1, 1))
+    assert encoder_identity(str(folder)) != before

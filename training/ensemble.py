@@ -1,0 +1,226 @@
+"""Pick an ensemble's shares on held-out data (encoders.ensemble): how much of each member, per language.
+
+    python -m training.ensemble --members use-multilingual models/cmlm-distilled --output models/cmlm-ensemble
+
+The data is the train pool's held-out NTREX-128 documents in every language (training.prepare.ntrex_references: no
+training set holds them), each against its English source, set up as BUCC is (../shared/docs/METHODS.md §2): the
+held-out sentences hidden among `--source-distractors` other sentences of the language and `--target-distractors`
+English ones (from NTREX's other documents, chosen so that no distractor translates another). A share is scored by
+what mining with it gives: the best F1 over thresholds of ratio-margin mining (k = 4, max selection), the
+`mining` criterion; `xsim` scores it by retrieval among the held-out sentences alone (cosine, both directions).
+For a share a of the first member (1 - a of the second), on a grid of `--step`:
+1. the default share: the best mean score over all languages when both sides use it (what `encode` without a
+   language gives, and English always);
+2. each language's share: the best score for that language against English at the default; a tie goes to the
+   share nearer the default, and a language whose best gains at most `--min-gain` points over the default keeps
+   the default (a few hundred sentences cannot tell smaller differences apart).
+The dev pool is never read: figures reported on it stay a second split. Each member's vectors are cached under
+`--cache` (one `.npy` per member and language), so a rerun or an interrupted run embeds only what is missing.
+Writes `<output>/ensemble.json` and `<output>/heldout.json` (every language's score per share), atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+
+from miner.io import atomic_output, write_json
+
+log = logging.getLogger("training.ensemble")
+ENGLISH = "eng_Latn"
+
+
+def member_vectors(spec: str, texts: dict[str, list[str]], cache: Path) -> dict[str, np.ndarray]:
+    """Vectors of every language's texts from one member, read from or written to `cache/<member>/<lang>.npy`."""
+    folder = cache / hashlib.sha256(spec.encode()).hexdigest()[:16]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "member.txt").write_text(spec + "\n", encoding="utf-8")
+    out, encoder = {}, None
+    for language, lines in texts.items():
+        path = folder / f"{language}.npy"
+        digest = hashlib.sha256("\n".join(lines).encode()).hexdigest()
+        stamp = folder / f"{language}.sha256"
+        if path.exists() and stamp.exists() and stamp.read_text().strip() == digest:
+            out[language] = np.load(path, allow_pickle=False)
+            if out[language].shape[0] == len(lines) and np.isfinite(out[language]).all():
+                continue
+            log.warning("%s: damaged cache file, embedding again", path)
+        if encoder is None:
+            from encoders import load_encoder
+
+            encoder = load_encoder(spec)
+        out[language] = encoder.encode(lines, language=language).astype(np.float32)
+        with atomic_output(path, "wb") as handle:
+            np.save(handle, out[language], allow_pickle=False)
+        stamp.write_text(digest + "\n")
+    return out
+
+
+def blend(members: list[np.ndarray], a: float) -> np.ndarray:
+    """[sqrt(a) V_1, sqrt(1 - a) V_2]: what the ensemble encoder writes for share a."""
+    return np.hstack([np.sqrt(a) * members[0], np.sqrt(1.0 - a) * members[1]]).astype(np.float32)
+
+
+def mining_f1(src: np.ndarray, tgt: np.ndarray, n_gold: int) -> float:
+    """Best F1 (%) over thresholds when row i of src translates row i of tgt for i < n_gold and every other row
+    is a distractor: ratio margin, k = 4, max selection, as the BUCC evaluation mines."""
+    from miner.mining import MiningConfig, mine
+
+    pairs = mine(src, tgt, MiningConfig(k=4, margin="ratio", selection="max", threshold=None))  # best first
+    correct = np.cumsum((pairs.src == pairs.tgt) & (pairs.src < n_gold))
+    extracted = np.arange(1, len(correct) + 1)
+    return float(100.0 * (2 * correct / (extracted + n_gold)).max()) if len(correct) else 0.0
+
+
+def xsim_accuracy(src: np.ndarray, tgt: np.ndarray, src_texts: list[str], tgt_texts: list[str]) -> float:
+    """100 - xsim error (%): cosine retrieval, the mean of both directions; an identical text counts as right."""
+    return 100.0 - xsim_error(src, tgt, src_texts, tgt_texts)
+
+
+def xsim_error(src: np.ndarray, tgt: np.ndarray, src_texts: list[str], tgt_texts: list[str]) -> float:
+    """xsim error in percent (cosine, mean of both directions; retrieving an identical text counts as right), by
+    an exact product: held-out sets are a few hundred rows."""
+    from miner.xsim import direction_report
+
+    similarity = src @ tgt.T
+    forward = direction_report(similarity.argmax(axis=1), tgt_texts)
+    backward = direction_report(similarity.argmax(axis=0), src_texts)
+    return 50.0 * (forward["error_rate"] + backward["error_rate"])
+
+
+def choose_shares(vectors: list[dict[str, np.ndarray]], texts: dict[str, list[str]], n_gold: int, grid: list[float],
+                  min_gain: float, criterion: str = "mining") -> dict:
+    """The default share and each language's (see the module docstring), with the scores they come from."""
+    languages = [lang for lang in texts if lang != ENGLISH]
+
+    def score(language: str, a: float, a_english: float) -> float:
+        src = blend([v[language] for v in vectors], a)
+        tgt = blend([v[ENGLISH] for v in vectors], a_english)
+        if criterion == "mining":
+            return mining_f1(src, tgt, n_gold)
+        return xsim_accuracy(src[:n_gold], tgt[:n_gold], texts[language][:n_gold], texts[ENGLISH][:n_gold])
+
+    with _quiet("miner"):
+        both = {a: float(np.mean([score(lang, a, a) for lang in languages])) for a in grid}
+        default = max(grid, key=lambda a: (both[a], -a))
+        table, scores = {}, {}
+        for language in languages:
+            scores[language] = {a: score(language, a, default) for a in grid}
+            best = max(grid, key=lambda a: (scores[language][a], -abs(a - default)))
+            table[language] = best if scores[language][best] - scores[language][default] > min_gain else default
+    return {"criterion": criterion, "default": default, "languages": table, "scores_both_sides": both,
+            "scores": scores}
+
+
+@contextlib.contextmanager
+def _quiet(name: str):
+    """The grid mines thousands of small sets: keep the miner's per-call INFO lines out of the log."""
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def mining_sets(root: Path, source_distractors: int, target_distractors: int) -> tuple[dict[str, list[str]], int]:
+    """Per language, the held-out sentences then `source_distractors` lines of NTREX's first training rows; for
+    English, the held-out sentences then the English of `target_distractors` later training rows (so no
+    distractor translates another). Returns the texts and the number of gold pairs (the leading rows)."""
+    from training.prepare import _clean, ntrex_references
+
+    _, english, held, train, references = ntrex_references(root)
+    if source_distractors + target_distractors > len(train):
+        raise ValueError(f"{root}: {len(train)} training rows cannot give {source_distractors} + "
+                         f"{target_distractors} distractors")
+    src_rows, tgt_rows = train[:source_distractors], train[len(train) - target_distractors:]
+    texts = {ENGLISH: [_clean(english[i]) for i in held + tgt_rows]}
+    texts.update({language: [_clean(lines[i]) for i in held + src_rows] for language, lines in sorted(references)})
+    return texts, len(held)
+
+
+def fit(members: list[str], output: Path, cache: Path, ntrex_root: Path, step: float, min_gain: float,
+        criterion: str = "mining", source_distractors: int = 600, target_distractors: int = 1200) -> dict:
+    if len(members) != 2:
+        raise ValueError(f"training.ensemble fits two members (a share a and 1 - a), got {len(members)}")
+    if criterion not in ("mining", "xsim"):
+        raise ValueError(f"criterion must be mining or xsim, got {criterion!r}")
+    texts, n_gold = mining_sets(ntrex_root, source_distractors, target_distractors)
+    if len(texts) < 2:
+        raise ValueError(f"{ntrex_root}: no NTREX-128 references found")
+    log.info("held-out NTREX: %d languages x %d sentences among %d and %d distractors", len(texts) - 1, n_gold,
+             source_distractors, target_distractors)
+    vectors = [member_vectors(spec, texts, cache) for spec in members]
+    dims = [int(v[ENGLISH].shape[1]) for v in vectors]
+    grid = [round(i * step, 6) for i in range(round(1 / step) + 1)]
+    chosen = choose_shares(vectors, texts, n_gold, grid, min_gain, criterion)
+    output.mkdir(parents=True, exist_ok=True)
+    specs = [_relative(spec, output) for spec in members]
+    shares = {lang: [a, round(1 - a, 6)] for lang, a in chosen["languages"].items()}
+    default = [chosen["default"], round(1 - chosen["default"], 6)]
+    ensemble = {"format": "cmlm-ensemble/1", "members": specs, "dims": dims, "default": default,
+                "languages": {ENGLISH: default, **dict(sorted(shares.items()))},
+                "chosen_on": f"held-out NTREX-128 documents of the train pool ({n_gold} sentences a language, "
+                             f"{len(texts) - 1} languages, against English; {source_distractors} and "
+                             f"{target_distractors} distractors), criterion {criterion}, grid step {step}, "
+                             f"min gain {min_gain} points (python -m training.ensemble)"}
+    write_json(output / "ensemble.json", ensemble)
+    write_json(output / "heldout.json", {"members": specs, "grid": grid, **chosen})
+    return {"default": default, "languages": len(shares), "criterion": criterion,
+            "mean score": summarise(chosen, grid)}
+
+
+def summarise(chosen: dict, grid: list[float]) -> dict:
+    scores = chosen["scores"]
+    mean = lambda pick: round(float(np.mean([pick(lang) for lang in scores])), 2)
+    return {"first member alone": mean(lambda lang: scores[lang][grid[-1]]),
+            "second member alone": mean(lambda lang: scores[lang][grid[0]]),
+            "default share everywhere": mean(lambda lang: scores[lang][chosen["default"]]),
+            "chosen shares": mean(lambda lang: scores[lang][chosen["languages"][lang]])}
+
+
+def _relative(spec: str, output: Path) -> str:
+    """A member folder as seen from the ensemble folder (so the two move together); built-ins stay as they are."""
+    if not Path(spec).exists():
+        return spec
+    return os.path.relpath(Path(spec).resolve(), output.resolve())
+
+
+def main(argv: list[str] | None = None) -> int:
+    from miner.console import exit_status, setup_logging
+
+    parser = argparse.ArgumentParser(prog="python -m training.ensemble", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--members", nargs=2, required=True, metavar="SPEC",
+                        help="two encoder specs: the first's share is a, the second's 1 - a")
+    parser.add_argument("--output", type=Path, required=True, help="the ensemble folder to write")
+    parser.add_argument("--train-pool", type=Path, default=Path("../shared/data/train"),
+                        help="the train pool holding ntrex-128/ (never the dev pool)")
+    parser.add_argument("--cache", type=Path, default=Path("data/ensemble-cache"), help="members' vectors")
+    parser.add_argument("--step", type=float, default=0.1, help="grid step of the shares")
+    parser.add_argument("--min-gain", type=float, default=1.0,
+                        help="points of held-out score a language's own share must gain to replace the default")
+    parser.add_argument("--criterion", choices=("mining", "xsim"), default="mining",
+                        help="score a share by mining F1 among distractors (default) or by xsim retrieval")
+    parser.add_argument("--source-distractors", type=int, default=600)
+    parser.add_argument("--target-distractors", type=int, default=1200)
+    args = parser.parse_args(argv)
+    setup_logging()
+    if not 0 < args.step <= 0.5 or abs(round(1 / args.step) * args.step - 1) > 1e-9:
+        parser.error("--step must divide 1 (0.1, 0.05, 0.25 ...)")
+    if "dev" in args.train_pool.resolve().parts:
+        parser.error(f"{args.train_pool}: shares are chosen on the train pool, never on dev/")
+    return exit_status(lambda: print(json.dumps(fit(
+        args.members, args.output, args.cache, args.train_pool, args.step, args.min_gain, args.criterion,
+        args.source_distractors, args.target_distractors), indent=1)))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
