@@ -98,7 +98,7 @@ class EnsembleEncoder:
         self.options = {k: v for k, v in options.items() if v is not None}
         self.default = np.asarray(self.spec["default"], dtype=np.float64)
         self.table = {k: np.asarray(v, dtype=np.float64) for k, v in (self.spec.get("languages") or {}).items()}
-        self._load, self._members = load_member, {}
+        self._load, self._members, self._unknown = load_member, {}, set()
         self.dims = list(self.spec["dims"])
         self.dim = sum(self.dims)
 
@@ -127,8 +127,10 @@ class EnsembleEncoder:
         except ValueError:
             code = None
         if code not in self.table:
-            log.info("ensemble %s: no shares for language %r: using the default %s", self.name, language,
-                     self.default.tolist())
+            if language not in self._unknown:  # once per language, not once per batch
+                self._unknown.add(language)
+                log.info("ensemble %s: no shares for language %r: using the default %s", self.name, language,
+                         self.default.tolist())
             return self.default
         return self.table[code]
 

@@ -190,3 +190,15 @@ def test_a_retrained_member_makes_the_pipelines_vectors_stale(tmp_path):
     (member / "weights.bin").write_bytes(b"two!")
     os.utime(member / "weights.bin", (1, 1))
     assert encoder_identity(str(folder)) != before
+
+
+def test_a_damaged_or_stale_cache_is_embedded_again(tmp_path):
+    from training.ensemble import member_vectors
+
+    texts = {"eng_Latn": ["one sentence", "another one"]}
+    first = member_vectors("char-ngram:16", texts, tmp_path)
+    (cached,) = tmp_path.rglob("eng_Latn.npy")
+    cached.write_bytes(cached.read_bytes()[:40])  # truncated
+    np.testing.assert_array_equal(member_vectors("char-ngram:16", texts, tmp_path)["eng_Latn"], first["eng_Latn"])
+    changed = member_vectors("char-ngram:16", {"eng_Latn": ["other text", "and more"]}, tmp_path)
+    assert not np.array_equal(changed["eng_Latn"], first["eng_Latn"])

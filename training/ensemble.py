@@ -38,8 +38,10 @@ ENGLISH = "eng_Latn"
 
 
 def member_vectors(spec: str, texts: dict[str, list[str]], cache: Path) -> dict[str, np.ndarray]:
-    """Vectors of every language's texts from one member, read from or written to `cache/<member>/<lang>.npy`."""
-    folder = cache / hashlib.sha256(spec.encode()).hexdigest()[:16]
+    """Vectors of every language's texts from one member, read from or written to `cache/<member>/<lang>.npy`.
+    The member's folder is named by its spec and its files' sizes and times, so a retrained model is embedded
+    again; a cached file that cannot be read, or holds the wrong rows or NaN, is embedded again."""
+    folder = cache / hashlib.sha256(_member_key(spec).encode()).hexdigest()[:16]
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "member.txt").write_text(spec + "\n", encoding="utf-8")
     out, encoder = {}, None
@@ -48,8 +50,9 @@ def member_vectors(spec: str, texts: dict[str, list[str]], cache: Path) -> dict[
         digest = hashlib.sha256("\n".join(lines).encode()).hexdigest()
         stamp = folder / f"{language}.sha256"
         if path.exists() and stamp.exists() and stamp.read_text().strip() == digest:
-            out[language] = np.load(path, allow_pickle=False)
-            if out[language].shape[0] == len(lines) and np.isfinite(out[language]).all():
+            cached = _read_cached(path)
+            if cached is not None and cached.ndim == 2 and cached.shape[0] == len(lines) and np.isfinite(cached).all():
+                out[language] = cached
                 continue
             log.warning("%s: damaged cache file, embedding again", path)
         if encoder is None:
@@ -61,6 +64,21 @@ def member_vectors(spec: str, texts: dict[str, list[str]], cache: Path) -> dict[
             np.save(handle, out[language], allow_pickle=False)
         stamp.write_text(digest + "\n")
     return out
+
+
+def _member_key(spec: str) -> str:
+    if not Path(spec).is_dir():
+        return spec  # built in (its weights are pinned by the package version) or a hub id
+    files = sorted((str(p.relative_to(spec)), p.stat().st_size, p.stat().st_mtime_ns)
+                   for p in Path(spec).rglob("*") if p.is_file())
+    return json.dumps([str(Path(spec).resolve()), files])
+
+
+def _read_cached(path: Path) -> np.ndarray | None:
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError):
+        return None
 
 
 def blend(members: list[np.ndarray], a: float) -> np.ndarray:
