@@ -40,6 +40,9 @@ def add_vector_arguments(parser: argparse.ArgumentParser) -> None:
                         help="precomputed vectors: DIR/<text file name>.npy, row i = line i")
     source.add_argument("--encoder", help="embed the texts with this encoder: a checkpoint folder, a hub id, "
                         "use-multilingual or char-ngram")
+    parser.add_argument("--no-language", action="store_true",
+                        help="do not tell the encoder the texts' languages (an ensemble then uses its default "
+                        "shares): what a caller of encode() without a language gets")
     from encoders.options import add_encoder_options  # argparse only: torch loads when an encoder is used
 
     add_encoder_options(parser)
@@ -62,11 +65,12 @@ class VectorSource:
     """Vectors for lines of a text file: from `DIR/<file name>.npy`, or by running an encoder on the texts."""
 
     def __init__(self, embeddings_dir: Path | None = None, encoder_spec: str | None = None,
-                 encoder_options: dict | None = None):
+                 encoder_options: dict | None = None, pass_language: bool = True):
         if (embeddings_dir is None) == (encoder_spec is None):
             raise ValueError("give either precomputed embeddings (--embeddings DIR) or an encoder (--encoder)")
         self.embeddings_dir, self.encoder_spec = embeddings_dir, encoder_spec
         self.encoder_options = encoder_options or {}
+        self.pass_language = pass_language
         self._encoder = None
 
     @classmethod
@@ -82,16 +86,19 @@ class VectorSource:
             beside_config = Path(args.config).parent / spec if getattr(args, "config", None) else None
             if beside_config is not None and beside_config.exists():
                 spec = str(beside_config)
-        return cls(encoder_spec=spec, encoder_options=encoder_options(args, section(config, "encoder_options")))
+        return cls(encoder_spec=spec, encoder_options=encoder_options(args, section(config, "encoder_options")),
+                   pass_language=not getattr(args, "no_language", False))
 
     def describe(self) -> dict:
         if self.encoder_spec:
-            return {"encoder": self.encoder_spec, **self.encoder_options}
+            return {"encoder": self.encoder_spec, **self.encoder_options,
+                    **({} if self.pass_language else {"language": "not given"})}
         return {"embeddings": str(self.embeddings_dir)}
 
     def vectors(self, sentences: Sentences, rows: np.ndarray, language: str | None = None) -> np.ndarray:
         """Vectors of the sentences at `rows` (indices into `sentences`); `language` matters only for PCR."""
         if self.encoder_spec:
+            language = language if self.pass_language else None
             return self._load_encoder().encode([sentences.texts[r] for r in rows], language=language,
                                                show_progress=sys.stderr.isatty())
         path = self.embeddings_dir / f"{sentences.path.name}.npy"

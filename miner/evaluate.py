@@ -312,7 +312,8 @@ def main(argv: list[str] | None = None) -> int:
             report = suite_report(args, source, config)
             text = format_suite(report)
             if args.compare:
-                reports = [report] + [suite_report(args, VectorSource(encoder_spec=spec), config)
+                reports = [report] + [suite_report(args, VectorSource(encoder_spec=spec,
+                                                                      pass_language=source.pass_language), config)
                                       for spec in args.compare]
                 report = {"encoders": reports}
                 text = format_side_by_side(reports)

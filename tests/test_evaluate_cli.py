@@ -58,6 +58,23 @@ def test_xsim_command(tmp_path, capsys):
     assert "src->tgt accuracy 100.00" in capsys.readouterr().out
 
 
+def test_no_language_gives_the_encoder_none(tmp_path, capsys):
+    """An ensemble whose default member does not exist: with the languages given, only the German and English
+    shares' member runs; with --no-language the default shares need the missing one."""
+    folder = tmp_path / "ensemble"
+    folder.mkdir()
+    (folder / "ensemble.json").write_text(json.dumps({
+        "format": "cmlm-ensemble/1", "members": ["char-ngram:64", "no-such-member"], "dims": [64, 8],
+        "default": [0.0, 1.0], "languages": {"deu_Latn": [1.0, 0.0], "eng_Latn": [1.0, 0.0]}}))
+    (tmp_path / "deu_Latn.txt").write_text("Der Zug nach München.\nSiemens meldet 2,1 Milliarden Euro.\n")
+    (tmp_path / "eng_Latn.txt").write_text("The train to Munich.\nSiemens reports 2.1 billion euros.\n")
+    run = ["xsim", "--src-text", str(tmp_path / "deu_Latn.txt"), "--tgt-text", str(tmp_path / "eng_Latn.txt"),
+           "--encoder", str(folder)]
+    assert main(run) == 0
+    assert main([*run, "--no-language"]) != 0
+    assert "no-such-member" in capsys.readouterr().err
+
+
 def test_missing_vectors_and_bad_embeddings_are_clear_errors(tmp_path, capsys):
     assert main(["bucc", "--corpus", str(SAMPLE), "--pair", "de-en", "--split", "test"]) == 2
     assert "give either precomputed embeddings" in capsys.readouterr().err
