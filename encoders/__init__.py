@@ -15,7 +15,8 @@ Specs:
 
 Modules: checkpoint (what a folder holds), transformer (the encoder), batching (validation, token-budget batches),
 pooling, model (the CMLM inference network and how checkpoints are saved), tokenizer (WordPiece training and
-coverage), language_removal (PCR and the meaning projection), encode (the command line).
+coverage), language_removal (PCR and the meaning projection), ensemble (members weighted per language),
+encode (the command line).
 """
 
 from __future__ import annotations
