@@ -96,7 +96,8 @@ class VectorSource:
         return {"embeddings": str(self.embeddings_dir)}
 
     def vectors(self, sentences: Sentences, rows: np.ndarray, language: str | None = None) -> np.ndarray:
-        """Vectors of the sentences at `rows` (indices into `sentences`); `language` matters only for PCR."""
+        """Vectors of the sentences at `rows` (indices into `sentences`); `language` matters only to encoders that
+        use it (PCR, an ensemble's shares), and is withheld with --no-language."""
         if self.encoder_spec:
             language = language if self.pass_language else None
             return self._load_encoder().encode([sentences.texts[r] for r in rows], language=language,

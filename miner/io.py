@@ -80,3 +80,15 @@ def write_json(path: str | Path, data: dict) -> None:
     with atomic_output(path, "w") as handle:
         json.dump(data, handle, indent=2, ensure_ascii=False, sort_keys=False)
         handle.write("\n")
+
+
+def folder_files(folder: str | Path) -> list[list]:
+    """[relative path, size, modification time] of every file under `folder`: what identifies a model folder
+    without reading it (a retrained model changes them)."""
+    files = []
+    for root, _, names in os.walk(folder):
+        for name in sorted(names):
+            path = os.path.join(root, name)
+            stat = os.stat(path)
+            files.append([os.path.relpath(path, folder), stat.st_size, round(stat.st_mtime, 3)])
+    return sorted(files)

@@ -21,7 +21,9 @@ from importlib.metadata import PackageNotFoundError, version
 from apache_beam.io.filesystems import FileSystems
 
 from encoders import USE_MULTILINGUAL
+from encoders.ensemble import is_ensemble, read_ensemble
 from encoders.use_multilingual import PACKAGE as USE_PACKAGE
+from miner.io import folder_files
 from pipelines import storage
 from pipelines.options import STAGES
 
@@ -66,8 +68,6 @@ def input_files(pattern: str) -> list[list]:
 def encoder_identity(spec: str | None) -> list | dict | None:
     """A built-in encoder by name and package version; a local checkpoint folder by its files' sizes and times; an
     ensemble folder by its files and each member's identity (a member retrained makes the vectors stale too)."""
-    from encoders.ensemble import is_ensemble, read_ensemble
-
     if spec == USE_MULTILINGUAL:
         try:
             return {"package": f"{USE_PACKAGE}=={version(USE_PACKAGE)}"}
@@ -79,14 +79,3 @@ def encoder_identity(spec: str | None) -> list | dict | None:
                     "members": [encoder_identity(member) for member in read_ensemble(spec)["members"]]}
         return folder_files(spec)
     return spec  # char-ngram[:dim], a hub id, a cloud path: the spec is all there is to compare
-
-
-def folder_files(folder: str) -> list[list]:
-    """[relative path, size, modification time] of every file under `folder`."""
-    files = []
-    for root, _, names in os.walk(folder):
-        for name in sorted(names):
-            path = os.path.join(root, name)
-            stat = os.stat(path)
-            files.append([os.path.relpath(path, folder), stat.st_size, round(stat.st_mtime, 3)])
-    return sorted(files)

@@ -8,7 +8,6 @@ have commands of their own without importing pipelines.mine.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
@@ -110,7 +109,7 @@ def stage_encoder(folder: str, target: str) -> str:
             member = f"members/{i}"
         members.append(member)
     staged = {k: v for k, v in spec.items() if k != "path"} | {"members": members}
-    storage.write_bytes(storage.join(target, FILE), json.dumps(staged, indent=1).encode("utf-8"))
+    storage.write_json(storage.join(target, FILE), staged)
     log.info("staged the ensemble %s (%d members) to %s", folder, len(members), target)
     return target
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from miner.io import atomic_output, write_json
+from miner.io import atomic_output, folder_files, write_json
 
 log = logging.getLogger("training.ensemble")
 ENGLISH = "eng_Latn"
@@ -69,9 +69,7 @@ def member_vectors(spec: str, texts: dict[str, list[str]], cache: Path) -> dict[
 def _member_key(spec: str) -> str:
     if not Path(spec).is_dir():
         return spec  # built in (its weights are pinned by the package version) or a hub id
-    files = sorted((str(p.relative_to(spec)), p.stat().st_size, p.stat().st_mtime_ns)
-                   for p in Path(spec).rglob("*") if p.is_file())
-    return json.dumps([str(Path(spec).resolve()), files])
+    return json.dumps([str(Path(spec).resolve()), folder_files(spec)])
 
 
 def _read_cached(path: Path) -> np.ndarray | None:
@@ -99,18 +97,10 @@ def mining_f1(src: np.ndarray, tgt: np.ndarray, n_gold: int) -> float:
 
 def xsim_accuracy(src: np.ndarray, tgt: np.ndarray, src_texts: list[str], tgt_texts: list[str]) -> float:
     """100 - xsim error (%): cosine retrieval, the mean of both directions; an identical text counts as right."""
-    return 100.0 - xsim_error(src, tgt, src_texts, tgt_texts)
+    from miner.xsim import xsim
 
-
-def xsim_error(src: np.ndarray, tgt: np.ndarray, src_texts: list[str], tgt_texts: list[str]) -> float:
-    """xsim error in percent (cosine, mean of both directions; retrieving an identical text counts as right), by
-    an exact product: held-out sets are a few hundred rows."""
-    from miner.xsim import direction_report
-
-    similarity = src @ tgt.T
-    forward = direction_report(similarity.argmax(axis=1), tgt_texts)
-    backward = direction_report(similarity.argmax(axis=0), src_texts)
-    return 50.0 * (forward["error_rate"] + backward["error_rate"])
+    result = xsim(src, tgt, "absolute", src_texts=src_texts, tgt_texts=tgt_texts)
+    return 100.0 - 50.0 * (result["src->tgt"]["error_rate"] + result["tgt->src"]["error_rate"])
 
 
 def choose_shares(vectors: list[dict[str, np.ndarray]], texts: dict[str, list[str]], n_gold: int, grid: list[float],
