@@ -14,6 +14,7 @@ from miner.io import InputFormatError
 from pipelines.text.records import Tally
 from pipelines.text.warc import ReadLimits, read_pages
 from tests.warc_files import (
+    GERMAN,
     WarcBuilder,
     gzip_bomb,
     html_page,
@@ -24,7 +25,6 @@ from tests.warc_files import (
     warc_header,
 )
 
-GERMAN = "Die Straße führt über die Brücke zum Marktplatz, wo Bürger ihre Waren anbieten."
 RUSSIAN = ("Москва является столицей России и крупнейшим городом страны. Здесь расположены многие музеи, "
            "театры и университеты, а также Кремль и Красная площадь.")
 

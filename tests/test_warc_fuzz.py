@@ -16,10 +16,9 @@ from hypothesis import strategies as st
 from pipelines.text.records import Tally
 from pipelines.text.warc import iter_pages
 from tests.fuzz_warc import check, seeds
-from tests.warc_files import html_page, page_record, warc_header
+from tests.warc_files import GERMAN, html_page, page_record, record
 
 SEEDS = seeds()
-GERMAN = "Die Straße führt über die Brücke zum Marktplatz, wo Bürger ihre Waren anbieten."
 
 
 @given(st.binary(max_size=4096))
@@ -66,7 +65,7 @@ def bad_piece(kind: tuple, n: int) -> bytes:
         header_end = whole.index(b"\r\n\r\n")
         at = kind[1] % header_end
         return whole[:at] + kind[2] + whole[at + len(kind[2]):]
-    return warc_header(url, kind[1]) + BAD_HTML + b"\r\n\r\n"
+    return record(url, BAD_HTML, kind[1])
 
 
 @given(st.lists(st.tuples(st.one_of(st.none(), BAD), st.booleans()), min_size=1, max_size=8),

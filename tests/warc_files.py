@@ -11,6 +11,8 @@ from pathlib import Path
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+GERMAN = "Die Straße führt über die Brücke zum Marktplatz, wo Bürger ihre Waren anbieten."  # a page's text
+
 
 def html_page(title: str, *paragraphs: str, charset: str | None = "utf-8") -> str:
     meta = f'<meta charset="{charset}">' if charset else ""

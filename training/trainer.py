@@ -177,7 +177,9 @@ class Trainer:
         return Position(index + 1, 0, position.global_step)
 
     def _out_of_time(self) -> bool:
-        late = self.deadline is not None and time.monotonic() > self.deadline
+        if self.deadline is None:  # every rank reads the same config: none has a deadline, no collective needed
+            return False
+        late = time.monotonic() > self.deadline
         if self.dist.world_size > 1:  # every rank stops at the same step, or the next all-reduce hangs
             flag = torch.tensor([float(late)], device=self.dist.device)
             torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)

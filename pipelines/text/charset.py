@@ -123,8 +123,8 @@ def _decode(body: bytes, http_charset: str | None) -> Decoded:
             return Decoded(body.decode(name, "replace"), name, "bom", False)
     wide = _WIDE_DEFAULT.get(codec_name(http_charset))
     if wide and (b"\x00" in body or _strict(body, "utf_8") is None):
-        text = body.decode(wide, "replace")
-        if text.count("\ufffd") <= MAX_REPLACED_SHARE * len(text):
+        text = _mostly_decoded(body, wide)
+        if text is not None:
             return Decoded(text, wide, "declared", False)
     for name in declared:
         if name in _STATEFUL and (b"\x1b" in body or b"~{" in body):
@@ -141,6 +141,12 @@ def _decode(body: bytes, http_charset: str | None) -> Decoded:
     return _decode_legacy(body, declared)
 
 
+def _mostly_decoded(body: bytes, name: str) -> str | None:
+    """`body` decoded with U+FFFD for bad bytes, when at most MAX_REPLACED_SHARE of the text is replacements."""
+    text = body.decode(name, "replace")
+    return text if text.count("\ufffd") <= MAX_REPLACED_SHARE * len(text) else None
+
+
 def _decode_legacy(body: bytes, declared: list[str]) -> Decoded:
     """Steps 5-7: a body that is not UTF-8."""
     for name in declared:
@@ -153,8 +159,8 @@ def _decode_legacy(body: bytes, declared: list[str]) -> Decoded:
         if text is not None:
             return Decoded(text, name, "detected", bool(declared))
     for name in dict.fromkeys(declared + guesses[:1]):
-        text = body.decode(name, "replace")
-        if text.count("\ufffd") <= MAX_REPLACED_SHARE * len(text):
+        text = _mostly_decoded(body, name)
+        if text is not None:
             return Decoded(text, name, "repaired", name not in declared and bool(declared))
     raise UndecodableError(f"no charset fits (declared: {', '.join(declared) or 'none'}; "
                            f"detected: {', '.join(guesses[:3]) or 'none'})")

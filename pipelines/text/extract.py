@@ -432,6 +432,12 @@ def _format_tally(tally: Tally) -> str:
     return "\n".join(lines)
 
 
+def add_settings_argument(parser: argparse.ArgumentParser) -> None:
+    """`--set KEY=VALUE`, read by `settings_from_overrides`."""
+    parser.add_argument("--set", action="append", metavar="KEY=VALUE",
+                        help="an extraction setting, e.g. --set boilerplate_filter=true (repeatable)")
+
+
 def settings_from_overrides(items: list[str] | None) -> ExtractSettings:
     """ExtractSettings from `--set key=value` items (the commands of this module and extract_eval)."""
     overrides = {}
@@ -454,8 +460,7 @@ def main(argv: list[str] | None = None) -> int:
     show = commands.add_parser("show", help="main content of the pages of one WARC/WET file")
     show.add_argument("file")
     show.add_argument("--limit", type=int, default=0, help="stop after N documents")
-    show.add_argument("--set", action="append", metavar="KEY=VALUE",
-                      help="an extraction setting, e.g. --set boilerplate_filter=true (repeatable)")
+    add_settings_argument(show)
     args = parser.parse_args(argv)
     setup_logging(args.verbose)
     if not args.verbose:    # Beam's I/O modules announce optional GCP clients at import

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from miner.io import InputFormatError
 from pipelines.text.charset import UndecodableError, decode_html
-from pipelines.text.extract import Extractor, ExtractSettings, settings_from_overrides
+from pipelines.text.extract import Extractor, ExtractSettings, add_settings_argument, settings_from_overrides
 from pipelines.text.records import Page, Tally
 
 
@@ -208,8 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-dir", required=True, help="folder with evaldata.json and cache/ or eval/")
     parser.add_argument("--report", help="write the figures to this JSON file")
     parser.add_argument("--every", type=int, default=1, help="evaluate every N-th page only (quick runs)")
-    parser.add_argument("--set", action="append", metavar="KEY=VALUE",
-                        help="an extraction setting, e.g. --set boilerplate_filter=true (repeatable)")
+    add_settings_argument(parser)
     args = parser.parse_args(argv)
     setup_logging(args.verbose)
 
