@@ -97,3 +97,53 @@ def test_utf16_declared_in_http_without_a_byte_order_mark(label):
     # a page that is UTF-8 and says UTF-16 is UTF-8; a <meta> UTF-16 label is ignored
     assert decode_html(RUSSIAN.encode(), label).charset == "utf_8"
     assert decode_html(f'<meta charset="{label}"><p>{RUSSIAN}</p>'.encode()).charset == "utf_8"
+
+
+@pytest.mark.parametrize("bom, codec", [(b"", "utf-32"), (codecs.BOM_UTF32_LE, "utf-32-le"),
+                                        (codecs.BOM_UTF32_BE, "utf-32-be")])
+@pytest.mark.parametrize("label", ["utf-32", None])
+def test_utf32_with_a_byte_order_mark_is_not_read_as_utf16(bom, codec, label):
+    page = f"<html><p>{RUSSIAN}</p></html>"
+    decoded = decode_html(bom + page.encode(codec), label)     # "utf-32" writes its own mark
+    assert (decoded.text, decoded.charset, decoded.method) == (page, "utf_32", "bom")
+
+
+def test_utf16_with_a_byte_order_mark_is_still_utf16():
+    page = f"<html><p>{RUSSIAN}</p></html>"
+    assert decode_html(codecs.BOM_UTF16_BE + page.encode("utf-16-be")).text == page
+    # a UTF-16 LE page whose first character is U+0000 starts with the UTF-32 LE mark, FF FE 00 00
+    decoded = decode_html(codecs.BOM_UTF16_LE + ("\x00" + page).encode("utf-16-le"))
+    assert (decoded.text, decoded.charset) == (" " + page, "utf_16")
+
+
+GERMAN = "Die Bühne des Stadttheaters wird umgebaut, die Aufführungen finden im Sommer draußen statt. " * 3
+
+
+def _german_page(meta: str | None) -> str:
+    head = f'<meta charset="{meta}">' if meta else ""
+    return f"<html><head>{head}<title>Theater</title></head><body><p>{GERMAN}</p></body></html>"
+
+
+@pytest.mark.parametrize("http, meta", [("ISO-8859-1", "utf-8"), (None, None)])
+def test_mostly_valid_utf8_with_one_bad_byte_beats_a_legacy_charset(http, meta):
+    # one ü of the page in latin-1 (a hand edit in an older editor): the rest must not become "BÃ¼hne" or "BĂĽhne"
+    body = _german_page(meta).encode().replace("Aufführungen".encode(), b"Auff\xfchrungen", 1)
+    decoded = decode_html(body, http)
+    assert (decoded.charset, decoded.method, decoded.declared_wrong) == ("utf_8", "utf-8-repaired", bool(http))
+    assert decoded.text == _german_page(meta).replace("Aufführungen", "Auff\ufffdhrungen", 1)
+
+
+ONE_UMLAUT = ("Die Bühne " + "plain ascii words " * 40).encode("cp1252")
+# "ß“" happens to be a valid UTF-8 pair (DF 93); the page's other non-ASCII bytes are not
+QUOTED = ("Er sagte: „Das ist groß“, und die Bühne war schön. " + "plain ascii words " * 60).encode("cp1252")
+
+
+@pytest.mark.parametrize("body", [ONE_UMLAUT, QUOTED], ids=["one-umlaut", "quoted"])
+@pytest.mark.parametrize("http, meta", [("ISO-8859-1", None), ("ISO-8859-1", "utf-8"), (None, None)])
+def test_legacy_pages_with_few_non_ascii_bytes_stay_legacy(body, http, meta):
+    # under 1% of these bytes are invalid UTF-8, but fewer valid UTF-8 sequences than invalid bytes speak for it
+    page = (f'<meta charset="{meta}">'.encode() if meta else b"") + body
+    decoded = decode_html(page, http)
+    assert decoded.method in ("declared", "detected")
+    if http or body is QUOTED:      # one umlaut alone is too little for detection to name cp1252
+        assert (decoded.text, decoded.charset) == (page.decode("cp1252"), "cp1252")

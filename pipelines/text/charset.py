@@ -2,7 +2,7 @@
 
 Order, first fit wins (each step is checked against the whole body, strictly, unless it says "repaired"):
 
-1. a byte-order mark (UTF-8, UTF-16);
+1. a byte-order mark (UTF-8, UTF-32, UTF-16: longest first, since the UTF-32 LE mark begins with the UTF-16 LE one);
 2. UTF-16/32 declared in the HTTP header, when the body is not UTF-8 or holds NUL bytes (as browsers do; the same
    labels in `<meta>` are ignored, since a page that can be read as ASCII to find them is not UTF-16);
 3. a declared 7-bit stateful encoding (ISO-2022-*, HZ) when the body has its escape sequences: these bytes are
@@ -10,9 +10,10 @@ Order, first fit wins (each step is checked against the whole body, strictly, un
 4. strict UTF-8. A page that is valid UTF-8 is UTF-8 whatever it declares: legacy text almost never forms valid
    multi-byte sequences, while pages declaring ISO-8859-1 and serving UTF-8 are common;
 5. UTF-8 with a few broken bytes, decoded with U+FFFD for them ("utf-8-repaired") rather than read as mojibake in
-   a single-byte charset: when at least 10 valid multi-byte characters stand for each broken sequence, or when
-   UTF-8 is the declared charset and the page is mostly valid (as many valid multi-byte characters as broken
-   sequences, or under 1% of the characters broken): a declaration the bytes mostly bear out is not re-guessed;
+   a single-byte charset: when at least 10 valid multi-byte characters stand for each broken sequence; or,
+   whatever is declared, when at most 1% of the characters are broken and as many valid multi-byte characters
+   stand for them; or, UTF-8 being the declared charset, when either holds: a declaration the bytes mostly bear
+   out is not re-guessed;
 6. the declared charset: HTTP Content-Type first, then `<meta charset>` / `http-equiv` in the first 16 KiB. Labels
    are mapped as browsers do (WHATWG Encoding Standard): ISO-8859-1 and ASCII mean windows-1252, GB2312 means
    GB18030, Shift_JIS means windows-31j, EUC-KR means windows-949;
@@ -60,7 +61,9 @@ _WEB_PRIOR = ["utf_8", "cp1252", "cp1251", "cp932", "shift_jis", "euc_jp", "gb18
               "euc_kr", "cp1250", "iso8859_2", "big5", "big5hkscs", "cp1256", "cp1254", "iso8859_15", "cp874",
               "cp1253", "iso8859_7", "cp1255", "cp1257", "koi8_r", "koi8_u", "iso8859_5", "cp1258", "windows_1258"]
 
-_BOMS = ((codecs.BOM_UTF8, "utf_8_sig"), (codecs.BOM_UTF16_LE, "utf_16"), (codecs.BOM_UTF16_BE, "utf_16"))
+# Longest first: the UTF-32 LE mark FF FE 00 00 begins with the UTF-16 LE mark FF FE.
+_BOMS = ((codecs.BOM_UTF8, "utf_8_sig"), (codecs.BOM_UTF32_LE, "utf_32"), (codecs.BOM_UTF32_BE, "utf_32"),
+         (codecs.BOM_UTF16_LE, "utf_16"), (codecs.BOM_UTF16_BE, "utf_16"))
 _META = re.compile(rb"""<meta[^>]{0,512}?charset\s*=\s*["']?\s*([A-Za-z0-9_:.+-]{1,40})""", re.IGNORECASE)
 _CHARSET_PARAM = re.compile(r"""charset\s*=\s*["']?\s*([A-Za-z0-9_:.+-]{1,40})""", re.IGNORECASE)
 
@@ -118,9 +121,9 @@ def decode_html(body: bytes, http_charset: str | None = None) -> Decoded:
 
 def _decode(body: bytes, http_charset: str | None) -> Decoded:
     declared = _declared_codecs(body, http_charset)
-    for bom, name in _BOMS:
-        if body.startswith(bom):
-            return Decoded(body.decode(name, "replace"), name, "bom", False)
+    by_bom = _bom_decoded(body)
+    if by_bom is not None:
+        return by_bom
     wide = _WIDE_DEFAULT.get(codec_name(http_charset))
     if wide and (b"\x00" in body or _strict(body, "utf_8") is None):
         text = _mostly_decoded(body, wide)
@@ -139,6 +142,19 @@ def _decode(body: bytes, http_charset: str | None) -> Decoded:
     if repaired is not None:
         return Decoded(repaired, "utf_8", "utf-8-repaired", wrong)
     return _decode_legacy(body, declared)
+
+
+def _bom_decoded(body: bytes) -> Decoded | None:
+    """Step 1: the body decoded by its byte-order mark; None without one."""
+    for bom, name in _BOMS:
+        if not body.startswith(bom):
+            continue
+        # A UTF-16 LE page whose first character is U+0000 also starts FF FE 00 00; read as UTF-32 its code units
+        # pair into values past U+10FFFF, so a UTF-32 mark must be borne out by the bytes after it.
+        text = _mostly_decoded(body, name) if name == "utf_32" else body.decode(name, "replace")
+        if text is not None:
+            return Decoded(text, name, "bom", False)
+    return None
 
 
 def _mostly_decoded(body: bytes, name: str) -> str | None:
@@ -181,16 +197,22 @@ def _strict(body: bytes, name: str) -> str | None:
 
 
 def _repaired_utf8(body: bytes, declared: bool) -> str | None:
-    """UTF-8 with U+FFFD for broken sequences, when valid multi-byte characters far outnumber the broken ones, or
-    when UTF-8 was declared and the page is mostly valid UTF-8."""
+    """UTF-8 with U+FFFD for broken sequences, when the page is mostly valid UTF-8 (step 5 of the module docstring);
+    `declared`: UTF-8 is the declared charset, and one of the two tests is enough."""
     text = body.decode("utf_8", "replace")
     broken = text.count("\ufffd") - body.count("\ufffd".encode())
     valid = len(text) - len(text.encode("ascii", "ignore")) - text.count("\ufffd")
     if broken <= 0:
         return None
-    if valid >= REPAIR_RATIO * broken:
+    few_broken = broken <= MAX_REPLACED_SHARE * len(text)
+    # Each non-ASCII character of a single-byte legacy page is a broken UTF-8 byte, save where two of them happen
+    # to form a valid pair (a capital accented letter or ß followed by a symbol or quote: "ß“" is DF 93), a small
+    # minority of them. A page with as many valid multi-byte characters as broken bytes is UTF-8 with stray
+    # bytes; a legacy page with one umlaut among ASCII (1 broken, 0 valid) stays legacy, however short its share.
+    borne_out = valid >= broken
+    if valid >= REPAIR_RATIO * broken or (few_broken and borne_out):
         return text
-    return text if declared and (valid >= broken or broken <= MAX_REPLACED_SHARE * len(text)) else None
+    return text if declared and (few_broken or borne_out) else None
 
 
 def _detected_codecs(body: bytes) -> list[str]:
