@@ -2,11 +2,15 @@
 
     config = load_config("configs/bucc.yaml", ["mining.k=16", "knn.index=IVF4096,Flat"])
 
-Override values are parsed as YAML, so `mining.threshold=1.06` is a float and `knn.gpu=false` a boolean.
+Override values are parsed as YAML, so `mining.threshold=1.06` is a float and `knn.gpu=false` a boolean; `1e-6`
+is a float too (PyYAML follows YAML 1.1, which reads an exponent without a decimal point as text). A NaN or an
+infinity (`.nan`, `.inf`) is no usable setting: it is an error naming the key.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from pathlib import Path
 
 import yaml
@@ -16,12 +20,25 @@ class ConfigError(ValueError):
     """A configuration file or override that cannot be used."""
 
 
+class _Loader(yaml.SafeLoader):
+    """YAML 1.1 as PyYAML reads it, plus the floats of YAML 1.2 written with an exponent and no point (`1e-6`)."""
+
+
+_EXPONENT_FLOAT = re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$")
+_Loader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+0123456789"))
+
+
+def load_yaml(text: str):
+    """YAML text as Python values (safe: plain data only), `1e-6` read as a float."""
+    return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+
+
 def load_config(path: str | Path | None, overrides: list[str] = ()) -> dict:
     config = {}
     if path is not None:
         path = Path(path)
         try:
-            config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            config = load_yaml(path.read_text(encoding="utf-8")) or {}
         except FileNotFoundError:
             raise ConfigError(f"{path}: configuration file not found") from None
         except yaml.YAMLError as err:
@@ -30,7 +47,21 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> dict:
             raise ConfigError(f"{path}: expected a mapping of sections at the top level")
     for override in overrides:
         set_value(config, override)
+    check_finite(config)
     return config
+
+
+def check_finite(value, key: str = "") -> None:
+    """ConfigError naming the first NaN or infinite number among the settings (thresholds, floors, limits...):
+    a NaN compares false with everything, so a threshold of NaN would keep nothing and say nothing."""
+    if isinstance(value, dict):
+        for name, item in value.items():
+            check_finite(item, f"{key}.{name}" if key else str(name))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            check_finite(item, f"{key}[{index}]")
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"setting {key or 'value'} must be a finite number, got {value}")
 
 
 def set_value(config: dict, override: str) -> None:
@@ -45,7 +76,7 @@ def set_value(config: dict, override: str) -> None:
         if not isinstance(node, dict):
             raise ConfigError(f"override {override!r}: {part!r} is a value, not a section")
     try:
-        node[leaf] = yaml.safe_load(raw) if raw.strip() else None
+        node[leaf] = load_yaml(raw) if raw.strip() else None
     except yaml.YAMLError:
         node[leaf] = raw
 

@@ -8,6 +8,7 @@ The result holds row indices into the two inputs; mapping them back to texts is 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass, field, fields
 
@@ -43,13 +44,16 @@ class MiningConfig:
             raise ValueError(f"mining.margin must be one of {', '.join(MARGINS)}, got {self.margin!r}")
         if self.selection not in SELECTIONS:
             raise ValueError(f"mining.selection must be one of {', '.join(SELECTIONS)}, got {self.selection!r}")
-        for name in ("threshold", "min_cosine"):
+        for name in ("threshold", "min_cosine"):     # NaN compares false: a NaN threshold would keep no pair
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
                 raise ValueError(f"mining.{name} must be a number, got {value!r}")
+            if value is not None and not math.isfinite(value):
+                raise ValueError(f"mining.{name} must be a finite number, got {value!r}")
         floor = self.ratio_floor
-        if floor != "auto" and (isinstance(floor, bool) or not isinstance(floor, (int, float)) or not floor > 0):
-            raise ValueError(f"mining.ratio_floor must be 'auto' or a positive number, got {floor!r}")
+        if floor != "auto" and (isinstance(floor, bool) or not isinstance(floor, (int, float)) or not floor > 0
+                                or not math.isfinite(floor)):
+            raise ValueError(f"mining.ratio_floor must be 'auto' or a positive finite number, got {floor!r}")
 
     def floor_for(self, dim: int) -> float:
         """The ratio margin's floor for vectors of `dim` dimensions."""

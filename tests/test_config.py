@@ -1,9 +1,15 @@
 """YAML configuration with command-line overrides."""
 
+import importlib
+import math
+import re
+
 import pytest
 
 from miner.cli import mining_config
 from miner.config import ConfigError, load_config
+from miner.mining import MiningConfig
+from pipelines.settings import load_settings
 
 
 def test_overrides_are_typed(tmp_path):
@@ -34,3 +40,50 @@ def test_bad_files_and_overrides(tmp_path):
         load_config(tmp_path / "bad.yaml")
     with pytest.raises(ConfigError, match="not of the form"):
         load_config(None, ["mining.k"])
+
+
+def test_exponents_without_a_point_are_floats(tmp_path):
+    """PyYAML reads YAML 1.1, where `1e-6` is text: a threshold given so would be refused as not a number."""
+    path = tmp_path / "c.yaml"
+    path.write_text("mining:\n  threshold: 1e-6\n  min_cosine: 2.5E-1\n")
+    config = load_config(path, ["mining.ratio_floor=1e-2", "knn.nprobe=8", "knn.index=IVF4096,Flat"])
+    assert config == {"mining": {"threshold": 1e-6, "min_cosine": 0.25, "ratio_floor": 0.01},
+                      "knn": {"nprobe": 8, "index": "IVF4096,Flat"}}
+    assert mining_config(config).threshold == 1e-6
+
+
+NOT_FINITE = ["mining.threshold=.nan", "mining.min_cosine=.inf", "mining.ratio_floor=.inf",
+              "mining.threshold=-.inf", "pair_filter.length_ratio=.inf", "filters.lid_score.min_score=.NaN",
+              "read.max_payload_bytes=.inf"]
+
+
+@pytest.mark.parametrize("override", NOT_FINITE)
+def test_nan_and_infinite_settings_are_errors_naming_the_key(override):
+    key, _, value = override.partition("=")
+    with pytest.raises(ConfigError, match=f"setting {re.escape(key)} must be a finite number, got "):
+        load_config(None, [override])
+    with pytest.raises(ConfigError, match=re.escape(key)):
+        load_settings(overrides=[override])     # the pipeline's settings, from its default config
+
+
+def test_nan_in_a_config_file_is_an_error(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("filters:\n  length: {min_chars: 10, max_chars: .inf}\n")
+    with pytest.raises(ConfigError, match="filters.length.max_chars must be a finite number, got inf"):
+        load_config(path)
+
+
+@pytest.mark.parametrize("name", ["threshold", "min_cosine", "ratio_floor"])
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_mining_config_refuses_nan_and_infinity(name, value):
+    with pytest.raises(ValueError, match=f"mining.{name} must be .*finite number, got {value!r}"):
+        MiningConfig(**{name: value})
+
+
+@pytest.mark.parametrize("command", ["miner.mine", "pipelines.mine"])
+def test_a_nan_threshold_stops_the_commands_before_any_work(tmp_path, capsys, command):
+    """It used to mine nothing and exit 0: a NaN compares false with every margin."""
+    main = importlib.import_module(command).main
+    assert main(["--output", str(tmp_path / "out"), "--set", "mining.threshold=.nan"]) == 2
+    assert "mining.threshold must be a finite number, got nan" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

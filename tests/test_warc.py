@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import random
 import zlib
 
 import pytest
@@ -212,10 +213,55 @@ def test_a_file_that_cannot_be_opened_is_an_error(tmp_path):
         read(tmp_path / "absent.warc.gz")
 
 
-def test_empty_file_has_no_pages(tmp_path):
-    path = tmp_path / "empty.warc.gz"
-    path.write_bytes(b"")
-    assert read(path) == ([], {"bytes": 0})
+@pytest.mark.parametrize("name, data, detail", [
+    ("empty.warc.gz", b"", "the file is empty (0 bytes)"),
+    ("empty.warc", b"", "the file is empty (0 bytes)"),
+    ("inflates-to-nothing.warc.gz", gzip.compress(b""), "the gzip data inflates to nothing"),
+    ("three-empty-members.warc.gz", gzip.compress(b"") * 3, "the gzip data inflates to nothing"),
+    ("blank.warc", b"\r\n\r\n\n", "no record in the file: 5 bytes of blank lines"),
+    ("blank.warc.gz", gzip.compress(b"\r\n\r\n"), "no record in the file: 4 bytes of blank lines"),
+], ids=["zero-bytes-gz", "zero-bytes", "empty-gzip", "empty-gzip-members", "blank-lines", "blank-lines-gzip"])
+def test_an_empty_file_is_one_counted_skip(tmp_path, caplog, name, data, detail):
+    """Every input file leaves a count: an empty one is no silent success."""
+    path = tmp_path / name
+    path.write_bytes(data)
+    tally = Tally()
+    with caplog.at_level("WARNING", logger="pipelines.text"):
+        assert list(read_pages(str(path), tally)) == []
+    assert skips(tally.of("read")) == {"empty-file": 1}
+    assert f"{path}: read skipped (empty-file): {detail}" in caplog.messages
+
+
+@pytest.mark.parametrize("name, data, shown", [
+    ("escape.txt", b"\x1b]0;pwned\x07\x1b[2J\x1b[31mred\r\n" * 50, "b'\\x1b]0;pwned\\x07\\x1b[2J\\x1b['"),
+    ("photo.jpg", b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01" + bytes(range(256)) * 64,
+     "b'\\xff\\xd8\\xff\\xe0\\x00\\x10JFIF\\x00\\x01\\x00\\x01\\x02\\x03'"),
+    ("page.html.gz", gzip.compress(b"<html>\x1b[2J" + b"<p>x</p>" * 1000 + b"</html>", mtime=0),
+     "{gzip_head}, which inflate to b'<html>\\x1b[2J<p>x</'"),      # the raw head: bytes that vary with zlib
+], ids=["terminal-escapes", "jpeg", "gzipped-html"])
+def test_a_not_warc_skip_shows_the_first_bytes_escaped(tmp_path, caplog, name, data, shown):
+    """The log line names the file and shows its first 16 bytes as a bytes literal: no raw byte reaches a terminal
+    (an escape sequence in a crawled file must not retitle or clear it), and the line stays short."""
+    path = tmp_path / name
+    path.write_bytes(data)
+    with caplog.at_level("WARNING", logger="pipelines.text"):
+        assert list(read_pages(str(path), Tally())) == []
+    [line] = [m for m in caplog.messages if "not-warc" in m]
+    assert line.startswith(f"{path}: read skipped (not-warc): no WARC record in the file (")
+    assert line.endswith("it starts with " + shown.format(gzip_head=repr(data[:16])))
+    assert line.isprintable() and len(line) < len(str(path)) + 200
+
+
+def test_skip_details_never_carry_control_characters(tmp_path, caplog):
+    """A junk header line inside a WARC file is quoted in its `malformed` skip, escaped."""
+    path = tmp_path / "junk.warc"
+    path.write_bytes(page_record("http://a.example/", page_html(0)) + b"\x1b[2J\x07junk line\r\nfoo: bar\r\n\r\n"
+                     + page_record("http://b.example/", page_html(1)))
+    with caplog.at_level("WARNING", logger="pipelines.text"):
+        pages = list(read_pages(str(path), Tally()))
+    assert [p.url for p in pages] == ["http://a.example/", "http://b.example/"]
+    [line] = [m for m in caplog.messages if "malformed" in m]
+    assert line.isprintable() and "\\x1b[2J\\x07junk line" in line
 
 
 # --- records whose length is wrong, files of two formats -------------------------------------------------------
@@ -273,6 +319,69 @@ def test_a_block_that_ends_at_the_file_end_is_a_record(tmp_path):
                      + page_record("http://b.example/", page_html(1))[:-4])
     pages, counts = read(path)
     assert [p.url for p in pages] == ["http://a.example/", "http://b.example/"] and not skips(counts)
+
+
+TOO_LARGE_LIMITS = ReadLimits(max_payload_bytes=64 * 2**10)
+BIG_BLOCKS = {  # over 64 KiB: an HTML page (compresses some 10 times) and incompressible bytes (a video, served)
+    "page": http_response(html_page("Big", *(f"{GERMAN} Absatz {n}." for n in range(3000))).encode()),
+    "binary": http_response(random.Random(7).randbytes(300 * 2**10), content_type="video/mp4"),
+}
+
+
+@pytest.mark.parametrize("block", sorted(BIG_BLOCKS))
+@pytest.mark.parametrize("layout", ["member-each", "shared", "first-in-member", "one-member"])
+def test_a_too_large_record_in_a_gzip_member_keeps_the_records_around_it(tmp_path, layout, block):
+    """A record over max_payload_bytes between good ones, gzipped a member per record (as crawlers write), in a member
+    with records before and after it, first in a member of several, or all in one member (`gzip file.warc`)."""
+    urls = [f"http://good.example/{n}" for n in range(4)]
+    good_records = [page_record(url, page_html(n)) for n, url in enumerate(urls)]
+    big = record("http://big.example/", BIG_BLOCKS[block])
+    members = {"member-each": [[r] for r in good_records[:2] + [big] + good_records[2:]],
+               "shared": [good_records[:1], [good_records[1], big, good_records[2]], good_records[3:]],
+               "first-in-member": [good_records[:2], [big] + good_records[2:]],
+               "one-member": [good_records[:2] + [big] + good_records[2:]]}[layout]
+    with WarcBuilder(tmp_path / "big.warc.gz") as b:      # a warcinfo record, then the members
+        for member in members:
+            b.raw(b"".join(member))
+    pages, counts = read(b.path, TOO_LARGE_LIMITS)
+    assert [p.url for p in pages] == urls
+    assert skips(counts) == {"too-large": 1} and counts["records"] == 5     # the warcinfo and the four good ones
+    assert [p.position for p in pages] == [1, 2, 4, 5]
+    assert counts["bytes"] < len(BIG_BLOCKS[block]) + 2**17, "the block is inflated once, and dropped"
+
+
+@pytest.mark.parametrize("layout", ["shared", "one-member"])
+@pytest.mark.parametrize("error", [-50000, 5000, 2**62], ids=["short", "long", "2^62"])
+def test_a_too_large_record_with_a_wrong_length_in_a_gzip_member_costs_only_itself(tmp_path, layout, error):
+    """Its block, dropped by inflating, ends at the next record boundary (a length too long) or is followed by the
+    rest of its bytes (too short): reading resumes at the next record either way."""
+    urls = [f"http://good.example/{n}" for n in range(4)]
+    good_records = [page_record(url, page_html(n)) for n, url in enumerate(urls)]
+    block = BIG_BLOCKS["binary"]
+    big = record("http://big.example/", block, len(block) + error if error < 2**40 else error)
+    members = {"shared": [good_records[:1], [good_records[1], big, good_records[2]], good_records[3:]],
+               "one-member": [good_records[:2] + [big] + good_records[2:]]}[layout]
+    with WarcBuilder(tmp_path / "big.warc.gz") as b:
+        for member in members:
+            b.raw(b"".join(member))
+    pages, counts = read(b.path, TOO_LARGE_LIMITS)
+    assert [p.url for p in pages] == urls and skips(counts) == {"too-large": 1}
+
+
+def test_a_gzip_bomb_sharing_a_member_is_not_inflated_on(tmp_path):
+    """A record declaring 32 MiB of zeros in a member with others: it inflates ~1000 times its compressed size, so
+    it is no record worth inflating to reach the ones after it in the member; the next member is read."""
+    packer = zlib.compressobj(1, zlib.DEFLATED, 31)
+    member = packer.compress(page_record("http://good.example/0", page_html(0)))
+    member += packer.compress(warc_header("http://bomb.example/", 32 * 2**20)) + packer.compress(bytes(32 * 2**20))
+    member += packer.compress(b"\r\n\r\n" + page_record("http://lost.example/", page_html(1))) + packer.flush()
+    with WarcBuilder(tmp_path / "bomb.warc.gz") as b:
+        b.raw_member(member)
+        last = good(b, 2)
+    pages, counts = read(b.path, TOO_LARGE_LIMITS)
+    assert [p.url for p in pages] == ["http://good.example/0", last]
+    assert skips(counts) == {"too-large": 1}
+    assert counts["bytes"] < 2**20, f"inflated {counts['bytes']} bytes of a bomb"
 
 
 @pytest.mark.parametrize("order", ["plain-then-gzip", "gzip-then-plain", "alternating"])
@@ -464,7 +573,7 @@ def test_a_cut_anywhere_keeps_every_complete_record(tmp_path_factory, six_record
     pages, counts = read(path)
     complete = sum(end <= cut for end in ends[1:])
     assert [p.url for p in pages] == urls[:complete]
-    assert skips(counts) == ({} if cut in [0, *ends] else {"truncated": 1})
+    assert skips(counts) == ({"empty-file": 1} if cut == 0 else {} if cut in ends else {"truncated": 1})
 
 
 @given(at=st.integers(min_value=0, max_value=10**6), byte=st.integers(min_value=0, max_value=255))

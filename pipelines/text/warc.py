@@ -7,10 +7,13 @@ file with gzipped records appended, or the reverse). warcio parses the record an
 them is ours, because warcio's reader inflates each 16 KiB of compressed input in one go (16 MB out of a bomb) and
 reads every record to its end to reach the next one, so a gzip bomb or a 2 GB record costs what it declares. Here:
 
-- a record's block (WARC Content-Length) over `max_payload_bytes` is skipped (`too-large`) without reading it: in
-  a plain file we seek past it, in a gzip file we jump to the next gzip member that inflates to `WARC/` (or, when
-  members hold several records, look for the next record line within what a record may hold);
-- headers are read under a budget (`max_header_bytes`), and nothing is inflated beyond what a record may hold;
+- a record's block (WARC Content-Length) over `max_payload_bytes` is skipped (`too-large`) without keeping it: in
+  a plain file we seek past it; in a gzip file we inflate it and drop it, to reach the records after it in its
+  member (records sharing a member, a file gzipped whole), unless it inflates to more than SKIP_RATIO times its
+  compressed size (a bomb) or does not end in its member: then we jump to the next gzip member that inflates to
+  `WARC/`;
+- headers are read under a budget (`max_header_bytes`), and nothing is inflated beyond what a record may hold but
+  a too-large block being dropped, as above (in pieces: memory stays bounded);
 - an HTTP body with Content-Encoding gzip/deflate is inflated to at most `max_payload_bytes` (every gzip member
   of it), or skipped;
 - a block must be followed by the record separator (two line ends) and then the next record or the end of the
@@ -19,7 +22,9 @@ reads every record to its end to reach the next one, so a gzip bomb or a 2 GB re
 - a broken record (bad header, wrong Content-Length, corrupt gzip data) is skipped (`malformed`, `bad-gzip`) and
   reading resumes at the next WARC version line (`WARC/1.0`) or gzip member starting a record; a file cut off inside
   a record (truncated gzip or plain) ends with one `truncated` skip, after every record before the break;
-- a file in which no WARC record header is found (a JPEG, an HTML page) is one `not-warc` skip, named by its path.
+- a file in which no WARC record header is found (a JPEG, an HTML page) is one `not-warc` skip, named by its path
+  and shown by its first bytes, escaped (as in every skip's detail: no raw byte of a file reaches a terminal); a
+  file with no record at all (0 bytes, a gzip inflating to nothing, blank lines) is one `empty-file` skip.
 
 Kept: `response` records with status 200 and an HTML media type (text/html, application/xhtml+xml; from the
 HTTP Content-Type, else WARC-Identified-Payload-Type, else the first bytes), `resource` records with an HTML
@@ -28,14 +33,13 @@ Content-Type, and WET `conversion` records (as text), with an http(s) WARC-Targe
 
 Counts reported to the tally under stage "read": records, records:<WARC-Type>, pages, pages:html|text,
 charset:<method>, charset:declared-wrong, truncated-by-crawler, bytes (decompressed bytes read: what reading
-cost, skipped blocks not included), and skipped:<reason> with reasons not-warc, malformed, bad-gzip, truncated,
-too-large, no-type (no WARC-Type), no-url, url-scheme (not http(s): javascript:, dns:...), not-200, not-html,
-content-encoding, empty, undecodable. docs/pipeline.md lists the bad inputs and what each one costs.
+cost, too-large blocks inflated to be dropped included), and skipped:<reason> with reasons not-warc, empty-file,
+malformed, bad-gzip, truncated, too-large, no-type (no WARC-Type), no-url, url-scheme (not http(s): javascript:,
+dns:...), not-200, not-html, content-encoding, empty, undecodable. docs/pipeline.md lists the bad inputs and what
+each one costs.
 
-Limitation: in a gzip file whose members hold several records, a record over `max_payload_bytes` costs the
-records after it in its member, since finding them would mean inflating more than a record may hold (and when
-the first record of a file gzipped as one member is too large, the reader takes members for one record each, as
-crawlers write them, and the rest of the file is lost).
+Limitation: in a gzip member holding several records, a too-large record that inflates to more than SKIP_RATIO
+times its compressed size (a gzip bomb, or a page of one repeated line) costs the records after it in its member.
 """
 
 from __future__ import annotations
@@ -67,6 +71,11 @@ _LOOK_AHEAD = 16            # bytes looked at after a gzip member: the next memb
 _RECORD_LINE = re.compile(rb"WARC/[0-9]{1,2}\.[0-9]{1,2}\r?\n")
 _BOUNDARY = b"\r\n\r\nWARC/"  # a record's end and the next one's start: in a block, the block absorbed a record
 _LINE_TAIL = 16             # bytes kept between scanned chunks, so that a version line across two chunks is found
+_HEAD = 16                  # a file's first bytes, shown (escaped) when it is not a WARC file
+# A too-large block in a gzip member is inflated and dropped, to reach the records after it in the member, only
+# while it inflates to at most this many times its compressed size: HTML compresses 4-20 times, a gzip bomb ~1000
+# times. Reading a file so costs at most this many bytes inflated per byte of it, and a bomb is not inflated on.
+SKIP_RATIO = 100
 
 
 @dataclass(frozen=True)
@@ -78,12 +87,11 @@ class ReadLimits:
 
 
 class _Skip(Exception):
-    """A record left out: its reason and detail, whether reading must look for the next record start, and whether
-    the record's block was left unread (too large to read)."""
+    """A record left out: its reason and detail, and whether reading must look for the next record start."""
 
-    def __init__(self, reason: str, detail: str = "", resync: bool = False, unread: bool = False):
+    def __init__(self, reason: str, detail: str = "", resync: bool = False):
         super().__init__(detail)
-        self.reason, self.detail, self.resync, self.unread = reason, detail, resync, unread
+        self.reason, self.detail, self.resync = reason, detail, resync
 
 
 class _Switch(Exception):
@@ -130,10 +138,11 @@ class _Reader:
     the file goes on in the other format."""
 
     def __init__(self, raw: BinaryIO, source: str, tally: Tally, limits: ReadLimits):
-        self.stream = _open_stream(raw)
+        self.stream, self.head = _open_stream(raw)
         self.source, self.tally, self.limits = source, tally, limits
         self.scan_limit = limits.max_payload_bytes + limits.max_header_bytes    # what a record may hold
         self.headers_seen = False       # a WARC header was read: the file is a WARC file, however damaged
+        self.inflated_head: bytes | None = None     # a gzip file's first inflated bytes, when it is not a WARC file
 
     def pages(self) -> Iterator[Page]:
         position = 0
@@ -143,6 +152,8 @@ class _Reader:
             try:
                 record = self._next_record()
                 if record is None:
+                    if position == 0:       # not one record, not even a broken one: every file leaves a count
+                        self.tally.skip(STAGE, "empty-file", self.source, self._emptiness())
                     return
                 page = _page(record, self.source, position, self.tally, self.limits)
             except _Switch as switch:
@@ -167,15 +178,31 @@ class _Reader:
 
     def _skipped(self, skip: _Skip, where: str) -> bool:
         """Count the skip and move to the next record start when needed; False when the file has no more records."""
-        following = self.stream.resync(self.scan_limit, skip.unread) if skip.resync else self.stream
+        if not self.headers_seen and self.inflated_head is None and self.stream.inflates:
+            self.inflated_head = bytes(self.stream.buffer[:_HEAD])
+        following = self.stream.resync(self.scan_limit) if skip.resync else self.stream
         if following is None and not self.headers_seen and skip.reason in ("malformed", "bad-gzip"):
-            self.tally.skip(STAGE, "not-warc", self.source, f"no WARC record in the file ({skip.detail})")
+            self.tally.skip(STAGE, "not-warc", self.source, self._not_warc(skip.reason))
             return False
-        self.tally.skip(STAGE, skip.reason, where, skip.detail)
+        self.tally.skip(STAGE, skip.reason, where, _printable(skip.detail))
         if following is None:
             return False
         self.stream = following
         return True
+
+    def _not_warc(self, reason: str) -> str:
+        """Why a file is not taken for a WARC file, with its first bytes escaped (never raw bytes to a terminal)."""
+        detail = f"no WARC record in the file ({reason}); it starts with {self.head!r}"
+        if self.inflated_head:
+            detail += f", which inflate to {self.inflated_head!r}"
+        return detail
+
+    def _emptiness(self) -> str:
+        if not self.head:
+            return "the file is empty (0 bytes)"
+        if self.stream.produced == 0:
+            return "the gzip data inflates to nothing"
+        return f"no record in the file: {self.stream.produced} bytes of blank lines"
 
     def _next_record(self) -> _Record | None:
         """The next complete record, None at the end of the file; `_Skip` for a record that cannot be read."""
@@ -187,12 +214,12 @@ class _Reader:
         length = _content_length(headers)
         if length > limits.max_payload_bytes:
             detail = f"{_describe(headers)}: {length} bytes > {limits.max_payload_bytes}"
-            if stream.inflates:     # finding where the block ends would mean inflating it: look for a record start
-                raise _Skip("too-large", detail, resync=True, unread=True)
-            if not stream.skip_block(length):
-                raise _Skip("malformed", f"{_describe(headers)}: Content-Length {length} runs past the file "
-                                         "or the next record", resync=True)
-            raise _Skip("too-large", detail)
+            if stream.skip_block(length):   # seeked past, or (gzip) inflated and dropped: reading goes on after it
+                raise _Skip("too-large", detail)
+            if stream.inflates:     # a bomb, or the block does not end in its member: look for a record start
+                raise _Skip("too-large", detail, resync=True)
+            raise _Skip("malformed", f"{_describe(headers)}: Content-Length {length} runs past the file "
+                                     "or the next record", resync=True)
         stream.grant(length)
         try:
             block = stream.read_exactly(length)
@@ -401,11 +428,12 @@ def _inflate_members(body: bytes, wbits: int, limit: int) -> bytes:
 
 # --- the byte stream under the records --------------------------------------------------------------------------
 
-def _open_stream(raw: BinaryIO) -> _Stream:
-    head = raw.read(len(GZIP_MAGIC))
-    if head[:1] == GZIP_MAGIC[:1] or head[1:] == GZIP_MAGIC[1:]:   # gzip, or gzip with a damaged first byte
-        return _GzipStream(raw, head)
-    return _PlainStream(raw, head)      # not a WARC file at all: its first record is malformed, and nothing follows
+def _open_stream(raw: BinaryIO) -> tuple[_Stream, bytes]:
+    """The stream for the file, and its first bytes (at most _HEAD)."""
+    head = raw.read(_HEAD)
+    if head[:1] == GZIP_MAGIC[:1] or head[1:3] == GZIP_MAGIC[1:]:   # gzip, or gzip with a damaged first byte
+        return _GzipStream(raw, head), head
+    return _PlainStream(raw, head), head    # not a WARC file at all: its first record is malformed, nothing follows
 
 
 class _Stream:
@@ -520,6 +548,11 @@ class _Stream:
     def _produce(self, max_bytes: int) -> bytes:
         raise NotImplementedError
 
+    def skip_block(self, n: int) -> bool:
+        """Pass a too-large record's block of n bytes (read up to its header) without keeping it, and the separator
+        after it; True when reading goes on at the next record, False when `resync` must find it."""
+        raise NotImplementedError
+
     def _read_raw(self) -> bytes:
         """The file's next bytes as stored (compressed, in a gzip stream); empty at its end."""
         raise NotImplementedError
@@ -530,10 +563,10 @@ class _Stream:
         data += more
         return bool(more)
 
-    def resync(self, scan_limit: int, unread: bool = False) -> _Stream | None:
+    def resync(self, scan_limit: int) -> _Stream | None:
         """The stream to read on from, at the next record start after the current record's first line (this one,
         or one for the other format); None if there is none. `scan_limit`: decompressed bytes a gzip stream may
-        inflate looking for it; `unread`: the record's block was left unread."""
+        inflate looking for it."""
         raise NotImplementedError
 
     def _scan(self, data: bytearray, start: int) -> tuple[str | None, bytearray, int, int]:
@@ -606,7 +639,7 @@ class _PlainStream(_Stream):
         self.buffer, self.pos = saved
         return False
 
-    def resync(self, scan_limit: int, unread: bool = False) -> _Stream | None:
+    def resync(self, scan_limit: int) -> _Stream | None:
         """Find the next record start (plain files cost no inflation to scan)."""
         kind, data, index, _ = self._scan(self.buffer, self.line_start + 1)
         if kind == "gzip":
@@ -638,7 +671,6 @@ class _GzipStream(_Stream):
         self.compressed = head      # input not yet given to the inflater
         self.at = 0                 # file offset of compressed[0] (relative to where this stream began)
         self.member_at = 0          # file offset of the current member
-        self.member_offset = produced   # decompressed offset of the current member's start
         self.inflater = zlib.decompressobj(31)
         self.broken = False         # the inflater failed: the data after it cannot be read by inflating on
         self.raw_done = False
@@ -647,8 +679,6 @@ class _GzipStream(_Stream):
         self.replay_at = 0
         self.members: list[tuple[int, int]] = []    # (decompressed offset, file offset) of member starts
         self.member: bytearray | None = bytearray(head)    # compressed bytes from member_at, while bounded
-        self.owns_member = True     # the current record starts its gzip member
-        self.shared_members = False     # a record started inside a member: members hold several records
 
     def start_record(self, header_budget: int) -> None:
         super().start_record(header_budget)
@@ -659,13 +689,6 @@ class _GzipStream(_Stream):
         elif self.members[0][1] > self.replay_at:
             del self.replay[:self.members[0][1] - self.replay_at]
             self.replay_at = self.members[0][1]
-
-    def first_line(self) -> bytes | None:
-        line = super().first_line()
-        if line is not None:
-            self.owns_member = self._offset(self.line_start) == self.member_offset
-            self.shared_members |= not self.owns_member
-        return line
 
     def _offset(self, index: int) -> int:
         """The decompressed offset of buffer[index]."""
@@ -725,6 +748,48 @@ class _GzipStream(_Stream):
         self.produced += len(data)
         self.buffer += data
 
+    def skip_block(self, n: int) -> bool:
+        """Inflate the block and drop it, within its gzip member, to reach the records after it in the member
+        (records sharing a member; a file gzipped as one member). A record boundary inside the block ends it there
+        (its Content-Length is too long), as for a block read (`_absorbs_a_record`). False, the stream left for
+        `resync` after what was dropped, when the member (or its data) ends inside the block, when no separator
+        follows it, or when it inflates to more than SKIP_RATIO times its compressed size: a bomb, not inflated
+        on (`broken`: resync jumps to the next member)."""
+        line_at = self._offset(self.line_start)
+        if self.finished or any(offset > line_at for offset, _ in self.members):
+            return False        # a header across members (rare): the compressed bytes kept for resync stay bounded
+        self.members, self.replay = [], None    # no member starts after the record's first line: none to replay
+        piece = bytes(self.buffer[self.pos:])   # the block's first bytes, inflated with the header
+        self.buffer, self.pos, self.line_start = bytearray(), 0, 0
+        rest, tail, inflated, start_at = n, b"", 0, self.at
+        while True:
+            take = piece[:rest]
+            scan = tail + take
+            cut = scan.find(_BOUNDARY)
+            if cut >= 0:        # the next record starts inside the block
+                self.buffer, self.pos = bytearray(scan[cut + 4:] + piece[len(take):]), 0
+                return True
+            rest -= len(take)
+            tail = scan[-(len(_BOUNDARY) - 1):]
+            self.buffer, self.pos = bytearray(tail + piece[len(take):]), len(tail)
+            if rest == 0:
+                break
+            if inflated > SKIP_RATIO * (self.at - start_at) + CHUNK:
+                self.broken = True
+                return False
+            if self.inflater.eof:
+                return False
+            try:
+                piece = self._inflate(min(CHUNK, rest))
+            except (zlib.error, _Truncated):
+                return False
+            self.produced += len(piece)
+            inflated += len(piece)
+        try:
+            return self.end_record()
+        except (zlib.error, _Truncated):
+            return False
+
     def _next_member(self) -> bool:
         while len(self.compressed) < _LOOK_AHEAD:
             more = self._read_raw()
@@ -750,13 +815,12 @@ class _GzipStream(_Stream):
     def _start_member(self, compressed: bytes, at: int) -> None:
         self.compressed, self.at, self.member_at = bytes(compressed), at, at
         self.member = bytearray(compressed[:_MEMBER_KEEP]) if len(compressed) <= _MEMBER_KEEP else None
-        self.member_offset = self.produced
         self.inflater = zlib.decompressobj(31)
         self.broken = False
 
-    def resync(self, scan_limit: int, unread: bool = False) -> _Stream | None:
-        # A too-large record alone in its member is jumped over rather than inflated (a gzip bomb declares plenty).
-        if not self.broken and not (unread and self.owns_member and not self.shared_members):
+    def resync(self, scan_limit: int) -> _Stream | None:
+        # A bomb (a too-large block inflating far past its size) is `broken` too: jumped over rather than inflated.
+        if not self.broken:
             following = self._next_line(scan_limit)
             if following is not None:
                 return following
@@ -852,5 +916,10 @@ def _describe(headers) -> str:
 
 
 def _short(err: BaseException, width: int = 160) -> str:
-    text = str(err).replace("\r", "\\r").replace("\n", "\\n")
-    return text if len(text) <= width else text[:width] + "..."
+    text = str(err)
+    return _printable(text if len(text) <= width else text[:width] + "...")
+
+
+def _printable(text: str) -> str:
+    """Text from a file made safe to log: control characters (an escape sequence, a bell, a line end) escaped."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
