@@ -45,7 +45,7 @@ LANGUAGES = ("deu_Latn", "eng_Latn")
 def write_inputs(output: str, vectors: dict[str, np.ndarray], shard_rows: int) -> None:
     """Sentence shards (texts s<row>) and float16 embedding shards with their manifests, as extract and embed
     write them."""
-    from pipelines import layout, storage
+    from pipelines import layout, manifests
     from pipelines.extract import sentences_manifest, write_sentence_shard
     from pipelines.text.records import Sentence
 
@@ -65,9 +65,8 @@ def write_inputs(output: str, vectors: dict[str, np.ndarray], shard_rows: int) -
             np.save(path, matrix[rows.start : rows.stop].astype(np.float16))
             shards.append({"path": entry["path"], "rows": len(rows), "embeddings": path})
         languages[language] = {"rows": len(matrix), "dim": matrix.shape[1], "shards": shards}
-    storage.write_json(layout.manifest_path(output, "extract"), sentences_manifest(entries))
-    storage.write_json(layout.manifest_path(output, "embed"), {"stage": "embed", "encoder": "synthetic",
-                                                                "languages": languages})
+    manifests.write(output, "extract", sentences_manifest(entries))
+    manifests.write(output, "embed", {"stage": "embed", "encoder": "synthetic", "languages": languages})
 
 
 def nlist_for(n: int, rows_per_list: int) -> int:

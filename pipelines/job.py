@@ -17,7 +17,7 @@ import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions
 
-from pipelines import layout, storage
+from pipelines import layout, manifests, storage
 from pipelines.dependencies import NOT_RECORDED, changed_keys, stage_dependencies
 from pipelines.options import STAGES, MineOptions, check_local_workers, runs_locally
 from pipelines.report import format_summary, gold_scores, stage_report
@@ -26,18 +26,18 @@ log = logging.getLogger("pipelines.mine")
 
 
 def run_stage(name: str, build, settings: dict, options: PipelineOptions) -> dict:
-    """Run one stage as its own pipeline; returns its manifest.
+    """Run one stage as its own pipeline; returns its manifest (paths joined to the output folder).
 
     `build(pipeline) -> PCollection of manifest entries`, `build.manifest(entries) -> dict`; the manifest (with
-    the stage's counters) is written after the pipeline succeeds, so its existence means the stage is complete."""
+    the stage's counters) is written after the pipeline succeeded, so its existence means the stage is complete.
+    The stage's folders were checked first (`prepare_output`): nothing is deleted through a link."""
     output = settings["output"]
-    manifest_file = layout.manifest_path(output, name)
     for folder in layout.stage_folders(output, name):  # nothing of an earlier or killed run survives a rerun
         storage.delete_tree(folder)
     started = time.perf_counter()
     log.info("%s: starting", name)
     pipeline = beam.Pipeline(options=options)
-    entries_file = storage.join(layout.stage_dir(output, name), "_ENTRIES.json")
+    entries_file = storage.join(layout.stage_dir(output, name), manifests.ENTRIES_FILE)
     (build(pipeline)
      | f"{name}/Collect" >> beam.combiners.ToList()
      | f"{name}/Save" >> beam.Map(lambda entries: storage.write_json(entries_file, {"entries": entries})))
@@ -48,9 +48,10 @@ def run_stage(name: str, build, settings: dict, options: PipelineOptions) -> dic
     manifest["counters"] = counters(result)
     manifest["depends"] = stage_dependencies(name, settings)
     manifest["seconds"] = round(time.perf_counter() - started, 1)
-    storage.write_json(manifest_file, manifest)
+    stored = manifests.write(output, name, manifest)
+    storage.delete_path(entries_file)  # the stage's folders hold what its manifest lists, and the manifest
     log.info("%s: done in %.1f s", name, manifest["seconds"])
-    return manifest
+    return manifests.resolve(stored, output, name)
 
 
 def counters(result) -> dict[str, dict[str, int]]:
@@ -116,36 +117,79 @@ def stage_encoder(folder: str, target: str) -> str:
 
 def run(settings: dict, options: PipelineOptions, stages: list[str], builders: dict, rerun: bool = False) -> dict:
     """Run `stages` (names) in order with their `builders` (name -> stage class); the other stages' finished
-    outputs are read from their manifests."""
+    outputs are read from their manifests. Everything that could stop the run over the output folder's own state
+    is checked before any stage deletes anything in it (`prepare_output`)."""
     started = time.perf_counter()
-    manifests = {}
+    plan = plan_stages(settings, stages, rerun)
+    prepare_output(settings["output"], plan)
+    found = {}
+    for name, earlier in plan:
+        found[name] = earlier if earlier is not None else run_stage(name, builders[name](settings, found), settings,
+                                                                    options)
+    report = stage_report(settings, found, time.perf_counter() - started)
+    if settings.get("gold") and "pairs" in found:
+        report["gold"] = gold_scores(settings["gold"], found["pairs"])
+    storage.write_json(layout.report_path(settings["output"]), report)
+    return report
+
+
+OUTDATED = "(manifest of an older version)"  # a manifest without the current format: its stage is not finished
+
+
+def plan_stages(settings: dict, stages: list[str], rerun: bool) -> list[tuple[str, dict | None]]:
+    """(stage, its finished manifest to use, or None: the stage runs) for every stage this run runs or reads, in
+    order. A stage in `stages` runs when `rerun`, when it has no current manifest, or when what its output depends
+    on changed, and then so does every later stage in `stages`; a stage left out whose output is stale is an error."""
+    output, plan = settings["output"], []
     for name in STAGES:
-        manifest_file = layout.manifest_path(settings["output"], name)
-        earlier = storage.read_json(manifest_file) if storage.exists(manifest_file) else None
-        changed = changed_keys(earlier.get("depends"), stage_dependencies(name, settings)) if earlier else []
+        manifest_file = layout.manifest_path(output, name)
+        earlier = manifests.stored(output, name)
+        if earlier is not None and not manifests.is_current(earlier):
+            changed = [OUTDATED]
+        else:
+            changed = changed_keys(earlier.get("depends"), stage_dependencies(name, settings)) if earlier else []
         if name in stages and (rerun or earlier is None or changed):
-            if earlier is not None and changed and not rerun:
+            if changed == [OUTDATED] and not rerun:
+                log.info("%s: its manifest was written by an older version (paths not relative to the output "
+                         "folder): running it again", name)
+            elif earlier is not None and changed and not rerun:
                 log.info("%s: what its earlier output depends on changed (%s): running it again", name,
                          ", ".join(changed))
-            manifests[name] = run_stage(name, builders[name](settings, manifests), settings, options)
-            rerun = True  # a stage that ran makes every later stage's output stale
+            plan.append((name, None))
+            rerun = True  # a stage that runs makes every later stage's output stale
         elif earlier is not None:
+            if changed == [OUTDATED]:
+                raise ValueError(manifests.outdated_message(output, name))
             if changed == [NOT_RECORDED]:
                 log.warning("%s: its earlier output records no dependencies, so whether it matches these inputs "
                             "and settings cannot be checked; using it (run that stage too to be sure)", name)
             elif changed:
-                raise ValueError(f"{name}: its output in {settings['output']} was made with other inputs or "
+                raise ValueError(f"{name}: its output in {output} was made with other inputs or "
                                  f"settings ({', '.join(changed)}); run that stage too (--stages) or choose "
                                  f"another --output")
             else:
                 log.info("%s: finished in an earlier run with the same inputs and settings (%s)%s", name,
                          manifest_file, "; --rerun to redo it" if name in stages else "")
-            manifests[name] = earlier
-    report = stage_report(settings, manifests, time.perf_counter() - started)
-    if settings.get("gold") and "pairs" in manifests:
-        report["gold"] = gold_scores(settings["gold"], manifests["pairs"])
-    storage.write_json(layout.report_path(settings["output"]), report)
-    return report
+            plan.append((name, manifests.resolve(earlier, output, name)))
+    return plan
+
+
+def prepare_output(output: str, plan: list[tuple[str, dict | None]]) -> None:
+    """Check the output folder for every stage of `plan`, then clean it: a stage that will run must be able to
+    clear its folders (no links), a finished stage's files must be whole (later stages read them), and a finished
+    stage's folders keep only what its manifest lists. Nothing is deleted until every check passed."""
+    from pipelines import preflight
+
+    strays = {}
+    for name, manifest in plan:
+        if manifest is None:
+            preflight.check_stage_folders(output, name)
+        else:
+            preflight.check_finished_stage(output, name, manifest)
+            strays[name] = manifests.unlisted(output, name, manifest)
+            preflight.check_no_deletion_through_links(output, name, strays[name])
+    for name, paths in strays.items():
+        manifests.remove(name, paths, log)
 
 
 def print_help(prog: str, description: str | None = None) -> None:

@@ -1,8 +1,10 @@
 """Where each stage writes under the job's output folder (local or gs://):
 
     sentences/<lang>/part-00000-of-00002.parquet    extract: unique sentences, a document's sentences together
-    extract/_MANIFEST.json                            the shards, their row counts, the stage's counters and what
-                                                      its output depends on (pipelines/dependencies.py)
+    extract/_MANIFEST.json                            the shards (paths relative to the output folder:
+                                                      pipelines/manifests.py), their row counts, the stage's
+                                                      counters and what its output depends on
+                                                      (pipelines/dependencies.py)
     embeddings/<lang>/part-00000-of-00002.npy         embed: row i = row i of the sentence shard of the same name
     embed/_MANIFEST.json
     index/<lang>/centroids.npy                        pairs: the coarse quantizer of a language searched by lists
@@ -12,7 +14,8 @@
 
 A stage is finished when its manifest exists and records the same dependencies as the run at hand: the manifest is
 written last, so a run killed midway leaves none, and the rerun does that stage again after clearing its folders
-(its shards are rewritten whole, with the same names and bytes).
+(its shards are rewritten whole, with the same names and bytes). A stage that is reused keeps only the files its
+manifest lists.
 """
 
 from __future__ import annotations

@@ -646,8 +646,11 @@ class PairsStage:
             src, tgt = entry["pair"].split("-")
             fwd, bwd = (search_plan(config.knn, rows[lang]["rows"]) for lang in (tgt, src))
             entry["index"] = fwd if fwd == bwd else f"{fwd} (source->target), {bwd} (target->source)"
+        searched = sorted({lang for pair in self.pairs for lang in pair})  # the quantizers TrainQuantizer wrote
+        quantizers = {lang: layout.quantizer_file(self.settings["output"], lang) for lang in searched
+                      if join_plan(config.knn, rows[lang]["rows"])[0] > 1}
         return {"stage": "pairs", "settings": {**config.describe(), "pair_filter": self.settings.get("pair_filter")},
-                "pairs": sorted(entries, key=lambda e: e["pair"])}
+                "pairs": sorted(entries, key=lambda e: e["pair"]), "quantizers": quantizers}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,14 +4,31 @@ seconds, not after the extract and embed stages have run for an hour.
 Each stage that will run has its settings checked by the code that will use them (each stage's `check`, so the
 checks cannot drift from the stages; the file checks below are shared): the input glob must match files, the LID
 model must exist, the encoder must be loadable as a spec (a built-in name, a checkpoint folder whose layout reads, a
-cloud path or a hub id), and the embed, mining, knn and pair filter sections must parse with the types they need.
+cloud path or a hub id; never pickled weights), and the embed, mining, knn and pair filter sections must parse with
+the types they need.
+
+The output folder is checked too, before any stage deletes anything in it (pipelines/job.py): the folders of a stage
+that will run are real folders (a stage clears its folders first, and never deletes through a link), and every file
+a finished stage's manifest lists, which later stages will read, is there and whole (a zero-byte or cut vector
+shard, vectors of another width or dtype, a sentence shard that is not Parquet): an error naming the file, not a
+traceback from inside a Beam transform after the later stage's earlier output is gone.
 """
 
 from __future__ import annotations
 
+import json
 import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
-from pipelines import storage
+import numpy as np
+
+from pipelines import layout, manifests, storage
+from pipelines.options import STAGES
+
+# Weight files in pickle format (torch.save and its relatives): loading one can run code, so none is ever opened.
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
+VECTOR_DTYPES = (np.float16, np.float32)  # what the embed stage writes (embed.dtype)
 
 
 def check_input(pattern: str | None) -> None:
@@ -36,4 +53,146 @@ def check_encoder(spec: str | None) -> None:
     if not spec:
         raise ValueError("no encoder: set `encoder` in the config or give --encoder")
     if not storage.is_remote(spec):  # a cloud folder is read by the workers; nothing to look at from here
+        check_no_pickled_weights(spec)
         check_spec(spec)
+
+
+def check_no_pickled_weights(spec: str) -> None:
+    """An encoder folder whose weights would be read from a pickle is refused, naming the file: the folders weights
+    are read from (the folder itself, the modules its modules.json lists, an ensemble's members) must hold
+    safetensors wherever they hold a pickle-format file (`*.bin`, `*.pt`, ...). cmlm-miner never unpickles; left
+    alone, torch would refuse the file only in the embed stage, advising `weights_only=False`. A pickle beside
+    safetensors (transformers' training_args.bin) is never loaded and is left alone."""
+    from encoders.ensemble import is_ensemble, read_ensemble
+
+    folder = Path(spec)
+    if not folder.is_dir():
+        return
+    if is_ensemble(folder):
+        for member in read_ensemble(folder)["members"]:
+            check_no_pickled_weights(member)
+        return
+    for weights in [folder, *_module_folders(folder)]:
+        if any(weights.glob("*.safetensors")):
+            continue
+        pickled = sorted(p for p in weights.iterdir() if p.suffix in PICKLE_SUFFIXES and p.is_file())
+        if pickled:
+            raise ValueError(f"{pickled[0]}: pickled weights (a {pickled[0].suffix} file and no .safetensors beside "
+                             "it); cmlm-miner never unpickles model files (loading a pickle can run code): convert "
+                             "the weights to safetensors (safetensors.torch.save_file) or use a folder that has them")
+
+
+def _module_folders(folder: Path) -> list[Path]:
+    """The sentence-transformers module folders modules.json lists (a bad modules.json is check_spec's to name)."""
+    try:
+        modules = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    paths = [m.get("path") for m in modules if isinstance(m, dict)] if isinstance(modules, list) else []
+    return [folder / p for p in paths if isinstance(p, str) and p and (folder / p).is_dir()]
+
+
+# -- the output folder, before any stage deletes anything in it --------------------------------------------------
+
+def check_stage_folders(output: str, stage: str) -> None:
+    """A stage that runs deletes its folders first: each must be a real folder or absent. A folder that is a link
+    is refused, not emptied through it (it may point anywhere) nor replaced (the link says where its files should
+    go); a file in a folder's place is refused too."""
+    for folder in layout.stage_folders(output, stage):
+        if storage.is_remote(folder):
+            continue
+        if os.path.islink(folder):
+            raise ValueError(f"{folder} is a symbolic link (to {os.readlink(folder)}): the {stage} stage clears its "
+                             "folders before it runs and will not delete through a link; make it a folder (move "
+                             "what it points to into its place) or give another --output")
+        if os.path.exists(folder) and not os.path.isdir(folder):
+            raise ValueError(f"{folder} is a file, not a folder: the {stage} stage writes a folder there; move or "
+                             "remove the file")
+
+
+def check_no_deletion_through_links(output: str, stage: str, paths: list[str]) -> None:
+    """Stray files of a reused stage are removed, but never through a linked folder."""
+    for path in paths:
+        link = manifests.linked_part(path, output)
+        if link:
+            raise ValueError(f"{path}: not listed in the {stage} stage's manifest, and it lies in {link}, a symbolic "
+                             "link the pipeline will not delete through: remove it by hand, or make the link a "
+                             "folder")
+
+
+def check_finished_stage(output: str, stage: str, manifest: dict) -> None:
+    """Every file a finished stage's manifest lists is there and whole, before a later stage reads it: sentence
+    shards read as Parquet with the rows listed, vector shards as .npy headers of the listed rows, width and a
+    float dtype with every byte of their data (headers and footers only: cheap, and done in parallel for gs://)."""
+    checks = []
+    for language, entry in (manifest.get("languages") or {}).items():
+        for shard in entry.get("shards", []):
+            if stage == "extract":
+                checks.append((_check_parquet, shard["path"], shard["rows"]))
+            elif "embeddings" in shard:
+                checks.append((_check_vectors, shard["embeddings"], shard["rows"], entry.get("dim")))
+    for entry in manifest.get("pairs") or []:
+        checks += [(_check_parquet, entry["parquet"], entry.get("pairs")), (_check_present, entry["tsv"])]
+    checks += [(_check_present, path) for path in (manifest.get("quantizers") or {}).values()]
+    with ThreadPoolExecutor(16 if storage.is_remote(output) else 1) as pool:
+        problems = [p for p in pool.map(lambda check: check[0](*check[1:]), checks) if p]
+    if problems:
+        later = ",".join(STAGES[STAGES.index(stage):])
+        raise ValueError(f"{problems[0]}; the {stage} stage's output in {output} is damaged"
+                         f"{f' ({len(problems) - 1} more files)' if len(problems) > 1 else ''}: run it again "
+                         f"(--stages {later} --rerun)")
+
+
+def _check_present(path: str) -> str | None:
+    size = storage.size(path)
+    if size is None:
+        return f"{path}: missing"
+    return f"{path}: empty file (0 bytes)" if size == 0 else None
+
+
+def _check_parquet(path: str, rows: int | None) -> str | None:
+    import pyarrow.parquet as pq
+
+    problem = _check_present(path)
+    if problem:
+        return problem
+    try:
+        with storage.open_file(path) as handle:
+            found = pq.read_metadata(handle).num_rows
+    except Exception as err:  # pyarrow raises its own error types for a file that is not Parquet
+        return f"{path}: not a readable Parquet file ({type(err).__name__}: {err})"
+    if rows is not None and found != rows:
+        return f"{path}: {found} rows, the manifest lists {rows}"
+    return None
+
+
+def _check_vectors(path: str, rows: int, dim: int | None) -> str | None:
+    """The .npy header (never the data: a header that asks for pickles is refused) against the manifest, and the
+    file's size against the header: a cut file is found without reading it."""
+    problem = _check_present(path)
+    if problem:
+        return problem
+    try:
+        with storage.open_file(path) as handle:
+            version = np.lib.format.read_magic(handle)
+            read_header = {(1, 0): np.lib.format.read_array_header_1_0,
+                           (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+            if read_header is None:
+                return f"{path}: a .npy file of format {version}, which the embed stage does not write"
+            shape, fortran, dtype = read_header(handle)
+            offset = handle.tell()
+    except (ValueError, EOFError, OSError) as err:
+        return f"{path}: not a .npy file of vectors ({err})"
+    if dtype.hasobject or dtype not in VECTOR_DTYPES:
+        return f"{path}: dtype {dtype}, not float16 or float32" + (" (an array of Python objects: a pickle)"
+                                                                   if dtype.hasobject else "")
+    if len(shape) != 2 or fortran:
+        return f"{path}: an array of shape {shape}{' in Fortran order' if fortran else ''}, not rows of vectors"
+    if shape[0] != rows:
+        return f"{path}: {shape[0]} rows, the manifest lists {rows}"
+    if dim is not None and shape[1] != dim:
+        return f"{path}: vectors have {shape[1]} dimensions, expected {dim}"
+    data, expected = storage.size(path) - offset, rows * shape[1] * dtype.itemsize
+    if data != expected:
+        return f"{path}: holds {data} bytes of vectors, {expected} expected ({rows} x {shape[1]} {dtype}): cut short"
+    return None

@@ -8,19 +8,24 @@ from collections import defaultdict
 
 from miner.bucc import prf
 from pipelines import storage
+from pipelines.manifests import relative
 from pipelines.text.dedup import normalise
 
 
 def stage_report(settings: dict, manifests: dict, seconds: float) -> dict:
+    """The run's report; the files it names (the bitext) are relative to the output folder, as in the manifests."""
     extract, pairs = manifests.get("extract", {}), manifests.get("pairs", {})
     read = extract.get("counters", {}).get("read", {})
+    output = settings.get("output")
+    files = {"parquet", "tsv"}
     return {
         "input": settings.get("input"), "output": settings.get("output"), "encoder": settings.get("encoder"),
         "pages": read.get("pages", 0),
         "records": read.get("records", 0),
         "sentences": {lang: entry["rows"] for lang, entry in sorted(extract.get("languages", {}).items())},
         "mining": pairs.get("settings"),
-        "pairs": {entry["pair"]: {k: v for k, v in entry.items() if k != "pair"} for entry in pairs.get("pairs", [])},
+        "pairs": {entry["pair"]: {k: relative(v, output) if k in files else v for k, v in entry.items() if k != "pair"}
+                  for entry in pairs.get("pairs", [])},
         "seconds": {**{name: m.get("seconds") for name, m in manifests.items()}, "total": round(seconds, 1)},
         "counters": {name: m.get("counters", {}) for name, m in manifests.items()},
     }

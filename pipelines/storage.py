@@ -92,6 +92,36 @@ def delete_tree(path: str) -> None:
         shutil.rmtree(path)
 
 
+def delete_path(path: str) -> None:
+    """Remove one file, link (never what it points to) or folder."""
+    if is_remote(path):
+        FileSystems.delete([path])
+    elif os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        os.unlink(path)
+
+
+def list_files(folder: str) -> list[str]:
+    """Every file under a folder (or gs:// prefix), sorted; none there: []."""
+    if not is_remote(folder):
+        return sorted(os.path.join(root, name) for root, _, names in os.walk(folder) for name in names)
+    return sorted(m.path for m in FileSystems.match([folder.rstrip("/") + "/**"])[0].metadata_list)
+
+
+def size(path: str) -> int | None:
+    """A file's size in bytes; None when there is no such file."""
+    if not is_remote(path):
+        return os.path.getsize(path) if os.path.isfile(path) else None
+    found = FileSystems.match([path])[0].metadata_list
+    return found[0].size_in_bytes if found else None
+
+
+def open_file(path: str):
+    """A binary, seekable reader (local or gs://), for reading a file's header or footer only."""
+    return FileSystems.open(path, compression_type=RAW)
+
+
 def stage_folder(local: str, remote: str) -> str:
     """Copy a local folder (a model) to `remote` so workers that cannot see this machine's disk can read it."""
     for root, _, files in os.walk(local):

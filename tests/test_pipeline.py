@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines import layout, storage
+from pipelines import layout, manifests, storage
 from pipelines.mine import main, run
 from pipelines.settings import load_settings
 from tests.conftest import REPO
@@ -64,7 +64,7 @@ def test_the_sample_is_mined_with_its_known_translations(sample_run):
 
 def test_sentences_keep_document_order_for_cmlm(sample_run):
     output, _ = sample_run
-    manifest = storage.read_json(layout.manifest_path(str(output), "extract"))
+    manifest = manifests.read(str(output), "extract")
     table = storage.read_parquet(manifest["languages"]["deu_Latn"]["shards"][0]["path"]).to_pydict()
     rows = list(zip(table["document_id"], table["paragraph_index"], table["sentence_index"]))
     assert len(set(table["document_id"])) == 5  # the five German pages
@@ -125,7 +125,7 @@ def test_bad_records_are_counted_and_the_good_ones_kept(tmp_path):
     assert counters["pages"] == 3
     assert counters["skipped:not-200"] == 1 and counters["skipped:not-html"] == 1
     assert counters["skipped:too-large"] == 1 and counters["skipped:truncated"] == 1
-    manifest = storage.read_json(layout.manifest_path(str(output), "extract"))
+    manifest = manifests.read(str(output), "extract")
     texts = {text for entry in manifest["languages"].values() for shard in entry["shards"]
              for text in storage.read_parquet(shard["path"], columns=["text"]).column("text").to_pylist()}
     assert {text for _, text in good} <= texts
@@ -223,11 +223,14 @@ def test_a_rerun_redoes_what_changed_and_keeps_nothing_stale(sample_run, tmp_pat
     assert 0 < sum(e["pairs"] for e in report["pairs"].values()) < sum(e["pairs"] for e in first["pairs"].values())
     for name in ("extract", "embed"):  # untouched: not run again
         assert storage.read_json(layout.manifest_path(str(copy), name))["seconds"] == seconds[name]
-    assert [p.exists() for p in planted] == [True, True, False, False]  # pairs cleared its own folders
+    # pairs cleared its own folders; extract and embed, reused, keep only what their manifests list
+    assert not any(p.exists() for p in planted)
 
     moved = tmp_path / "crawl" / "sample.warc.gz"
     moved.parent.mkdir()
     shutil.copy(REPO / "sample" / "web" / "sample.warc.gz", moved)
+    for path in planted:
+        path.write_bytes(b"stale")
     report = run(settings(copy, input=str(moved), gold=None), PipelineOptions([]), ["extract", "embed", "pairs"])
     assert report["input"] == str(moved) and report["pages"] == 30
     assert not any(p.exists() for p in planted)  # extract and embed ran again and cleared theirs

@@ -7,7 +7,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from encoders import load_encoder
 from miner.mining import MiningConfig, mine
-from pipelines import layout, storage
+from pipelines import layout, manifests, storage
 from pipelines.extract import sentences_manifest, write_sentence_shard
 from pipelines.mine import run
 from pipelines.text.records import Sentence
@@ -28,7 +28,7 @@ def write_shards(output: str, n_shards: int) -> dict[str, list[str]]:
                              document_id=f"doc-{i}", paragraph_index=0, sentence_index=0, position=i)
                     for i, t in enumerate(unique) if i % n_shards == shard]
             entries.append(write_sentence_shard(output, language, shard, n_shards, rows))
-    storage.write_json(layout.manifest_path(output, "extract"), sentences_manifest(entries))
+    manifests.write(output, "extract", sentences_manifest(entries))  # as the extract stage writes it
     return texts
 
 
@@ -104,7 +104,7 @@ def test_vectors_are_stored_per_sentence_shard(tmp_path):
     output = str(tmp_path / "out")
     texts = write_shards(output, 2)
     run(settings_for(output, "max"), PipelineOptions([]), ["embed"])
-    manifest = storage.read_json(layout.manifest_path(output, "embed"))
+    manifest = manifests.read(output, "embed")
     entry = manifest["languages"]["deu_Latn"]
     assert entry["rows"] == len(texts["deu_Latn"]) and len(entry["shards"]) == 2
     first = entry["shards"][0]
@@ -162,6 +162,10 @@ def test_the_join_over_every_list_with_split_hot_lists_equals_exact_search(tmp_p
     assert counters(report)["hot_list_blocks"] > 0
     assert counters(report)["queries"] == len(texts["deu_Latn"]) + len(texts["eng_Latn"])
     assert storage.read_json(layout.manifest_path(output, "pairs"))["pairs"][0]["index"] == "IVF4,nprobe=4"
+    quantizers = {language: layout.quantizer_file(output, language) for language in LANGS.values()}
+    assert manifests.read(output, "pairs")["quantizers"] == quantizers  # listed: a reused stage keeps them
+    run(settings, PipelineOptions([]), ["embed", "pairs"])
+    assert all(storage.exists(path) for path in quantizers.values())
 
 
 def test_queries_whose_lists_hold_fewer_than_k_rows_are_searched_exactly(tmp_path):
@@ -177,12 +181,12 @@ def test_queries_whose_lists_hold_fewer_than_k_rows_are_searched_exactly(tmp_pat
 def test_a_language_with_fewer_sentences_than_k_is_searched_exactly(tmp_path):
     output = str(tmp_path / "out")
     write_shards(output, 1)
-    manifest = storage.read_json(layout.manifest_path(output, "extract"))
+    manifest = manifests.read(output, "extract")
     shard = manifest["languages"]["deu_Latn"]["shards"][0]
     few = storage.read_parquet(shard["path"]).slice(0, 3)
     storage.write_parquet(shard["path"], few)
     shard["rows"] = manifest["languages"]["deu_Latn"]["rows"] = 3
-    storage.write_json(layout.manifest_path(output, "extract"), manifest)
+    manifests.write(output, "extract", manifest)
     settings = settings_for(output, "union")
     settings["knn"] = {"index": "IVF16,Flat"}  # more lists than German sentences: exact search for them
     report = run(settings, PipelineOptions([]), ["embed", "pairs"])
@@ -195,7 +199,7 @@ def test_vectors_of_another_dimension_in_one_shard_are_an_error_naming_it(tmp_pa
     write_shards(output, 2)
     settings = settings_for(output, "max")
     run(settings, PipelineOptions([]), ["embed"])
-    shard = storage.read_json(layout.manifest_path(output, "embed"))["languages"]["eng_Latn"]["shards"][1]
+    shard = manifests.read(output, "embed")["languages"]["eng_Latn"]["shards"][1]
     np.save(shard["embeddings"], np.load(shard["embeddings"])[:, :100])
     with pytest.raises(Exception, match=r"part-00001-of-00002\.npy: vectors have 100 dimensions, expected"):
         run(settings, PipelineOptions([]), ["pairs"])
@@ -210,7 +214,7 @@ def test_margins_are_the_library_margins_of_the_same_neighbour_lists_bit_for_bit
     settings = settings_for(output, "union")
     settings["knn"] = {"index": "IVF4,Flat", "nprobe": 2}  # approximate: the lists decide the neighbours
     run(settings, PipelineOptions([]), ["embed", "pairs"])
-    embedded = storage.read_json(layout.manifest_path(output, "embed"))["languages"]
+    embedded = manifests.read(output, "embed")["languages"]
     vectors, texts = {}, {}
     for language, entry in embedded.items():  # shard-major order is reference order
         vectors[language] = np.concatenate([np.load(s["embeddings"]) for s in entry["shards"]])

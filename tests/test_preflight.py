@@ -1,5 +1,7 @@
 """`python -m pipelines.mine` refuses bad settings and missing inputs before its first stage, naming them."""
 
+import shutil
+
 import pytest
 
 from pipelines.mine import main
@@ -49,3 +51,37 @@ def test_each_stage_command_prints_its_own_help(capsys, stage):
     assert importlib.import_module(f"pipelines.{stage}").main(["--help"]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"usage: python -m pipelines.{stage}") and f"The {stage} stage" in out
+
+
+def _pickled(path) -> None:
+    import pickle
+
+    path.write_bytes(pickle.dumps({"weight": [0.0]}))  # what torch.save writes: a pickle, never opened by the check
+
+
+@pytest.mark.parametrize("model, replaced, pickled", [
+    ("tiny", "model.safetensors", "pytorch_model.bin"),  # the transformer's weights
+    ("tiny", "model.safetensors", "model.pt"),
+    ("distilled", "2_Dense/model.safetensors", "2_Dense/pytorch_model.bin"),  # a Dense module's
+])
+def test_an_encoder_folder_with_pickled_weights_is_refused_naming_the_file(tmp_path, capsys, tiny_encoder_dir, model,
+                                                                          replaced, pickled):
+    from tests.conftest import REPO
+
+    folder = tmp_path / "encoder"
+    shutil.copytree(tiny_encoder_dir if model == "tiny" else REPO / "models" / "cmlm-distilled", folder)
+    (folder / replaced).unlink()
+    _pickled(folder / pickled)
+    assert main(["--output", str(tmp_path / "out"), "--encoder", str(folder), "--stages", "embed"]) == 2
+    err = capsys.readouterr().err
+    assert f"{folder / pickled}: pickled weights" in err and "never unpickles" in err
+    assert not (tmp_path / "out").exists()  # nothing ran
+
+
+def test_pickles_beside_safetensors_weights_are_left_alone(tmp_path, tiny_encoder_dir):
+    from pipelines import preflight
+
+    folder = tmp_path / "encoder"
+    shutil.copytree(tiny_encoder_dir, folder)
+    _pickled(folder / "training_args.bin")  # e.g. what transformers' Trainer saves: never loaded, safetensors are
+    preflight.check_encoder(str(folder))

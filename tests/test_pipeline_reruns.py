@@ -1,0 +1,162 @@
+"""An output folder's own state on a rerun (docs/pipeline.md, Reruns): a copied folder reads its own files; a damaged
+shard, a stage folder that is a link or a manifest of an older version is named before any stage deletes anything;
+a reused stage's folders hold only what its manifest lists."""
+
+import logging
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipelines import layout, manifests, storage
+from pipelines.mine import run
+from pipelines.options import STAGES
+from tests.test_pipeline_pairs import settings_for, write_shards
+
+PAIR = ("deu_Latn", "eng_Latn")
+
+
+def mine(output: Path, stages: list[str], rerun: bool = False) -> dict:
+    return run(settings_for(str(output), "max"), PipelineOptions([]), stages, rerun=rerun)
+
+
+def bitext(output: Path) -> tuple[bytes, bytes]:
+    return tuple(storage.read_bytes(path) for path in layout.bitext_files(str(output), *PAIR))
+
+
+def files(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> Path:
+    """An output folder whose embed and pairs stages finished (extract's manifest written as extract writes it)."""
+    output = tmp_path_factory.mktemp("finished") / "out"
+    write_shards(str(output), 2)
+    mine(output, ["embed", "pairs"])
+    return output
+
+
+@pytest.fixture
+def copy(finished, tmp_path) -> Path:
+    """`cp -a` of the finished folder."""
+    target = tmp_path / "copy"
+    shutil.copytree(finished, target, symlinks=True)
+    return target
+
+
+def test_a_copied_output_folder_reads_its_own_files(tmp_path):
+    original = tmp_path / "original"
+    write_shards(str(original), 2)
+    mine(original, ["embed", "pairs"])
+    expected = bitext(original)
+    copied = tmp_path / "copied"
+    shutil.copytree(original, copied, symlinks=True)
+    shutil.rmtree(original)  # the copy's pairs stage must read the copy's vectors and sentences
+    report = mine(copied, ["pairs"], rerun=True)
+    assert bitext(copied) == expected
+    assert report["pairs"]["-".join(PAIR)]["parquet"] == "bitext/deu_Latn-eng_Latn.parquet"  # report.json alike
+    for stage in STAGES:  # no manifest names a file by the folder it was written in
+        assert str(original) not in Path(layout.manifest_path(str(copied), stage)).read_text(encoding="utf-8")
+
+
+def test_a_manifest_of_an_older_version_is_redone_or_named(copy):
+    manifest_file = layout.manifest_path(str(copy), "embed")
+    manifest = storage.read_json(manifest_file)
+    manifest.pop("format", None)  # as versions before relative paths wrote it: the output folder in every path
+    for entry in manifest["languages"].values():
+        for shard in entry["shards"]:
+            shard["path"], shard["embeddings"] = str(copy / shard["path"]), str(copy / shard["embeddings"])
+    storage.write_json(manifest_file, manifest)
+    expected = bitext(copy)
+    with pytest.raises(ValueError, match=r"embed: its manifest .* was written by an older version"):
+        mine(copy, ["pairs"], rerun=True)
+    assert bitext(copy) == expected  # nothing was deleted
+    mine(copy, ["embed", "pairs"])  # the embed stage is in the run: done again, as if it had no manifest
+    assert storage.read_json(manifest_file)["format"] == manifests.FORMAT
+    assert bitext(copy) == expected
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[:-10])
+
+
+@pytest.mark.parametrize("damage, problem", [
+    (lambda path: path.write_bytes(b""), "empty file"),
+    (_truncate, r"holds \d+ bytes of vectors, \d+ expected"),
+    (lambda path: path.write_bytes(b"PK\x03\x04 not numpy"), "not a .npy file"),
+    (lambda path: np.save(path, np.load(path).astype(np.int8)), "dtype int8, not float16 or float32"),
+    (lambda path: np.save(path, np.load(path)[:-1]), "rows, the manifest lists"),
+    (lambda path: np.save(path, np.load(path)[:, :100]), "vectors have 100 dimensions, expected"),
+    (lambda path: np.save(path, np.array([{"pickled": 1}], dtype=object), allow_pickle=True), "dtype object"),
+])
+def test_a_damaged_embedding_shard_is_named_before_anything_is_deleted(copy, damage, problem):
+    shard = copy / "embeddings" / "eng_Latn" / "part-00001-of-00002.npy"
+    damage(shard)
+    expected = bitext(copy)
+    with pytest.raises(ValueError, match=rf"part-00001-of-00002\.npy: .*{problem}.* run it again"):
+        mine(copy, ["pairs"], rerun=True)
+    assert bitext(copy) == expected  # the earlier pairs stage's output is still there
+
+
+def test_a_damaged_sentence_shard_is_named_before_anything_is_deleted(copy):
+    (copy / "sentences" / "deu_Latn" / "part-00000-of-00002.parquet").write_bytes(b"")
+    with pytest.raises(ValueError, match=r"deu_Latn/part-00000-of-00002\.parquet: empty file"):
+        mine(copy, ["embed", "pairs"], rerun=True)
+    assert (copy / "embeddings" / "deu_Latn" / "part-00000-of-00002.npy").exists()
+
+
+def test_a_stage_folder_that_is_a_link_is_refused_before_anything_is_deleted(copy, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    shutil.move(copy / "bitext", elsewhere)
+    (copy / "bitext").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(ValueError, match=r"bitext is a symbolic link .* will not delete through a link"):
+        mine(copy, ["pairs"], rerun=True)
+    assert Path(layout.manifest_path(str(copy), "pairs")).exists() and files(elsewhere)  # nothing deleted
+    (copy / "bitext").unlink()
+    shutil.move(elsewhere, copy / "bitext")
+    link = tmp_path / "link"  # an output folder reached through a link is an ordinary folder
+    link.symlink_to(copy, target_is_directory=True)
+    expected = bitext(copy)
+    mine(link, ["pairs"], rerun=True)
+    assert bitext(link) == expected and not (copy / "bitext").is_symlink()
+
+
+def test_a_reused_stage_keeps_only_what_its_manifest_lists(copy, caplog):
+    listed = files(copy)
+    planted = [copy / "sentences" / "deu_Latn" / "part-00007-of-00009.parquet",  # a shard of an earlier run
+               copy / "sentences" / "xxx_Latn" / "part-00000-of-00001.parquet",  # a language no longer found
+               copy / "embeddings" / "eng_Latn" / "part-00003-of-00004.npy",
+               copy / "embeddings" / "eng_Latn" / f"part-00000-of-00002.npy{storage.TEMPORARY_MARK}0af3",  # killed
+               copy / "embed" / f"_MANIFEST.json{storage.TEMPORARY_MARK}77c1",
+               copy / "bitext" / "xxx_Latn-eng_Latn.tsv.gz"]
+    for path in planted:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"stale")
+    expected = bitext(copy)
+    with caplog.at_level(logging.INFO, logger="pipelines"):
+        mine(copy, ["embed", "pairs"])  # both finished: reused, nothing runs
+    assert files(copy) == listed and not (copy / "sentences" / "xxx_Latn").exists()
+    assert bitext(copy) == expected
+    warned = "\n".join(r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+    assert "part-00007-of-00009.parquet" in warned and "xxx_Latn-eng_Latn.tsv.gz" in warned
+    assert storage.TEMPORARY_MARK not in warned  # a killed run's temporary file is removed without a warning
+
+
+def test_the_same_on_cloud_storage(finished, gcs_bucket):
+    """A finished folder copied to a bucket reads its own objects; a stray object goes, a damaged one is named."""
+    remote = f"{gcs_bucket}/copied"
+    for name in files(finished):
+        storage.write_bytes(f"{remote}/{name}", (finished / name).read_bytes())
+    storage.write_bytes(f"{remote}/embeddings/eng_Latn/part-00003-of-00004.npy", b"stale")
+    settings = settings_for(remote, "max")
+    run(settings, PipelineOptions([]), ["embed", "pairs"])  # reused
+    assert not storage.exists(f"{remote}/embeddings/eng_Latn/part-00003-of-00004.npy")
+    assert all(storage.exists(f"{remote}/{name}") for name in files(finished))
+    storage.write_bytes(f"{remote}/embeddings/eng_Latn/part-00001-of-00002.npy", b"")
+    with pytest.raises(ValueError, match=r"copied/embeddings/eng_Latn/part-00001-of-00002\.npy: empty file"):
+        run(settings, PipelineOptions([]), ["pairs"], rerun=True)
+    run(settings, PipelineOptions([]), ["embed", "pairs"], rerun=True)
+    assert tuple(storage.read_bytes(p) for p in layout.bitext_files(remote, *PAIR)) == bitext(finished)
