@@ -6,7 +6,8 @@
         --bucc ../shared/data/dev/bucc-style --markdown report.md   # the dev figures of an encoder, one table
 
 `suite` runs xsim (cosine) for every `--languages` file against the pivot (FLORES' eng_Latn), both directions,
-and BUCC on every `--pairs` with the 2-fold threshold protocol; it prints and writes both as tables.
+BUCC on every `--pairs` with the 2-fold threshold protocol, and with `--short DIR` Tatoeba-style retrieval of short
+sentence pairs (the train pool's held-out split, by length band); it prints and writes them as tables.
 
 Vectors come from precomputed `.npy` files (`--embeddings DIR`: DIR/<text file name>.npy, aligned with the
 lines) or from an encoder (`--encoder`). Both print the figures with the settings that produced them and can
@@ -37,9 +38,10 @@ from miner.cli import (
     settings_from_args,
 )
 from miner.console import exit_status, setup_logging
+from miner.index import KnnConfig
 from miner.io import InputFormatError, read_lines, write_json
 from miner.mining import MiningConfig, mine
-from miner.xsim import xsim
+from miner.xsim import LENGTH_BANDS, correct_rows, length_band, retrieve, xsim
 
 FOLDS = 2
 
@@ -188,7 +190,39 @@ def suite_report(args, source: VectorSource, config: MiningConfig) -> dict:
                                     "oracle_f1": result["oracle"]["f1"], "protocol": result["settings"]["threshold_protocol"]}
         if len(candidates) > 1:
             report["shared_threshold"] = shared_threshold(candidates)
+    if args.short:
+        wanted = [lang for lang in args.short_languages.split(",") if lang] if args.short_languages else None
+        report["short"] = short_report(args.short, source, args.short_limit, wanted)
+        report["short_mean_accuracy"] = float(np.mean([r["accuracy"] for r in report["short"].values()]))
     report["settings"] = {"pivot": args.pivot, "bucc_split": args.split, **config.describe()}
+    return report
+
+
+def short_report(folder: Path, source: VectorSource, limit: int, languages: list[str] | None = None) -> dict:
+    """Tatoeba-style retrieval of short sentences: every `<lang>-eng_Latn.tsv.gz` of `folder` (training.prepare's
+    heldout-short/test/, lines `xx<TAB>en`), its first `limit` pairs, each side retrieving the other by cosine;
+    accuracy is the mean of both directions, overall and by the English side's length band."""
+    report = {}
+    for path in sorted(folder.glob("*-eng_Latn.tsv.gz")):
+        language = path.name.split("-")[0]
+        if languages and language not in languages:
+            continue
+        pairs = [line.split("\t") for line in read_lines(path)[:limit]]
+        bad = next((i for i, p in enumerate(pairs, start=1) if len(p) != 2), None)
+        if bad is not None:
+            raise InputFormatError(f"{path}:{bad}: not source<TAB>English")
+        src_texts, tgt_texts = [p[0] for p in pairs], [p[1] for p in pairs]
+        rows = np.arange(len(pairs))
+        src = source.vectors(bucc.Sentences(path, [str(i) for i in rows], src_texts), rows, language)
+        tgt = source.vectors(bucc.Sentences(path, [str(i) for i in rows], tgt_texts), rows, "eng_Latn")
+        forward, backward = retrieve(src, tgt, "absolute", 1, KnnConfig(index="Flat"))
+        correct = (correct_rows(forward, tgt_texts).astype(float) + correct_rows(backward, src_texts)) / 2
+        bands = np.array([length_band(t) for t in tgt_texts])
+        report[language] = {"n": len(pairs), "accuracy": float(correct.mean()),
+                            "bands": {b: float(correct[bands == b].mean()) for b in dict.fromkeys(sorted(bands))}}
+    if not report:
+        raise InputFormatError(f"{folder}: no <lang>-eng_Latn.tsv.gz file" + (" of the languages asked for"
+                                                                             if languages else ""))
     return report
 
 
@@ -216,6 +250,17 @@ def format_suite(report: dict) -> str:
                   "| pair | P | R | F1 | oracle F1 |", "| --- | --- | --- | --- | --- |"]
         lines += [f"| {pair} | {100 * r['precision']:.1f} | {100 * r['recall']:.1f} | {100 * r['f1']:.1f} | "
                   f"{100 * r['oracle_f1']:.1f} |" for pair, r in report["bucc"].items()]
+    if report.get("short"):
+        bands = [name for _, name in LENGTH_BANDS]
+        lines += ["", "Short-sentence retrieval (cosine, mean of both directions; accuracy by the English side's "
+                  "words):", "", "| language | pairs | accuracy (%) | " + " | ".join(f"{b} words" for b in bands) + " |",
+                  "|---" * (3 + len(bands)) + "|"]
+        lines += [f"| {lang} | {r['n']} | {100 * r['accuracy']:.1f} | " + " | ".join(
+            "-" if b not in r["bands"] else f"{100 * r['bands'][b]:.1f}" for b in bands) + " |"
+            for lang, r in report["short"].items()]
+        lines.append(f"| **mean of {len(report['short'])}** | | {100 * report['short_mean_accuracy']:.1f} | "
+                     + " | ".join(f"{100 * m:.1f}" if m is not None else "-" for m in _band_means(report["short"]))
+                     + " |")
     shared = report.get("shared_threshold")
     if shared:
         lines += ["", f"One threshold for all pairs (a pipeline's mining.threshold): {shared['threshold']:.4f}, tuned "
@@ -245,6 +290,16 @@ def format_side_by_side(reports: list[dict]) -> str:
     if languages:
         lines.append(f"| **xsim error, mean of {len(languages)} (%)** | "
                      + " | ".join(cell(r.get("xsim_mean_error")) for r in reports) + " |")
+    short_languages = list(dict.fromkeys(lang for r in reports for lang in r.get("short", {})))
+    for lang in short_languages:
+        lines.append(f"| short-sentence accuracy {lang} (%) | " + " | ".join(
+            cell(r.get("short", {}).get(lang, {}).get("accuracy")) for r in reports) + " |")
+    if short_languages:
+        lines.append(f"| **short-sentence accuracy, mean of {len(short_languages)} (%)** | "
+                     + " | ".join(cell(r.get("short_mean_accuracy")) for r in reports) + " |")
+        for i, (_, band) in enumerate(LENGTH_BANDS):
+            lines.append(f"| short-sentence accuracy, {band} words (%) | "
+                         + " | ".join(cell(_band_means(r.get("short", {}))[i]) for r in reports) + " |")
     pairs = list(dict.fromkeys(p for r in reports for p in r["bucc"]))
     for pair in pairs:
         lines.append(f"| BUCC {pair} F1, 2-fold | " + " | ".join(
@@ -257,6 +312,15 @@ def format_side_by_side(reports: list[dict]) -> str:
             "-" if r.get("shared_threshold", {}).get("threshold") is None
             else f"{r['shared_threshold']['threshold']:.4f}" for r in reports) + " |")
     return "\n".join(lines)
+
+
+def _band_means(short: dict) -> list[float | None]:
+    """Each length band's accuracy, the mean over the languages that have sentences in it."""
+    means = []
+    for _, band in LENGTH_BANDS:
+        values = [r["bands"][band] for r in short.values() if band in r["bands"]]
+        means.append(float(np.mean(values)) if values else None)
+    return means
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -289,6 +353,10 @@ def main(argv: list[str] | None = None) -> int:
     suite_args.add_argument("--bucc", type=Path, help="folder of a BUCC-format corpus")
     suite_args.add_argument("--pairs", default="de-en,fr-en,ru-en,zh-en")
     suite_args.add_argument("--split", default="dev")
+    suite_args.add_argument("--short", type=Path, help="folder of held-out short sentence pairs <lang>-eng_Latn.tsv.gz "
+                            "(training.prepare writes data/train/heldout-short/test): Tatoeba-style retrieval")
+    suite_args.add_argument("--short-languages", help="comma-separated codes (default: every file in --short)")
+    suite_args.add_argument("--short-limit", type=int, default=1000, help="pairs a language, at most")
     suite_args.add_argument("--markdown", type=Path, help="write the tables as Markdown")
     suite_args.add_argument("--compare", action="append", default=[], metavar="SPEC",
                             help="another encoder to measure with the same settings (repeatable): the figures are "

@@ -26,14 +26,29 @@ def retrieve(src: np.ndarray, tgt: np.ndarray, margin: str, k: int, knn_config: 
     return forward.best()[0], backward.best()[0]
 
 
-def direction_report(predicted: np.ndarray, result_texts=None) -> dict:
-    """Errors of one direction; with `result_texts`, retrieving a copy of the reference text is correct."""
+LENGTH_BANDS = ((3, "1-3"), (8, "4-8"), (None, "9+"))  # words: UI labels and captions, phrases, sentences
+
+
+def length_band(text: str) -> str:
+    """`1-3`, `4-8` or `9+` words (a pair's band is its English side's)."""
+    words = len(text.split())
+    return next(name for most, name in LENGTH_BANDS if most is None or words <= most)
+
+
+def correct_rows(predicted: np.ndarray, result_texts=None) -> np.ndarray:
+    """Per query, whether it retrieved its own row (or, with `result_texts`, a copy of that row's text)."""
     gold = np.arange(len(predicted))
     correct = predicted == gold
     if result_texts is not None:
         correct |= np.fromiter((result_texts[p] == result_texts[g] for p, g in zip(predicted, gold)),
                                dtype=bool, count=len(gold))
-    errors = int((~correct).sum())
+    return correct
+
+
+def direction_report(predicted: np.ndarray, result_texts=None) -> dict:
+    """Errors of one direction; with `result_texts`, retrieving a copy of the reference text is correct."""
+    gold = np.arange(len(predicted))
+    errors = int((~correct_rows(predicted, result_texts)).sum())
     return {"errors": errors, "accuracy": 1 - errors / len(gold), "error_rate": errors / len(gold)}
 
 

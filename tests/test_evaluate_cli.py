@@ -147,6 +147,34 @@ def test_suite_compares_encoders_side_by_side(tmp_path, capsys):
     assert [r["encoder"]["encoder"] for r in reports] == ["char-ngram", "char-ngram:64"]
 
 
+def short_like(tmp_path):
+    """Short pairs as training.prepare writes heldout-short/test: German copies of their English (a lexical encoder
+    finds them) in three length bands, and one pair whose German is unrelated."""
+    import gzip
+
+    folder = tmp_path / "short"
+    folder.mkdir()
+    english = ["Open", "Save file", "Close the window now", "Print all pages of this long document for me please",
+               "Delete the selected message"]
+    pairs = [(e, e) for e in english] + [("Völlig anders", "Quit")]
+    with gzip.open(folder / "deu_Latn-eng_Latn.tsv.gz", "wt", encoding="utf-8") as handle:
+        handle.write("".join(f"{a}\t{b}\n" for a, b in pairs))
+    return folder
+
+
+def test_suite_short_sentences_by_length_band(tmp_path, capsys):
+    short = short_like(tmp_path)
+    assert main(["suite", "--encoder", "char-ngram", "--compare", "char-ngram:64", "--short", str(short),
+                 "--report", str(tmp_path / "suite.json")]) == 0
+    out = capsys.readouterr().out
+    assert "| short-sentence accuracy deu_Latn (%) |" in out and "| short-sentence accuracy, 9+ words (%) |" in out
+    report = json.loads((tmp_path / "suite.json").read_text())["encoders"][0]["short"]["deu_Latn"]
+    assert report["n"] == 6 and report["bands"]["9+"] == 1.0 and report["bands"]["4-8"] == 1.0
+    assert report["bands"]["1-3"] < 1.0  # "Quit" and its unrelated German find each other only by chance
+    assert main(["suite", "--encoder", "char-ngram", "--short", str(short), "--short-languages", "fra_Latn"]) == 2
+    assert "no <lang>-eng_Latn.tsv.gz file of the languages asked for" in capsys.readouterr().err
+
+
 def test_bucc_searches_exactly_unless_told_and_tunes_on_another_corpus(tmp_path):
     import shutil
 

@@ -75,6 +75,31 @@ def test_training_further_from_a_student_keeps_its_output_layer(training_inputs,
                             "model.output_dim=32").model, 64, str(folder), seed=0)
 
 
+def test_a_longer_max_seq_length_grows_the_positions_of_the_encoder_it_starts_from(training_inputs, tmp_path):
+    """A student trained with 80 positions continued at 128: its learned positions stay, the new ones start as
+    copies of the second half, and the exported encoder reads the longer sentences without cutting them."""
+    from encoders import load_encoder
+    from training.model import load_encoder_for_training
+
+    config = recipe(training_inputs, tmp_path, *DISTILL, "stages.0.steps=2")
+    tokenizer, data, model = prepare_run(config)
+    folder = Trainer(config, data, tokenizer, model).run(fit_output=True)
+    before = load_encoder_for_training(str(folder), config.model).embeddings.position_embeddings.weight.detach()
+    longer = recipe(training_inputs, tmp_path / "longer", *DISTILL, f"model.init={folder}",
+                    f"model.max_seq_length={len(before) + 20}", "model.projection_vectors=0")
+    grown = load_encoder_for_training(str(folder), longer.model)
+    table = grown.embeddings.position_embeddings.weight.detach()
+    known, half = len(before), len(before) // 2
+    assert len(table) == -(-(known + 20) // 8) * 8 and grown.config.max_position_embeddings == len(table)
+    torch.testing.assert_close(table[:known], before)
+    torch.testing.assert_close(table[known:known + half], before[known - half:known][:len(table) - known])
+    ids = torch.arange(len(table)).remainder(50).add(5).unsqueeze(0)  # a sentence as long as the new table
+    assert grown(input_ids=ids, attention_mask=torch.ones_like(ids)).last_hidden_state.shape[1] == len(table)
+    tokenizer, data, model = prepare_run(longer)
+    exported = Trainer(longer, data, tokenizer, model).run(fit_output=True)
+    assert load_encoder(str(exported)).max_seq_length == known + 20
+
+
 def test_the_cache_is_reused_and_only_missing_chunks_are_embedded(tmp_path, monkeypatch):
     import training.teacher as teacher
 

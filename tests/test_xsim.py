@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from miner.vectors import EmbeddingError
-from miner.xsim import xsim
+from miner.xsim import length_band, xsim
 
 # src -> tgt: s0 -> t0 (right), s1 -> t1 (right), s2 -> t0 (wrong: s2 sits next to t0).
 # tgt -> src: t0 -> s0 (right: cos 1 beats s2's 0.95), t1 -> s1, t2 -> s2 (its only neighbour above 0).
@@ -36,3 +36,9 @@ def test_misaligned_inputs():
         xsim(SRC, TGT[:2])
     with pytest.raises(ValueError, match="both sides"):
         xsim(SRC, TGT, src_texts=["a", "b", "c"])
+
+
+def test_length_bands_count_words():
+    assert [length_band(t) for t in ("Open", "Open the file", "Open the file now", "one two three four five six "
+                                     "seven eight", "one two three four five six seven eight nine")] == \
+        ["1-3", "1-3", "4-8", "4-8", "9+"]

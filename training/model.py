@@ -9,6 +9,8 @@ Only `encoder` is exported (encoders.model.save_encoder); the heads stay in the 
 
 from __future__ import annotations
 
+import logging
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -16,6 +18,8 @@ from torch import nn
 from encoders.model import bert_config, new_encoder_model
 from encoders.pooling import pool
 from training.losses import bitext_retrieval_loss, distillation_loss, masked_lm_loss, masked_positions, nli_features
+
+log = logging.getLogger("training.model")
 
 MAX_SCALE = 100.0  # a learned softmax scale is clipped here: beyond it the loss only sharpens, never ranks better
 
@@ -187,7 +191,25 @@ def load_encoder_for_training(folder: str, model_config) -> nn.Module:
                                         hidden_dropout_prob=model_config.dropout,
                                         attention_probs_dropout_prob=model_config.dropout)
     if encoder.config.max_position_embeddings < positions_needed(model_config):
-        raise ValueError(f"{folder}: {encoder.config.max_position_embeddings} positions, but CMLM with "
-                         f"max_seq_length {model_config.max_seq_length} and {model_config.projection_vectors} "
-                         f"projected vectors needs {positions_needed(model_config)}")
+        log.info("%s: %d positions grown to %d (max_seq_length %d, %d projected vectors)", folder,
+                 encoder.config.max_position_embeddings, positions_needed(model_config),
+                 model_config.max_seq_length, model_config.projection_vectors)
+        grow_positions(encoder, positions_needed(model_config))
     return encoder.float().train()
+
+
+def grow_positions(encoder: nn.Module, positions: int) -> None:
+    """Room for longer sentences in a trained encoder: the new positions start as copies of the second half of
+    the learned ones, repeated (a learned table is smooth past its first positions, which the [CLS] token and
+    sentence starts shape), so the network sees familiar vectors and training moves them apart. The first
+    positions keep their values: every sentence the encoder knew is encoded as before."""
+    embeddings = encoder.embeddings
+    old = embeddings.position_embeddings.weight.data
+    known, half = old.shape[0], old.shape[0] // 2
+    source = [i if i < known else known - half + (i - known) % half for i in range(positions)]
+    grown = nn.Embedding(positions, old.shape[1]).to(old.dtype)
+    grown.weight.data.copy_(old[source])
+    embeddings.position_embeddings = grown
+    embeddings.position_ids = torch.arange(positions, device=old.device).expand((1, -1))
+    embeddings.token_type_ids = torch.zeros((1, positions), dtype=torch.long, device=old.device)
+    encoder.config.max_position_embeddings = positions

@@ -10,6 +10,10 @@ Writes, with every language named ISO 639-3 + script (miner/languages.py):
                                   WMT21, Multi30k task 1, FLORES v1; exact duplicates removed
     heldout/<lang>-eng_Latn.tsv.gz the last NTREX documents, in every format left out of training: the periodic xsim
                                   check (an English sentence held out here is dropped from all bitext)
+    bitext-short/<lang>-eng_Latn.tsv.gz  en-pairs/ (training/en_pairs.py): localisation strings, help text,
+                                  questions, captions; checked line by line, skips counted by reason
+    heldout-short/{tune,test}/<lang>-eng_Latn.tsv.gz  en-pairs' held-out split, chosen by the English side (so
+                                  it is held out in every language): `tune` for choices, `test` for reporting
     loop/                         the mining loop's pool: UD PUD (19 languages) and WMT news sets of 4 languages, *not*
                                   given as bitext, but
                                   as two shuffled, thinned monolingual sides (<lang>.txt, eng_Latn.<lang>.txt) with
@@ -32,6 +36,7 @@ from pathlib import Path
 
 from miner.io import atomic_output, iter_lines, write_json
 from miner.languages import language_code
+from training.en_pairs import EnPairs, read_en_pairs
 
 log = logging.getLogger("training.prepare")
 ENGLISH = "eng_Latn"
@@ -260,6 +265,22 @@ def write_loop_pool(output: Path, pool: dict[str, list[tuple[str, str]]], held_e
     return report
 
 
+def write_en_pairs(output: Path, short: EnPairs, unseen_english: set[str]) -> dict:
+    """bitext-short/ (training pairs whose English is held out nowhere) and heldout-short/{tune,test}/."""
+    report: dict = {"skipped": dict(sorted(short.skips.items())), "sources": short.sources, "bitext_short": {},
+                    "heldout_short": {"tune": {}, "test": {}}}
+    for language, pairs in sorted(short.train.items()):
+        report["bitext_short"][language] = write_gz_lines(
+            output / "bitext-short" / f"{language}-{ENGLISH}.tsv.gz",
+            (f"{a}\t{b}" for a, b in pairs if b not in unseen_english))
+    for language, halves in sorted(short.heldout.items()):
+        for half, pairs in halves.items():
+            if pairs:
+                report["heldout_short"][half][language] = write_gz_lines(
+                    output / "heldout-short" / half / f"{language}-{ENGLISH}.tsv.gz", (f"{a}\t{b}" for a, b in pairs))
+    return report
+
+
 def build_tokenizer(output: Path, collect: Collector, vocab_size: int, sample_lines: int, seed: int) -> None:
     from encoders.tokenizer import coverage, smoothed_corpus, train_wordpiece
 
@@ -279,7 +300,7 @@ def build_tokenizer(output: Path, collect: Collector, vocab_size: int, sample_li
 def prepare(shared: Path, output: Path, vocab_size: int, sample_lines: int, seed: int) -> dict:
     if shared.name == "dev" or "dev" in shared.resolve().parts[-1:]:
         raise ValueError(f"{shared}: training data comes from the train pool only, never dev/")
-    for folder in ("documents", "bitext", "heldout", "loop", "tokenizer"):
+    for folder in ("documents", "bitext", "heldout", "loop", "tokenizer", "bitext-short", "heldout-short"):
         shutil.rmtree(output / folder, ignore_errors=True)  # a rerun writes the same set, never a union
     collect, loop_pool = Collector(), {}
     log.info("reading NTREX-128 from %s", shared)
@@ -290,11 +311,15 @@ def prepare(shared: Path, output: Path, vocab_size: int, sample_lines: int, seed
                        ("FLORES v1", lambda: flores_v1(shared, collect))):
         log.info("reading %s (%d pairs so far)", name, sum(len(p) for p in collect.bitext.values()))
         read()
+    short = read_en_pairs(shared / "en-pairs") if (shared / "en-pairs").is_dir() else None
     log.info("writing documents, bitext, held-out pairs and the loop pool to %s", output)
     held_english = {_clean(b) for pairs in heldout.values() for _, b in pairs}
     # The loop pool must be text the model never saw paired: its English side leaves every bitext file too
-    # (WMT news 2008-2013 are multi-way, so the same English sentences pair with other languages).
+    # (WMT news 2008-2013 are multi-way, so the same English sentences pair with other languages); so does
+    # en-pairs' held-out English.
     unseen_english = held_english | {_clean(b) for pairs in loop_pool.values() for _, b in pairs}
+    if short is not None:
+        unseen_english |= short.heldout_english()
     manifest = {"shared": str(shared), "documents": {}, "bitext": {}, "heldout": {}, "sources": collect.sources}
     for language, documents in sorted(collect.documents.items()):
         write_documents(output / "documents" / f"{language}.txt.gz", documents)
@@ -308,11 +333,27 @@ def prepare(shared: Path, output: Path, vocab_size: int, sample_lines: int, seed
         manifest["heldout"][language] = write_gz_lines(output / "heldout" / f"{language}-{ENGLISH}.tsv.gz",
                                                        (f"{a}\t{b}" for a, b in pairs))
     manifest["loop"] = write_loop_pool(output, loop_pool, held_english, seed)
+    if short is not None:
+        manifest["en_pairs"] = write_en_pairs(output, short, unseen_english)
     log.info("building the tokenizer (%d words)", vocab_size)
     build_tokenizer(output, collect, vocab_size, sample_lines, seed)
     manifest["tokenizer"] = {"vocab_size": vocab_size, "sample_lines": sample_lines}
     write_json(output / "manifest.json", manifest)
     return manifest
+
+
+def mixture_table(manifest: dict, columns: int = 4) -> str:
+    """The training mixture per language as Markdown: news and other long-sentence bitext (`bitext/`), en-pairs'
+    short sentences (`bitext-short/`), and en-pairs' held-out pairs (tune + test), several languages a row."""
+    short = manifest.get("en_pairs", {})
+    held = short.get("heldout_short", {"tune": {}, "test": {}})
+    languages = sorted(set(manifest["bitext"]) | set(short.get("bitext_short", {})))
+    cells = [f"{lang} | {manifest['bitext'].get(lang, 0):,} | {short.get('bitext_short', {}).get(lang, 0):,} | "
+             f"{held['tune'].get(lang, 0) + held['test'].get(lang, 0):,}" for lang in languages]
+    header = " | ".join(["language | news | short | held out"] * columns)
+    rows = [" | ".join(cells[i:i + columns] + [" |  |  | "] * (columns - len(cells[i:i + columns])))
+            for i in range(0, len(cells), columns)]
+    return "\n".join([f"| {header} |", "|---" * 4 * columns + "|", *(f"| {row} |" for row in rows)])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -326,8 +367,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vocab-size", type=int, default=32000)
     parser.add_argument("--sample-lines", type=int, default=600_000, help="tokenizer training lines")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--table", action="store_true",
+                        help="print the training mixture per language from <output>/manifest.json as Markdown")
     args = parser.parse_args(argv)
     setup_logging()
+    if args.table:
+        import json
+
+        return exit_status(lambda: print(mixture_table(json.loads((args.output / "manifest.json").read_text()))))
 
     def command() -> None:
         if not args.shared.is_dir():
@@ -336,6 +383,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"documents: {len(manifest['documents'])} languages, {sum(manifest['documents'].values())} sentences; "
               f"bitext: {len(manifest['bitext'])} languages, {sum(manifest['bitext'].values())} pairs; "
               f"held out: {sum(manifest['heldout'].values())} pairs; loop pool: {manifest['loop']}")
+        if "en_pairs" in manifest:
+            short = manifest["en_pairs"]
+            print(f"en-pairs: {len(short['bitext_short'])} languages, {sum(short['bitext_short'].values())} "
+                  f"training pairs; held out {sum(short['heldout_short']['tune'].values())} (tune) and "
+                  f"{sum(short['heldout_short']['test'].values())} (test); skipped {short['skipped']}")
         print(f"written to {args.output}")
 
     return exit_status(command)
