@@ -204,6 +204,30 @@ def print_help(prog: str, description: str | None = None) -> None:
     parser.print_help()
 
 
+def end_process(code: int):
+    """Leave the process with `code` once the job is over, without the interpreter's finalization.
+
+    At finalization CPython stops the daemon threads where they stand; one that is inside native code at that
+    moment (a Beam worker thread, a faiss or torch call that released the GIL, tqdm's monitor) is ended with
+    pthread_exit, and unwinding it through a C++ frame marked noexcept calls std::terminate ("terminate called
+    without an active exception", SIGABRT) or crashes: a finished job reported as failed. tests/test_exit.py
+    reproduces the crash with a faiss search in a daemon thread. Every output is written and renamed before the
+    job returns, so finalization has nothing left to do but what is done here: the exit handlers run (Python code,
+    safe while threads still run), then logging and the standard streams are flushed."""
+    import atexit
+
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # a closed or broken pipe: nothing more can reach it
+                pass
+        os._exit(code)
+
+
 def main(argv: list[str] | None, builders: dict, prog: str, description: str | None = None) -> int:
     """A job's command line: pipelines.mine runs every stage, each stage's own module (pipelines.extract ...) runs
     itself; `builders` (stage name -> stage class) are the stages this command can run."""

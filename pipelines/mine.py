@@ -16,8 +16,6 @@ partial or stale files.
 
 from __future__ import annotations
 
-import sys
-
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import job
@@ -38,4 +36,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    job.end_process(main())
