@@ -9,7 +9,7 @@ import pytest
 
 from encoders import BadSentenceError, CheckpointError, check_spec, load_encoder
 from encoders.ensemble import EnsembleError
-from training.ensemble import blend, choose_shares, fit, mining_f1
+from training.ensemble import blend, choose_shares, fit, mining_f1, never_below_a_member
 
 SENTENCES = ["Guten Morgen, wie geht es dir?", "Das Haus ist alt.", "Zwei Katzen schlafen."]
 
@@ -70,6 +70,8 @@ def test_bad_sentences_are_named_as_by_any_encoder(tmp_path):
     ({"default": [0.5, 0.6]}, "default must be 2 shares"),
     ({"languages": {"deu_Latn": [1.5, -0.5]}}, "languages.deu_Latn"),
     ({"languages": {"deu_Latn": [float("nan"), 1.0]}}, "languages.deu_Latn"),
+    ({"languages": {"Deutsch": [1.0, 0.0]}}, "keys must be codes such as deu_Latn.*'Deutsch'"),
+    ({"languages": {"de": [1.0, 0.0]}}, "keys must be codes"),
 ])
 def test_a_bad_ensemble_file_is_an_error_naming_it(tmp_path, fields, message):
     folder = write_ensemble(tmp_path / "e", **fields)
@@ -114,6 +116,27 @@ def test_each_language_gets_the_member_that_finds_its_translations(criterion):
     assert shares["aaa"] >= 0.75 and shares["bbb"] <= 0.25  # equal scores go to the share nearer the default
     assert chosen["scores"]["aaa"][shares["aaa"]] > 95 and chosen["scores"]["bbb"][shares["bbb"]] > 95
     assert chosen["scores"]["aaa"][0.0] < 20  # the other member alone is lost
+
+
+GRID = [0.0, 0.25, 0.5, 0.75, 1.0]
+
+
+def scores(*values):
+    return dict(zip(GRID, values))
+
+
+@pytest.mark.parametrize("sets, default, expected", [
+    # a blend better than both members on both sets
+    ([scores(50, 60, 70, 60, 55), scores(80, 82, 85, 83, 81)], 0.5, (0.5, "the default")),
+    # the default loses to the first member on short sentences, by less than min_gain: it may not be kept
+    ([scores(40, 50, 60, 62, 60.5), scores(30, 50, 60, 65, 60.2)], 0.5, (0.75, "its own share")),
+    ([scores(40, 50, 60, 60, 60.5), scores(30, 50, 60, 60, 60.2)], 0.5, (1.0, "its own share")),
+    # one member better on long sentences, the other on short, no blend reaches both: the smaller worst loss
+    ([scores(90, 80, 70, 60, 50), scores(40, 60, 70, 80, 95)], 0.5, (1.0, "a member alone (no share matches both "
+                                                                       "members)")),
+])
+def test_a_share_never_scores_below_the_better_member_on_any_set(sets, default, expected):
+    assert never_below_a_member(sets, GRID, default, min_gain=1.0) == expected
 
 
 def test_mining_f1_counts_only_gold_pairs_found():
@@ -161,6 +184,34 @@ def test_fit_writes_an_ensemble_that_loads(tmp_path):
                 **settings)
     assert again == summary
     assert (tmp_path / "ens2" / "ensemble.json").read_text() == (tmp_path / "ens" / "ensemble.json").read_text()
+
+
+def write_short(folder, pairs):
+    folder.mkdir(parents=True)
+    with gzip.open(folder / "deu_Latn-eng_Latn.tsv.gz", "wt", encoding="utf-8") as handle:
+        handle.write("".join(f"{a}\t{b}\n" for a, b in pairs))
+
+
+def test_fit_with_short_sentences_chooses_on_tune_and_reports_test(tmp_path):
+    english = [f"Sentence number {i} talks about {w}." for i, w in enumerate(["cats", "dogs", "rain"] * 20)]
+    write_ntrex(tmp_path / "pool", {"deu": english}, english, [f"doc{i // 3}" for i in range(len(english))])
+    short = [(f"Datei {i} öffnen", f"Open file {i}") for i in range(40)]  # no n-gram member sees these
+    write_short(tmp_path / "short" / "tune", short[:20])
+    write_short(tmp_path / "short" / "test", short[20:])
+    summary = fit(["char-ngram:64", "char-ngram:32"], tmp_path / "ens", tmp_path / "cache", tmp_path / "pool",
+                  step=0.25, min_gain=1.0, source_distractors=6, target_distractors=12,
+                  short_root=tmp_path / "short", short_min=10)
+    heldout = json.loads((tmp_path / "ens" / "heldout.json").read_text())
+    share = heldout["languages"]["deu_Latn"]
+    tune = heldout["short_scores"]["deu_Latn"]
+    assert set(tune) == {"0.0", "0.25", "0.5", "0.75", "1.0"} and len(heldout["scores"]["deu_Latn"]) == 5
+    assert tune[str(share)] >= max(tune["0.0"], tune["1.0"])  # never below a member on the tune half
+    assert heldout["short_test"]["deu_Latn"]["pairs"] == 20 and heldout["reasons"]["deu_Latn"]
+    assert summary["short test"]["languages"] == 1
+    assert "short held-out sentences" in json.loads((tmp_path / "ens" / "ensemble.json").read_text())["chosen_on"]
+    cached = sorted(p.name for p in (tmp_path / "cache").rglob("short-*.npy"))
+    assert cached == sorted(["short-tune.deu_Latn.npy", "short-tune.deu_Latn.eng_Latn.npy",
+                             "short-test.deu_Latn.npy", "short-test.deu_Latn.eng_Latn.npy"] * 2)
 
 
 def test_the_pipelines_embed_stage_gives_each_chunk_its_language(tmp_path):

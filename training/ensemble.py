@@ -2,20 +2,29 @@
 
     python -m training.ensemble --members use-multilingual models/cmlm-distilled --output models/cmlm-ensemble
 
-The data is the train pool's held-out NTREX-128 documents in every language (training.prepare.ntrex_references: no
-training set holds them), each against its English source, set up as BUCC is (../shared/docs/METHODS.md §2): the
-held-out sentences hidden among `--source-distractors` other sentences of the language and `--target-distractors`
-English ones (from NTREX's other documents, chosen so that no distractor translates another). A share is scored by
-what mining with it gives: the best F1 over thresholds of ratio-margin mining (k = 4, max selection), the
-`mining` criterion; `xsim` scores it by retrieval among the held-out sentences alone (cosine, both directions).
+Two held-out sets of the train pool, of different lengths, score every share:
+* long: NTREX-128's held-out documents in every language (training.prepare.ntrex_references: no training set holds
+  them), each against its English source, set up as BUCC is (../shared/docs/METHODS.md §2): the held-out sentences
+  hidden among `--source-distractors` other sentences of the language and `--target-distractors` English ones
+  (from NTREX's other documents, chosen so that no distractor translates another), scored by what mining with the
+  share gives: the best F1 over thresholds of ratio-margin mining (k = 4, max selection), the `mining` criterion
+  (`xsim` scores it by retrieval among the held-out sentences alone);
+* short: the `tune` half of en-pairs' held-out split (training.prepare's heldout-short/: localisation strings,
+  questions, captions; up to `--short-limit` pairs a language), scored by xsim retrieval accuracy (cosine, both
+  directions), as Tatoeba is.
 For a share a of the first member (1 - a of the second), on a grid of `--step`:
-1. the default share: the best mean score over all languages when both sides use it (what `encode` without a
-   language gives, and English always);
-2. each language's share: the best score for that language against English at the default; a tie goes to the
-   share nearer the default, and a language whose best gains at most `--min-gain` points over the default keeps
-   the default (a few hundred sentences cannot tell smaller differences apart).
+1. the default share: the best mean score over all languages and both sets when both sides use it (what `encode`
+   without a language gives, and English always);
+2. each language's share, scored against English at the default: only a share that does at least as well as the
+   better member alone on each of the language's sets may be chosen (so the ensemble never loses to a member);
+   among those, the best mean over the sets, a tie going to the share nearer the default, and the default kept
+   unless the best gains more than `--min-gain` points over it (a few hundred sentences cannot tell smaller
+   differences apart). Where no share is that good on both sets (one member better on short sentences, the other
+   on long), the member alone whose worst loss is smaller. `heldout.json` says which rule chose each share.
+The short sets' `test` half is scored after the choice (members alone and the chosen share): the figures that say
+whether the rule holds on sentences no choice saw.
 The dev pool is never read: figures reported on it stay a second split. Each member's vectors are cached under
-`--cache` (one `.npy` per member and language), so a rerun or an interrupted run embeds only what is missing.
+`--cache` (one `.npy` per member and set), so a rerun or an interrupted run embeds only what is missing.
 Writes `<output>/ensemble.json` and `<output>/heldout.json` (every language's score per share), atomically.
 """
 
@@ -37,10 +46,13 @@ log = logging.getLogger("training.ensemble")
 ENGLISH = "eng_Latn"
 
 
-def member_vectors(spec: str, texts: dict[str, list[str]], cache: Path) -> dict[str, np.ndarray]:
-    """Vectors of every language's texts from one member, read from or written to `cache/<member>/<lang>.npy`.
-    The member's folder is named by its spec and its files' sizes and times, so a retrained model is embedded
-    again; a cached file that cannot be read, or holds the wrong rows or NaN, is embedded again."""
+def member_vectors(spec: str, texts: dict[str, list[str]], cache: Path,
+                   languages: dict[str, str] | None = None) -> dict[str, np.ndarray]:
+    """Vectors of every set of texts from one member, read from or written to `cache/<member>/<name>.npy`; a set
+    is embedded as its language (`languages[name]`, else the name itself). The member's folder is named by its
+    spec and its files' sizes and times, so a retrained model is embedded again; a cached file that cannot be
+    read, or holds the wrong rows or NaN, is embedded again."""
+    languages = languages or {}
     folder = cache / hashlib.sha256(_member_key(spec).encode()).hexdigest()[:16]
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "member.txt").write_text(spec + "\n", encoding="utf-8")
@@ -59,7 +71,7 @@ def member_vectors(spec: str, texts: dict[str, list[str]], cache: Path) -> dict[
             from encoders import load_encoder
 
             encoder = load_encoder(spec)
-        out[language] = encoder.encode(lines, language=language).astype(np.float32)
+        out[language] = encoder.encode(lines, language=languages.get(language, language)).astype(np.float32)
         with atomic_output(path, "wb") as handle:
             np.save(handle, out[language], allow_pickle=False)
         stamp.write_text(digest + "\n")
@@ -104,27 +116,89 @@ def xsim_accuracy(src: np.ndarray, tgt: np.ndarray, src_texts: list[str], tgt_te
 
 
 def choose_shares(vectors: list[dict[str, np.ndarray]], texts: dict[str, list[str]], n_gold: int, grid: list[float],
-                  min_gain: float, criterion: str = "mining") -> dict:
-    """The default share and each language's (see the module docstring), with the scores they come from."""
-    languages = [lang for lang in texts if lang != ENGLISH]
+                  min_gain: float, criterion: str = "mining", short: dict[str, tuple[list[str], list[str]]] | None = None
+                  ) -> dict:
+    """The default share and each language's (see the module docstring), with the scores they come from. `texts`
+    are the long (NTREX) sets, `short` the short sentences' sets: per language its texts and their English (the
+    members' vectors under `short_key("tune", language)` and `short_key("tune", language, ENGLISH)`)."""
+    short = short or {}
+    long_languages = [lang for lang in texts if lang != ENGLISH]
 
-    def score(language: str, a: float, a_english: float) -> float:
+    def long_score(language: str, a: float, a_english: float) -> float:
         src = blend([v[language] for v in vectors], a)
         tgt = blend([v[ENGLISH] for v in vectors], a_english)
         if criterion == "mining":
             return mining_f1(src, tgt, n_gold)
         return xsim_accuracy(src[:n_gold], tgt[:n_gold], texts[language][:n_gold], texts[ENGLISH][:n_gold])
 
+    def short_score(language: str, a: float, a_english: float) -> float:
+        src = blend([v[short_key("tune", language)] for v in vectors], a)
+        tgt = blend([v[short_key("tune", language, ENGLISH)] for v in vectors], a_english)
+        return xsim_accuracy(src, tgt, *short[language])
+
+    sets = {"long": (long_languages, long_score), "short": (list(short), short_score)}
+    sets = {name: value for name, value in sets.items() if value[0]}
     with _quiet("miner"):
-        both = {a: float(np.mean([score(lang, a, a) for lang in languages])) for a in grid}
+        both = {a: float(np.mean([np.mean([score(lang, a, a) for lang in langs]) for langs, score in sets.values()]))
+                for a in grid}
         default = max(grid, key=lambda a: (both[a], -a))
-        table, scores = {}, {}
-        for language in languages:
-            scores[language] = {a: score(language, a, default) for a in grid}
-            best = max(grid, key=lambda a: (scores[language][a], -abs(a - default)))
-            table[language] = best if scores[language][best] - scores[language][default] > min_gain else default
-    return {"criterion": criterion, "default": default, "languages": table, "scores_both_sides": both,
-            "scores": scores}
+        scores = {name: {lang: {a: score(lang, a, default) for a in grid} for lang in langs}
+                  for name, (langs, score) in sets.items()}
+    table, reasons = {}, {}
+    for language in sorted({lang for langs, _ in sets.values() for lang in langs}):
+        table[language], reasons[language] = never_below_a_member(
+            [by_language[language] for by_language in scores.values() if language in by_language], grid, default,
+            min_gain)
+    return {"criterion": criterion, "default": default, "languages": table, "reasons": reasons,
+            "scores_both_sides": both, "scores": scores.get("long", {}), "short_scores": scores.get("short", {})}
+
+
+def never_below_a_member(scores: list[dict[float, float]], grid: list[float], default: float,
+                         min_gain: float) -> tuple[float, str]:
+    """A language's share from its scores on each held-out set (share -> score; share 1 is the first member alone,
+    0 the second): only shares that score at least as well as the better member alone on *every* set may be
+    chosen; among them the best mean, the default unless the best gains more than `min_gain` points over it (a
+    few hundred sentences cannot tell smaller differences apart). When no share is that good on every set (one
+    member is better on short sentences, the other on long ones), the member whose worst loss is smaller."""
+    members = (grid[0], grid[-1])
+    floors = [max(s[m] for m in members) for s in scores]
+    allowed = [a for a in grid if all(s[a] >= floor for s, floor in zip(scores, floors))]
+    mean = {a: float(np.mean([s[a] for s in scores])) for a in grid}
+    if not allowed:
+        worst = {m: min(s[m] - floor for s, floor in zip(scores, floors)) for m in members}
+        return max(members, key=lambda m: (worst[m], mean[m])), "a member alone (no share matches both members)"
+    best = max(allowed, key=lambda a: (mean[a], -abs(a - default)))
+    if default in allowed and mean[best] - mean[default] <= min_gain:
+        return default, "the default"
+    return best, "its own share"
+
+
+def short_key(half: str, language: str, side: str | None = None) -> str:
+    """The name of a short set's sentences among a member's vectors (and in its cache): `short-tune.<language>`,
+    and its English `short-tune.<language>.eng_Latn`."""
+    return f"short-{half}.{language}" + (f".{side}" if side else "")
+
+
+def short_sets(folder: Path, limit: int, min_pairs: int) -> dict[str, tuple[list[str], list[str]]]:
+    """`<folder>/<lang>-eng_Latn.tsv.gz` (training.prepare's heldout-short/<half>/): per language the first
+    `limit` pairs (the files are in hash order, so a fair sample) as (texts, English); a language with fewer
+    than `min_pairs` is left out (its retrieval figure would be noise)."""
+    from miner.io import iter_lines
+
+    sets = {}
+    for path in sorted(folder.glob(f"*-{ENGLISH}.tsv.gz")):
+        language = path.name.split("-")[0]
+        pairs = []
+        for number, line in enumerate(iter_lines(path), start=1):
+            fields = line.split("\t")
+            if len(fields) != 2:
+                raise ValueError(f"{path}:{number}: not source<TAB>English")
+            pairs.append(fields)
+            if len(pairs) == limit:
+                break
+        if len(pairs) >= min_pairs:
+            sets[language] = ([a for a, _ in pairs], [b for _, b in pairs])
+    return sets
 
 
 @contextlib.contextmanager
@@ -156,7 +230,10 @@ def mining_sets(root: Path, source_distractors: int, target_distractors: int) ->
 
 
 def fit(members: list[str], output: Path, cache: Path, ntrex_root: Path, step: float, min_gain: float,
-        criterion: str = "mining", source_distractors: int = 600, target_distractors: int = 1200) -> dict:
+        criterion: str = "mining", source_distractors: int = 600, target_distractors: int = 1200,
+        short_root: Path | None = None, short_limit: int = 1000, short_min: int = 100) -> dict:
+    """Choose the shares (on NTREX's held-out documents and, with `short_root`, its `tune/` short sentences),
+    write the ensemble, and report the chosen shares on `short_root/test/`, which no choice saw."""
     if len(members) != 2:
         raise ValueError(f"training.ensemble fits two members (a share a and 1 - a), got {len(members)}")
     if criterion not in ("mining", "xsim"):
@@ -166,33 +243,84 @@ def fit(members: list[str], output: Path, cache: Path, ntrex_root: Path, step: f
         raise ValueError(f"{ntrex_root}: no NTREX-128 references found")
     log.info("held-out NTREX: %d languages x %d sentences among %d and %d distractors", len(texts) - 1, n_gold,
              source_distractors, target_distractors)
-    vectors = [member_vectors(spec, texts, cache) for spec in members]
-    dims = [int(v[ENGLISH].shape[1]) for v in vectors]
+    short = {half: short_sets(short_root / half, short_limit, short_min) for half in ("tune", "test")} \
+        if short_root is not None else {"tune": {}, "test": {}}
+    if short_root is not None:
+        log.info("held-out short sentences: %d languages (tune), %d (test), at most %d pairs each",
+                 len(short["tune"]), len(short["test"]), short_limit)
     grid = [round(i * step, 6) for i in range(round(1 / step) + 1)]
-    chosen = choose_shares(vectors, texts, n_gold, grid, min_gain, criterion)
+    vectors = [_all_vectors(spec, texts, short, cache) for spec in members]
+    chosen = choose_shares(vectors, texts, n_gold, grid, min_gain, criterion, short["tune"])
+    dims = [int(v[ENGLISH].shape[1]) for v in vectors]
     output.mkdir(parents=True, exist_ok=True)
     specs = [_relative(spec, output) for spec in members]
     shares = {lang: [a, round(1 - a, 6)] for lang, a in chosen["languages"].items()}
     default = [chosen["default"], round(1 - chosen["default"], 6)]
+    short_note = (f"; and short held-out sentences (heldout-short/tune: {len(short['tune'])} languages, at most "
+                  f"{short_limit} a language, xsim accuracy), a share never below the better member alone on "
+                  f"either set" if short["tune"] else "")
     ensemble = {"format": "cmlm-ensemble/1", "members": specs, "dims": dims, "default": default,
                 "languages": {ENGLISH: default, **dict(sorted(shares.items()))},
                 "chosen_on": f"held-out NTREX-128 documents of the train pool ({n_gold} sentences a language, "
                              f"{len(texts) - 1} languages, against English; {source_distractors} and "
-                             f"{target_distractors} distractors), criterion {criterion}, grid step {step}, "
-                             f"min gain {min_gain} points (python -m training.ensemble)"}
+                             f"{target_distractors} distractors), criterion {criterion}{short_note}, grid step "
+                             f"{step}, min gain {min_gain} points (python -m training.ensemble)"}
+    test = short_test_scores(vectors, short["test"], chosen)
     write_json(output / "ensemble.json", ensemble)
-    write_json(output / "heldout.json", {"members": specs, "grid": grid, **chosen})
+    write_json(output / "heldout.json", {"members": specs, "grid": grid, **chosen, "short_test": test})
     return {"default": default, "languages": len(shares), "criterion": criterion,
-            "mean score": summarise(chosen, grid)}
+            "mean score": summarise(chosen["scores"], chosen, grid),
+            **({"mean short tune accuracy": summarise(chosen["short_scores"], chosen, grid)} if short["tune"] else {}),
+            **({"short test": summarise_test(test)} if test else {})}
 
 
-def summarise(chosen: dict, grid: list[float]) -> dict:
-    scores = chosen["scores"]
+def _all_vectors(spec: str, texts: dict[str, list[str]], short: dict[str, dict], cache: Path) -> dict:
+    """One member's vectors of the long sets and of both halves of the short ones, each short set under
+    `short_key` and embedded as its language."""
+    named, languages = dict(texts), {}
+    for half, sets in short.items():
+        for language, pair in sets.items():
+            for side, lines in zip((None, ENGLISH), pair):
+                named[short_key(half, language, side)] = lines
+                languages[short_key(half, language, side)] = side or language
+    return member_vectors(spec, named, cache, languages)
+
+
+def short_test_scores(vectors: list[dict[str, np.ndarray]], sets: dict, chosen: dict) -> dict:
+    """xsim accuracy on the short sentences' test half for each member alone and the chosen share: the figures
+    that say whether the rule holds on data no choice saw."""
+    result = {}
+    for language, (src_texts, tgt_texts) in sets.items():
+        share = chosen["languages"].get(language, chosen["default"])
+
+        def accuracy(a: float) -> float:
+            src = blend([v[short_key("test", language)] for v in vectors], a)
+            tgt = blend([v[short_key("test", language, ENGLISH)] for v in vectors], chosen["default"])
+            return xsim_accuracy(src, tgt, src_texts, tgt_texts)
+
+        with _quiet("miner"):
+            result[language] = {"share": share, "first member": accuracy(1.0), "second member": accuracy(0.0),
+                                "ensemble": accuracy(share), "pairs": len(src_texts)}
+    return result
+
+
+def summarise(scores: dict, chosen: dict, grid: list[float]) -> dict:
     mean = lambda pick: round(float(np.mean([pick(lang) for lang in scores])), 2)
     return {"first member alone": mean(lambda lang: scores[lang][grid[-1]]),
             "second member alone": mean(lambda lang: scores[lang][grid[0]]),
             "default share everywhere": mean(lambda lang: scores[lang][chosen["default"]]),
             "chosen shares": mean(lambda lang: scores[lang][chosen["languages"][lang]])}
+
+
+def summarise_test(test: dict) -> dict:
+    rows = test.values()
+    below = [lang for lang, r in test.items() if r["ensemble"] < max(r["first member"], r["second member"])]
+    return {"languages": len(test), "first member alone": round(float(np.mean([r["first member"] for r in rows])), 2),
+            "second member alone": round(float(np.mean([r["second member"] for r in rows])), 2),
+            "ensemble": round(float(np.mean([r["ensemble"] for r in rows])), 2),
+            "below the better member": len(below),
+            "largest loss": round(max([max(r["first member"], r["second member"]) - r["ensemble"]
+                                       for r in rows] + [0.0]), 2)}
 
 
 def _relative(spec: str, output: Path) -> str:
@@ -217,6 +345,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="points of held-out score a language's own share must gain to replace the default")
     parser.add_argument("--criterion", choices=("mining", "xsim"), default="mining",
                         help="score a share by mining F1 among distractors (default) or by xsim retrieval")
+    parser.add_argument("--short", type=Path, default=Path("data/train/heldout-short"),
+                        help="training.prepare's held-out short sentences (tune/ chooses, test/ reports); 'none' "
+                        "chooses on NTREX's long sentences alone")
+    parser.add_argument("--short-limit", type=int, default=1000, help="pairs a language, at most")
+    parser.add_argument("--short-min", type=int, default=100, help="pairs a language needs to be scored")
     parser.add_argument("--source-distractors", type=int, default=600)
     parser.add_argument("--target-distractors", type=int, default=1200)
     args = parser.parse_args(argv)
@@ -225,9 +358,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--step must divide 1 (0.1, 0.05, 0.25 ...)")
     if "dev" in args.train_pool.resolve().parts:
         parser.error(f"{args.train_pool}: shares are chosen on the train pool, never on dev/")
+    short = None if str(args.short) == "none" else args.short
+    if short is not None and not (short / "tune").is_dir():
+        parser.error(f"{short}/tune: no held-out short sentences (run python -m training.prepare, or --short none)")
     return exit_status(lambda: print(json.dumps(fit(
         args.members, args.output, args.cache, args.train_pool, args.step, args.min_gain, args.criterion,
-        args.source_distractors, args.target_distractors), indent=1)))
+        args.source_distractors, args.target_distractors, short, args.short_limit, args.short_min), indent=1)))
 
 
 if __name__ == "__main__":
