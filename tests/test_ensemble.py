@@ -192,7 +192,7 @@ def write_short(folder, pairs):
         handle.write("".join(f"{a}\t{b}\n" for a, b in pairs))
 
 
-def test_fit_with_short_sentences_chooses_on_tune_and_reports_test(tmp_path):
+def test_fit_with_short_sentences_chooses_on_tune_and_reports_test(tmp_path, capsys):
     english = [f"Sentence number {i} talks about {w}." for i, w in enumerate(["cats", "dogs", "rain"] * 20)]
     write_ntrex(tmp_path / "pool", {"deu": english}, english, [f"doc{i // 3}" for i in range(len(english))])
     short = [(f"Datei {i} öffnen", f"Open file {i}") for i in range(40)]  # no n-gram member sees these
@@ -209,6 +209,10 @@ def test_fit_with_short_sentences_chooses_on_tune_and_reports_test(tmp_path):
     assert heldout["short_test"]["deu_Latn"]["pairs"] == 20 and heldout["reasons"]["deu_Latn"]
     assert summary["short test"]["languages"] == 1
     assert "short held-out sentences" in json.loads((tmp_path / "ens" / "ensemble.json").read_text())["chosen_on"]
+    from training.ensemble import main
+
+    assert main(["--table", str(tmp_path / "ens")]) == 0
+    assert "| deu_Latn | 20 | " in capsys.readouterr().out
     cached = sorted(p.name for p in (tmp_path / "cache").rglob("short-*.npy"))
     assert cached == sorted(["short-tune.deu_Latn.npy", "short-tune.deu_Latn.eng_Latn.npy",
                              "short-test.deu_Latn.npy", "short-test.deu_Latn.eng_Latn.npy"] * 2)

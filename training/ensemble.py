@@ -330,13 +330,30 @@ def _relative(spec: str, output: Path) -> str:
     return os.path.relpath(Path(spec).resolve(), output.resolve())
 
 
+def short_test_table(heldout: dict, columns: int = 3) -> str:
+    """heldout.json's short test half as Markdown: each language's xsim accuracy with each member alone and with
+    its chosen share (marked where it is below the better member), several languages a row."""
+    cells = []
+    for language, r in sorted(heldout["short_test"].items()):
+        below = " (below)" if r["ensemble"] < max(r["first member"], r["second member"]) else ""
+        cells.append(f"{language} | {r['pairs']} | {r['first member']:.1f} | {r['second member']:.1f} | "
+                     f"**{r['ensemble']:.1f}**{below} | {r['share']}")
+    members = [Path(m).name for m in heldout["members"]]
+    header = " | ".join([f"language | pairs | {members[0]} | {members[1]} | ensemble | share"] * columns)
+    rows = [" | ".join(cells[i:i + columns] + [" |  |  |  |  | "] * (columns - len(cells[i:i + columns])))
+            for i in range(0, len(cells), columns)]
+    return "\n".join([f"| {header} |", "|---" * 6 * columns + "|", *(f"| {row} |" for row in rows)])
+
+
 def main(argv: list[str] | None = None) -> int:
     from miner.console import exit_status, setup_logging
 
     parser = argparse.ArgumentParser(prog="python -m training.ensemble", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--members", nargs=2, required=True, metavar="SPEC",
+    parser.add_argument("--members", nargs=2, metavar="SPEC",
                         help="two encoder specs: the first's share is a, the second's 1 - a")
-    parser.add_argument("--output", type=Path, required=True, help="the ensemble folder to write")
+    parser.add_argument("--output", type=Path, help="the ensemble folder to write")
+    parser.add_argument("--table", type=Path, metavar="FOLDER",
+                        help="print an ensemble folder's short test figures (its heldout.json) as Markdown, and stop")
     parser.add_argument("--train-pool", type=Path, default=Path("../shared/data/train"),
                         help="the train pool holding ntrex-128/ (never the dev pool)")
     parser.add_argument("--cache", type=Path, default=Path("data/ensemble-cache"), help="members' vectors")
@@ -354,6 +371,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target-distractors", type=int, default=1200)
     args = parser.parse_args(argv)
     setup_logging()
+    if args.table is not None:
+        return exit_status(lambda: print(short_test_table(json.loads((args.table / "heldout.json").read_text()))))
+    if not args.members or args.output is None:
+        parser.error("--members and --output are required (or --table FOLDER)")
     if not 0 < args.step <= 0.5 or abs(round(1 / args.step) * args.step - 1) > 1e-9:
         parser.error("--step must divide 1 (0.1, 0.05, 0.25 ...)")
     if "dev" in args.train_pool.resolve().parts:
