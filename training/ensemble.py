@@ -370,9 +370,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source-distractors", type=int, default=600)
     parser.add_argument("--target-distractors", type=int, default=1200)
     args = parser.parse_args(argv)
-    setup_logging()
     if args.table is not None:
         return exit_status(lambda: print(short_test_table(json.loads((args.table / "heldout.json").read_text()))))
+    setup_logging()
     if not args.members or args.output is None:
         parser.error("--members and --output are required (or --table FOLDER)")
     if not 0 < args.step <= 0.5 or abs(round(1 / args.step) * args.step - 1) > 1e-9:
