@@ -105,7 +105,14 @@ def test_a_short_coverage_guided_run_finds_nothing(tmp_path):
         (corpus / name).write_bytes(data)
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = {**os.environ, "PYTHONPATH": repo}
-    run = subprocess.run([sys.executable, "-m", "tests.fuzz_warc", "-runs=3000", "-seed=1", str(corpus)],
+    # libFuzzer's memory limit reads the process's peak RSS, which Linux carries from this process over fork and
+    # exec: after the rest of the suite (2.2 GB in one run) the child would start "out of memory". Its own budget is
+    # libFuzzer's default 2 GB on top of what it inherits.
+    import resource
+
+    inherited_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    run = subprocess.run([sys.executable, "-m", "tests.fuzz_warc", "-runs=3000", "-seed=1",
+                          f"-rss_limit_mb={inherited_mb + 2048}", str(corpus)],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "Done 3000 runs" in run.stderr
