@@ -290,17 +290,14 @@ def short_test_scores(vectors: list[dict[str, np.ndarray]], sets: dict, chosen: 
     """xsim accuracy on the short sentences' test half for each member alone and the chosen share: the figures
     that say whether the rule holds on data no choice saw."""
     result = {}
-    for language, (src_texts, tgt_texts) in sets.items():
+    for language, texts in sets.items():
         share = chosen["languages"].get(language, chosen["default"])
-
-        def accuracy(a: float) -> float:
-            src = blend([v[short_key("test", language)] for v in vectors], a)
-            tgt = blend([v[short_key("test", language, ENGLISH)] for v in vectors], chosen["default"])
-            return xsim_accuracy(src, tgt, src_texts, tgt_texts)
-
+        sides = [[v[short_key("test", language, side)] for v in vectors] for side in (None, ENGLISH)]
         with _quiet("miner"):
-            result[language] = {"share": share, "first member": accuracy(1.0), "second member": accuracy(0.0),
-                                "ensemble": accuracy(share), "pairs": len(src_texts)}
+            accuracy = {a: xsim_accuracy(blend(sides[0], a), blend(sides[1], chosen["default"]), *texts)
+                        for a in dict.fromkeys((1.0, 0.0, share))}
+        result[language] = {"share": share, "first member": accuracy[1.0], "second member": accuracy[0.0],
+                            "ensemble": accuracy[share], "pairs": len(texts[0])}
     return result
 
 
