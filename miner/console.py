@@ -76,3 +76,15 @@ class Progress:
         of = f" of {self.total:,}" if self.total is not None else ""
         rate = self.count / seconds
         return f"{self.what}: {self.count:,}{of} {self.unit} in {seconds:.0f} s ({rate:,.1f} {self.unit}/s)"
+
+
+def wide_table(header: list[str], rows: list[list[str]], columns: int) -> str:
+    """A Markdown table with `columns` records side by side in each line (long per-language lists stay short);
+    the last line is padded with empty cells."""
+    cells = [" | ".join(row) for row in rows]
+    blank = " | ".join([""] * len(header))
+    lines = [" | ".join(cells[i:i + columns] + [blank] * (columns - len(cells[i:i + columns])))
+             for i in range(0, len(cells), columns)]
+    return "\n".join([f"| {' | '.join([' | '.join(header)] * columns)} |", "|---" * len(header) * columns + "|",
+                      *(f"| {line} |" for line in lines)])
+

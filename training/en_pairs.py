@@ -75,7 +75,8 @@ class EnPairs:
         return {en for halves in self.heldout.values() for pairs in halves.values() for _, en in pairs}
 
 
-def _clean(text: str) -> str:
+def clean(text: str) -> str:
+    """One line of text: tabs and runs of white space become one space (the training files are TSV)."""
     return " ".join(text.replace("\t", " ").split())
 
 
@@ -89,7 +90,7 @@ def check_pair(fields: list[str]) -> tuple[str, str] | str:
     """The cleaned (xx, en) pair, or the reason it is not one."""
     if len(fields) != 2:
         return "no-tab"
-    source, english = _clean(fields[0]), _clean(fields[1])
+    source, english = clean(fields[0]), clean(fields[1])
     if not WORD.search(source) or not WORD.search(english):
         return "empty-side"
     if source.casefold() == english.casefold():

@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from miner.console import wide_table
 from miner.io import atomic_output, folder_files, write_json
 
 log = logging.getLogger("training.ensemble")
@@ -116,8 +117,8 @@ def xsim_accuracy(src: np.ndarray, tgt: np.ndarray, src_texts: list[str], tgt_te
 
 
 def choose_shares(vectors: list[dict[str, np.ndarray]], texts: dict[str, list[str]], n_gold: int, grid: list[float],
-                  min_gain: float, criterion: str = "mining", short: dict[str, tuple[list[str], list[str]]] | None = None
-                  ) -> dict:
+                  min_gain: float, criterion: str = "mining",
+                  short: dict[str, tuple[list[str], list[str]]] | None = None) -> dict:
     """The default share and each language's (see the module docstring), with the scores they come from. `texts`
     are the long (NTREX) sets, `short` the short sentences' sets: per language its texts and their English (the
     members' vectors under `short_key("tune", language)` and `short_key("tune", language, ENGLISH)`)."""
@@ -330,16 +331,13 @@ def _relative(spec: str, output: Path) -> str:
 def short_test_table(heldout: dict, columns: int = 3) -> str:
     """heldout.json's short test half as Markdown: each language's xsim accuracy with each member alone and with
     its chosen share (marked where it is below the better member), several languages a row."""
-    cells = []
+    rows = []
     for language, r in sorted(heldout["short_test"].items()):
         below = " (below)" if r["ensemble"] < max(r["first member"], r["second member"]) else ""
-        cells.append(f"{language} | {r['pairs']} | {r['first member']:.1f} | {r['second member']:.1f} | "
-                     f"**{r['ensemble']:.1f}**{below} | {r['share']}")
+        rows.append([language, str(r["pairs"]), f"{r['first member']:.1f}", f"{r['second member']:.1f}",
+                     f"**{r['ensemble']:.1f}**{below}", str(r["share"])])
     members = [Path(m).name for m in heldout["members"]]
-    header = " | ".join([f"language | pairs | {members[0]} | {members[1]} | ensemble | share"] * columns)
-    rows = [" | ".join(cells[i:i + columns] + [" |  |  |  |  | "] * (columns - len(cells[i:i + columns])))
-            for i in range(0, len(cells), columns)]
-    return "\n".join([f"| {header} |", "|---" * 6 * columns + "|", *(f"| {row} |" for row in rows)])
+    return wide_table(["language", "pairs", *members, "ensemble", "share"], rows, columns)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,9 +34,11 @@ import shutil
 from collections import defaultdict
 from pathlib import Path
 
+from miner.console import wide_table
 from miner.io import atomic_output, iter_lines, write_json
 from miner.languages import language_code
 from training.en_pairs import EnPairs, read_en_pairs
+from training.en_pairs import clean as _clean  # one cleaning for every source
 
 log = logging.getLogger("training.prepare")
 ENGLISH = "eng_Latn"
@@ -61,10 +63,6 @@ class Collector:
             if src and tgt:
                 kept.setdefault((src, tgt))
         self.sources[source][language] = self.sources[source].get(language, 0) + len(kept) - before
-
-
-def _clean(text: str) -> str:
-    return " ".join(text.replace("\t", " ").split())
 
 
 def _lines(path: Path) -> list[str]:
@@ -348,12 +346,9 @@ def mixture_table(manifest: dict, columns: int = 4) -> str:
     short = manifest.get("en_pairs", {})
     held = short.get("heldout_short", {"tune": {}, "test": {}})
     languages = sorted(set(manifest["bitext"]) | set(short.get("bitext_short", {})))
-    cells = [f"{lang} | {manifest['bitext'].get(lang, 0):,} | {short.get('bitext_short', {}).get(lang, 0):,} | "
-             f"{held['tune'].get(lang, 0) + held['test'].get(lang, 0):,}" for lang in languages]
-    header = " | ".join(["language | news | short | held out"] * columns)
-    rows = [" | ".join(cells[i:i + columns] + [" |  |  | "] * (columns - len(cells[i:i + columns])))
-            for i in range(0, len(cells), columns)]
-    return "\n".join([f"| {header} |", "|---" * 4 * columns + "|", *(f"| {row} |" for row in rows)])
+    rows = [[lang, f"{manifest['bitext'].get(lang, 0):,}", f"{short.get('bitext_short', {}).get(lang, 0):,}",
+             f"{held['tune'].get(lang, 0) + held['test'].get(lang, 0):,}"] for lang in languages]
+    return wide_table(["language", "news", "short", "held out"], rows, columns)
 
 
 def main(argv: list[str] | None = None) -> int:
