@@ -39,7 +39,7 @@ from miner.cli import (
 )
 from miner.console import exit_status, setup_logging
 from miner.index import KnnConfig
-from miner.io import InputFormatError, read_lines, write_json
+from miner.io import InputFormatError, read_lines, read_pair_lines, write_json
 from miner.mining import MiningConfig, mine
 from miner.xsim import LENGTH_BANDS, correct_rows, length_band, retrieve, xsim
 
@@ -207,18 +207,14 @@ def short_report(folder: Path, source: VectorSource, limit: int, languages: list
         language = path.name.split("-")[0]
         if languages and language not in languages:
             continue
-        pairs = [line.split("\t") for line in read_lines(path)[:limit]]
-        bad = next((i for i, p in enumerate(pairs, start=1) if len(p) != 2), None)
-        if bad is not None:
-            raise InputFormatError(f"{path}:{bad}: not source<TAB>English")
-        src_texts, tgt_texts = [p[0] for p in pairs], [p[1] for p in pairs]
-        rows = np.arange(len(pairs))
+        src_texts, tgt_texts = read_pair_lines(path, limit)
+        rows = np.arange(len(src_texts))
         src = source.vectors(bucc.Sentences(path, [str(i) for i in rows], src_texts), rows, language)
         tgt = source.vectors(bucc.Sentences(path, [str(i) for i in rows], tgt_texts), rows, "eng_Latn")
         forward, backward = retrieve(src, tgt, "absolute", 1, KnnConfig(index="Flat"))
         correct = (correct_rows(forward, tgt_texts).astype(float) + correct_rows(backward, src_texts)) / 2
         bands = np.array([length_band(t) for t in tgt_texts])
-        report[language] = {"n": len(pairs), "accuracy": float(correct.mean()),
+        report[language] = {"n": len(rows), "accuracy": float(correct.mean()),
                             "bands": {b: float(correct[bands == b].mean()) for b in dict.fromkeys(sorted(bands))}}
     if not report:
         raise InputFormatError(f"{folder}: no <lang>-eng_Latn.tsv.gz file" + (" of the languages asked for"
@@ -253,7 +249,8 @@ def format_suite(report: dict) -> str:
     if report.get("short"):
         bands = [name for _, name in LENGTH_BANDS]
         lines += ["", "Short-sentence retrieval (cosine, mean of both directions; accuracy by the English side's "
-                  "words):", "", "| language | pairs | accuracy (%) | " + " | ".join(f"{b} words" for b in bands) + " |",
+                  "words):", "",
+                  "| language | pairs | accuracy (%) | " + " | ".join(f"{b} words" for b in bands) + " |",
                   "|---" * (3 + len(bands)) + "|"]
         lines += [f"| {lang} | {r['n']} | {100 * r['accuracy']:.1f} | " + " | ".join(
             "-" if b not in r["bands"] else f"{100 * r['bands'][b]:.1f}" for b in bands) + " |"

@@ -56,6 +56,21 @@ def iter_lines(path: str | Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterat
         raise InputFormatError(f"{path}: cannot read ({err})") from None
 
 
+def read_pair_lines(path: str | Path, limit: int | None = None) -> tuple[list[str], list[str]]:
+    """The first `limit` lines of a `source<TAB>target` file as (sources, targets); a line without exactly one tab
+    is an error naming it."""
+    sources, targets = [], []
+    for number, line in enumerate(iter_lines(path), start=1):
+        if limit is not None and number > limit:
+            break
+        fields = line.split("\t")
+        if len(fields) != 2:
+            raise InputFormatError(f"{path}:{number}: not source<TAB>target")
+        sources.append(fields[0])
+        targets.append(fields[1])
+    return sources, targets
+
+
 @contextlib.contextmanager
 def atomic_output(path: str | Path, mode: str = "wb") -> Iterator[IO]:
     """Write `path` through a temporary file in the same folder, renamed into place only on success.

@@ -173,6 +173,12 @@ def test_suite_short_sentences_by_length_band(tmp_path, capsys):
     assert report["bands"]["1-3"] < 1.0  # "Quit" and its unrelated German find each other only by chance
     assert main(["suite", "--encoder", "char-ngram", "--short", str(short), "--short-languages", "fra_Latn"]) == 2
     assert "no <lang>-eng_Latn.tsv.gz file of the languages asked for" in capsys.readouterr().err
+    import gzip
+
+    with gzip.open(short / "fra_Latn-eng_Latn.tsv.gz", "wt", encoding="utf-8") as handle:
+        handle.write("Ouvrir\tOpen\nno tab on this line\n")
+    assert main(["suite", "--encoder", "char-ngram", "--short", str(short)]) == 2
+    assert f"{short / 'fra_Latn-eng_Latn.tsv.gz'}:2: not source<TAB>target" in capsys.readouterr().err
 
 
 def test_bucc_searches_exactly_unless_told_and_tunes_on_another_corpus(tmp_path):

@@ -184,21 +184,13 @@ def short_sets(folder: Path, limit: int, min_pairs: int) -> dict[str, tuple[list
     """`<folder>/<lang>-eng_Latn.tsv.gz` (training.prepare's heldout-short/<half>/): per language the first
     `limit` pairs (the files are in hash order, so a fair sample) as (texts, English); a language with fewer
     than `min_pairs` is left out (its retrieval figure would be noise)."""
-    from miner.io import iter_lines
+    from miner.io import read_pair_lines
 
     sets = {}
     for path in sorted(folder.glob(f"*-{ENGLISH}.tsv.gz")):
-        language = path.name.split("-")[0]
-        pairs = []
-        for number, line in enumerate(iter_lines(path), start=1):
-            fields = line.split("\t")
-            if len(fields) != 2:
-                raise ValueError(f"{path}:{number}: not source<TAB>English")
-            pairs.append(fields)
-            if len(pairs) == limit:
-                break
-        if len(pairs) >= min_pairs:
-            sets[language] = ([a for a, _ in pairs], [b for _, b in pairs])
+        texts, english = read_pair_lines(path, limit)
+        if len(texts) >= min_pairs:
+            sets[path.name.split("-")[0]] = (texts, english)
     return sets
 
 
