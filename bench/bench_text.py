@@ -104,6 +104,8 @@ def main() -> None:
     parser.add_argument("--core", type=int, default=0, help="the CPU core this process and its extraction child "
                         "share, as on a worker whose cores are all busy (-1: leave them to the scheduler)")
     parser.add_argument("--lid-model", help="a fastText LID model instead of the configured one")
+    parser.add_argument("--also-lid", default="", help="comma-separated lid.model values (cmlm-lid, lid.176, "
+                        "combined, paths) run as further systems: their CPU against the text stage's, same run")
     parser.add_argument("--every", type=int, default=1, help="every N-th annotated page (quick runs)")
     parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "text.json")
     args = parser.parse_args()
@@ -122,6 +124,9 @@ def main() -> None:
     inline = TextStage({**settings, "extract": {**(settings.get("extract") or {}), "time_limit_s": 0}})
     systems = {"trafilatura.extract (defaults)": peer, "text stage": lambda chunk: ours(stage, chunk),
                "text stage, extraction in process (no time limit)": lambda chunk: ours(inline, chunk)}
+    others = {f"text stage, lid.model={model}": TextStage({**settings, "lid": {**settings["lid"], "model": model}})
+              for model in filter(None, args.also_lid.split(","))}
+    systems.update({name: functools.partial(ours, other) for name, other in others.items()})
     produced = {name: run(pages) for name, run in systems.items()}  # warm-up: imports, LID model, the child
     chunks = [pages[start:start + args.chunk] for start in range(0, len(pages), args.chunk)]
     best = {name: [(float("inf"), 0.0)] * len(chunks) for name in systems}  # per chunk: (cpu, wall)
@@ -134,6 +139,8 @@ def main() -> None:
         print(f"round {round_ + 1}/{args.rounds} done", file=sys.stderr, flush=True)
     best = {name: tuple(map(sum, zip(*times))) for name, times in best.items()}
     stage.close()
+    for other in others.values():
+        other.close()
     results = {name: {"cpu_seconds": round(cpu, 2), "wall_seconds": round(wall, 2),
                       "pages_per_cpu_s": round(len(pages) / cpu, 2), "produced": produced[name]}
                for name, (cpu, wall) in best.items()}
@@ -150,6 +157,8 @@ def main() -> None:
         print(f"| {name} | {row['pages_per_cpu_s']:.1f} | {row['cpu_seconds']:.1f} | {row['wall_seconds']:.1f} | "
               f"{row['produced']} {unit} |")
     print(f"text stage / extraction alone: {ratio:.2f}x the CPU time")
+    for name in others:
+        print(f"{name} / text stage: {best[name][0] / best['text stage'][0]:.2f}x the CPU time")
 
 
 if __name__ == "__main__":

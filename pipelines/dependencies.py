@@ -42,7 +42,7 @@ def stage_dependencies(stage: str, settings: dict) -> dict:
         if name == "extract":
             depends["input files"] = input_files(settings["input"]) if settings.get("input") else None
             lid_model = (settings.get("lid") or {}).get("model")
-            depends["LID model"] = input_files(lid_model) if lid_model else None
+            depends["LID model"] = lid_files(lid_model) if lid_model else None
         if name == "embed":
             depends["encoder files"] = encoder_identity(settings.get("encoder"))
     return depends
@@ -63,6 +63,14 @@ def input_files(pattern: str) -> list[list]:
     """[path, size, modification time] of each file matching `pattern` (a glob or one path; none: [])."""
     found = FileSystems.match([pattern])[0].metadata_list
     return sorted([m.path, m.size_in_bytes, m.last_updated_in_seconds] for m in found)
+
+
+def lid_files(spec: str) -> list[list]:
+    """The files behind `lid.model` (a built-in name is its installed file; `A+B`, each), with the spec itself:
+    a retrained or replaced model, or another combination, makes the sentences stale."""
+    from pipelines.text.langid import lid_parts, model_file
+
+    return [[spec]] + [row for part in lid_parts(spec) for row in input_files(model_file(part))]
 
 
 def encoder_identity(spec: str | None) -> list | dict | None:

@@ -84,15 +84,30 @@ def prepare_for_runner(settings: dict, options: PipelineOptions) -> None:
     if encoder and not storage.is_remote(encoder) and os.path.isdir(encoder):
         settings["encoder"] = stage_encoder(encoder, storage.join(staging, "encoder"))
     lid = settings.get("lid") or {}
-    if lid.get("model") and not storage.is_remote(lid["model"]):
-        target = storage.join(staging, "lid", os.path.basename(lid["model"]))
-        for suffix in ("", ".json"):  # the model and its sidecar (normalisation, checksum), when there is one
-            if os.path.exists(lid["model"] + suffix):
-                with open(lid["model"] + suffix, "rb") as handle:
-                    storage.write_bytes(target + suffix, handle.read())
-        settings["lid"] = {**lid, "model": target}
+    if lid.get("model"):
+        settings["lid"] = {**lid, "model": stage_lid_model(lid["model"], storage.join(staging, "lid"))}
     if not options.view_as(SetupOptions).setup_file:
         log.warning("no --setup_file: workers will not have this project's packages (use --setup_file ./setup.py)")
+
+
+def stage_lid_model(spec: str, target: str) -> str:
+    """Each local model of `lid.model` copied to `target` with its sidecar; lid.176 stays a name (the workers
+    install its wheel through setup.py), our built-in model is staged as its file."""
+    from pipelines.text.langid import BUILTIN_MODELS, lid_parts, model_file
+
+    staged = []
+    for part in lid_parts(spec):
+        if storage.is_remote(part) or (part in BUILTIN_MODELS and part != "cmlm-lid"):
+            staged.append(part)
+            continue
+        path = model_file(part)
+        copy = storage.join(target, os.path.basename(path))
+        for suffix in ("", ".json"):  # the model and its sidecar (normalisation, checksum), when there is one
+            if os.path.exists(path + suffix):
+                with open(path + suffix, "rb") as handle:
+                    storage.write_bytes(copy + suffix, handle.read())
+        staged.append(copy)
+    return "+".join(staged)
 
 
 def stage_encoder(folder: str, target: str) -> str:

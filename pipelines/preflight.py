@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from miner.io import InputFormatError
 from pipelines import layout, manifests, storage
 from pipelines.options import STAGES
 
@@ -42,9 +43,17 @@ def check_input(pattern: str | None) -> None:
         raise ValueError(f"input {pattern!r}: cannot be listed ({err})") from None
 
 
-def check_lid_model(path: str | None) -> None:
-    if path and not storage.is_remote(path) and not os.path.isfile(path):
-        raise ValueError(f"lid.model {path!r}: no such file")
+def check_lid_model(spec: str | None) -> None:
+    """Each model of `lid.model` is a file, or a built-in whose file is installed."""
+    from pipelines.text.langid import lid_parts, model_file
+
+    for part in lid_parts(spec) if spec else []:
+        try:
+            path = model_file(part)
+        except InputFormatError as err:
+            raise ValueError(f"lid.model {part!r}: {err}") from None
+        if not storage.is_remote(path) and not os.path.isfile(path):
+            raise ValueError(f"lid.model {part!r}: no such file")
 
 
 def check_encoder(spec: str | None) -> None:

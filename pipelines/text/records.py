@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 log = logging.getLogger("pipelines.text")
-ROUTINE_SKIPS = {"not-200", "not-html", "no-content", "empty", "url-scheme"}   # dns: records are routine
+ROUTINE_SKIPS = {"not-200", "not-html", "no-content", "empty", "url-scheme", "too-short"}   # dns: records are routine
 
 
 @dataclass(frozen=True)

@@ -19,12 +19,13 @@ from collections.abc import Iterator
 from pipelines import storage
 from pipelines.text.extract import ExtractSettings, Extractor
 from pipelines.text.filters import apply_filters, build_filters
+from pipelines.text.langid import SHORT_WORDS, short_sentence_label
 from pipelines.text.records import Page, Sentence, Tally
 from pipelines.text.sentences import SentenceSplitter
 from pipelines.text.warc import ReadLimits, read_pages
 
 STAGE = "sentences"
-LID_OPTIONS = ("model",)
+LID_OPTIONS = ("model", "short_words")
 
 
 def _options(cls, values: dict | None, section: str):
@@ -46,7 +47,9 @@ class TextStage:
         self.extract_settings = _options(ExtractSettings, settings.get("extract"), "extract")
         self.split_settings = dict(settings.get("split") or {})
         self.filters = build_filters(settings.get("filters"))
-        self.lid_model = (settings.get("lid") or {}).get("model")
+        lid = settings.get("lid") or {}
+        self.lid_model = lid.get("model")
+        self.short_words = int(lid.get("short_words", SHORT_WORDS))
         self._extractor = self._lid = self._splitter = None
 
     @staticmethod
@@ -75,13 +78,15 @@ class TextStage:
     @property
     def lid(self):
         if self._lid is None:
-            from pipelines.text.langid import LanguageIdentifier
+            from pipelines.text.langid import lid_parts, load_identifier
 
-            path = self.lid_model
-            if storage.is_remote(path):  # fastText reads local files: copy the model (and its sidecar) once
-                folder = storage.local_folder(path.rsplit("/", 1)[0])
-                path = f"{folder}/{path.rsplit('/', 1)[1]}"
-            self._lid = LanguageIdentifier.load(path)
+            parts = []
+            for path in lid_parts(self.lid_model):
+                if storage.is_remote(path):  # fastText reads local files: copy the model (and its sidecar) once
+                    folder = storage.local_folder(path.rsplit("/", 1)[0])
+                    path = f"{folder}/{path.rsplit('/', 1)[1]}"
+                parts.append(path)
+            self._lid = load_identifier("+".join(parts))
         return self._lid
 
     @property
@@ -107,11 +112,23 @@ class TextStage:
                   for s, text in enumerate(self.splitter.split(paragraph, language if score else None))]
         labels = self.lid.identify_sentences([text for _, _, text in pieces], language, seen=seen)
         tally.count(STAGE, "split", len(pieces))
-        sentences = (Sentence(text=text, language=label, lid_score=label_score, url=document.url,
+        sentences = (Sentence(text=text, language=label[0], lid_score=label[1], url=document.url,
                               document_id=document.document_id, paragraph_index=paragraph, sentence_index=index,
                               source=document.source, position=document.position, date=document.date)
-                     for (paragraph, index, text), (label, label_score) in zip(pieces, labels))
+                     for (paragraph, index, text), label in self._short_rule(pieces, labels, (language, score),
+                                                                            document.where, tally))
         yield from apply_filters(sentences, self.filters, tally)
+
+    def _short_rule(self, pieces, labels, document, where: str, tally: Tally):
+        """Sentences of a few words take the document's language or are dropped (langid.short_sentence_label)."""
+        for piece, label in zip(pieces, labels):
+            ruled = short_sentence_label(piece[2], label, document, self.short_words)
+            if ruled is None:
+                tally.skip("lid", "too-short", where, piece[2][:80])
+                continue
+            if ruled is not label:
+                tally.count("lid", "short:document-language")
+            yield piece, ruled
 
     def file_sentences(self, path: str, tally: Tally) -> Iterator[Sentence]:
         for page in self.pages(path, tally):

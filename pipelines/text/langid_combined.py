@@ -1,0 +1,82 @@
+"""Two language identifiers as one: each where it is strong.
+
+Our model knows 600+ languages from the train pool; lid.176 knows 176 from Wikipedia and Tatoeba. The first model
+decides how much of a text's probability belongs to languages the second does not know at all (there the second
+can only name a neighbour: Bhojpuri text gets Hindi from lid.176); within the second's languages the two
+distributions are mixed:
+
+    p(x) = p1(x)                                  x not covered by the second model
+    p(x) = (1 - w) p1(x) + w M p2(x)              x covered, M = sum of p1 over the covered languages
+
+which sums to one. Where the first model is sure enough that no second opinion could change its answer, the
+second is not asked and the first's distribution stands (CombinedIdentifier.decided). The weight w is chosen on the train pool's held-out short pairs (`pipelines.text.langid_eval
+--tune-weights`, heldout-short/tune) and measured on the dev pool (docs/text.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pipelines.text.langid import COMBINED, UNDETERMINED, Identifier, Normalization, lid_parts, load_identifier
+
+DEFAULT_WEIGHT = 0.3   # held-out short pairs (tune half): see docs/text.md for the sweep
+DEPTH = 10             # labels read from each model: the tail beyond carries nothing a decision needs
+
+
+@dataclass
+class CombinedIdentifier(Identifier):
+    first: Identifier
+    second: Identifier
+    weight: float = DEFAULT_WEIGHT
+    path: str = COMBINED
+
+    def __post_init__(self):
+        if not 0.0 <= self.weight <= 1.0:
+            raise ValueError(f"the combined identifier's weight must be in [0, 1], not {self.weight}")
+
+    @classmethod
+    def load(cls, spec: str = COMBINED, weight: float = DEFAULT_WEIGHT) -> CombinedIdentifier:
+        """`combined` (our model and lid.176) or `A+B`, each part a built-in name or a model path."""
+        parts = lid_parts(spec)
+        if len(parts) != 2 or not all(parts):
+            raise ValueError(f"{spec!r}: a combined identifier names two models, as in cmlm-lid+lid.176")
+        return cls(load_identifier(parts[0]), load_identifier(parts[1]), weight, spec)
+
+    @property
+    def normalization(self) -> Normalization:
+        return self.first.normalization
+
+    @property
+    def languages(self) -> list[str]:
+        return self.first.languages
+
+    def covers(self, code: str) -> bool:
+        return self.first.covers(code)
+
+    def predict(self, texts: Sequence[str], k: int = 1) -> list[list[tuple[str, float]]]:
+        depth = max(k, DEPTH)
+        firsts = self.first.predict(texts, k=depth)
+        unsure = [i for i, first in enumerate(firsts) if not self.decided(first)]
+        seconds = dict(zip(unsure, self.second.predict([texts[i] for i in unsure], k=depth))) if unsure else {}
+        return [(self.combine(first, seconds[i]) if i in seconds else first)[:k] for i, first in enumerate(firsts)]
+
+    def decided(self, first: list[tuple[str, float]]) -> bool:
+        """Whether the second model cannot change the first's answer, so is not asked (most texts: the saving
+        that keeps the combination's cost near one model's). Mixing scales the first's top language by at least
+        1 - w and adds at most w to any other, so the answer stands when (1 - w)(p1 - p2) > w."""
+        top = first[0][1]
+        runner_up = first[1][1] if len(first) > 1 else 0.0
+        return first[0][0] == UNDETERMINED or (1.0 - self.weight) * (top - runner_up) > self.weight
+
+    def combine(self, first: list[tuple[str, float]], second: list[tuple[str, float]]) -> list[tuple[str, float]]:
+        """The mixed distribution (module notes), for a text the first model is unsure of."""
+        if first[0][0] == UNDETERMINED:
+            return first
+        w = self.weight
+        scores = {code: p if not self.second.covers(code) else (1.0 - w) * p for code, p in first}
+        covered_mass = sum(p for code, p in first if self.second.covers(code))
+        for code, p in second:
+            if code != UNDETERMINED and self.second.covers(code) and self.first.covers(code):
+                scores[code] = scores.get(code, 0.0) + w * covered_mass * p
+        return sorted(((code, min(1.0, p)) for code, p in scores.items()), key=lambda item: (-item[1], item[0]))

