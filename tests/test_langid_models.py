@@ -11,10 +11,12 @@ import pytest
 
 from miner.io import InputFormatError
 from pipelines.text import langid
-from pipelines.text.langid import UNDETERMINED, fasttext_module, load_identifier
+from pipelines.text.langid import UNDETERMINED, load_identifier
 from pipelines.text.langid_combined import CombinedIdentifier
 from pipelines.text.langid_data import cut_words as cut
-from pipelines.text.langid_eval import BANDS, band, main as evaluate_main, read_pairs, sweep_weights
+from pipelines.text.langid_data import fasttext_module
+from pipelines.text.langid_eval import BANDS, band, read_pairs, sweep_weights
+from pipelines.text.langid_eval import main as evaluate_main
 from tests.test_langid import CHINESE, ENGLISH, GERMAN, SERBIAN, cyrillic, write_flores
 
 # Sentences written for these tests.
@@ -101,9 +103,18 @@ def test_combined_at_weight_zero_is_the_first_model(combined):
     assert [a[0][0] for a in combined.predict(texts)] == ["deu_Latn", "eng_Latn", "ell_Grek", "hun_Latn", "srp_Cyrl"]
 
 
+def test_skipping_the_second_model_where_it_cannot_change_the_answer_changes_no_answer(combined):
+    texts = (GERMAN + ENGLISH + SERBIAN + [cyrillic(t) for t in SERBIAN] + CHINESE + [GREEK, HUNGARIAN]
+             + [" ".join(t.split()[:2]) for t in GERMAN + ENGLISH + SERBIAN] + ["Bonjour", "ok", "Ciao amici"])
+    firsts, seconds = combined.first.predict(texts, k=10), combined.second.predict(texts, k=10)
+    always = [combined.combine(a, b)[0][0] for a, b in zip(firsts, seconds)]
+    assert [answer[0][0] for answer in combined.predict(texts)] == always
+    assert 0 < sum(combined.decided(first) for first in firsts) < len(texts)   # both paths taken
+
+
 def test_combined_specs_and_weights_are_checked(combined):
     with pytest.raises(ValueError, match="names two models"):
-        CombinedIdentifier.load("cmlm-lid+")
+        load_identifier("cmlm-lid+")
     with pytest.raises(ValueError, match=r"in \[0, 1\]"):
         CombinedIdentifier(combined.first, combined.second, 1.5)
     assert load_identifier("cmlm-lid+lid.176").path == "cmlm-lid+lid.176"

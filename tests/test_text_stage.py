@@ -62,6 +62,8 @@ def test_order_and_counts(sample_sentences):
     ("extract", {"time_limit": 3}, "extract: unknown setting"),
     ("filters", {"lenght": {}}, "unknown filter"),
     ("lid", {"model": None}, "lid.model"),
+    ("lid", {"model": "combined", "short_words": -1}, "lid.short_words"),
+    ("lid", {"model": "combined", "short_words": "3"}, "lid.short_words"),
 ])
 def test_bad_settings_fail_before_any_data_is_read(section, value, message):
     settings = load_settings()

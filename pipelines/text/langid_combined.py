@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pipelines.text.langid import COMBINED, UNDETERMINED, Identifier, Normalization, lid_parts, load_identifier
+from pipelines.text.identifier import UNDETERMINED, Identifier
 
 DEFAULT_WEIGHT = 0.3   # held-out short pairs (tune half): see docs/text.md for the sweep
 DEPTH = 10             # labels read from each model: the tail beyond carries nothing a decision needs
@@ -29,22 +29,14 @@ class CombinedIdentifier(Identifier):
     first: Identifier
     second: Identifier
     weight: float = DEFAULT_WEIGHT
-    path: str = COMBINED
+    path: str = "combined"
 
     def __post_init__(self):
         if not 0.0 <= self.weight <= 1.0:
             raise ValueError(f"the combined identifier's weight must be in [0, 1], not {self.weight}")
 
-    @classmethod
-    def load(cls, spec: str = COMBINED, weight: float = DEFAULT_WEIGHT) -> CombinedIdentifier:
-        """`combined` (our model and lid.176) or `A+B`, each part a built-in name or a model path."""
-        parts = lid_parts(spec)
-        if len(parts) != 2 or not all(parts):
-            raise ValueError(f"{spec!r}: a combined identifier names two models, as in cmlm-lid+lid.176")
-        return cls(load_identifier(parts[0]), load_identifier(parts[1]), weight, spec)
-
     @property
-    def normalization(self) -> Normalization:
+    def normalization(self):
         return self.first.normalization
 
     @property

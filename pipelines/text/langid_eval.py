@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import logging
 import random
 from collections import Counter, defaultdict
@@ -29,7 +30,6 @@ from pathlib import Path
 
 from miner.io import InputFormatError, read_lines
 from miner.languages import language_code
-from pipelines.text.langid_data import cut_words
 from pipelines.text.langid import (
     DOCUMENT_WEIGHT,
     UNDETERMINED,
@@ -38,6 +38,7 @@ from pipelines.text.langid import (
     short_sentence_label,
     with_document,
 )
+from pipelines.text.langid_data import cut_words
 
 log = logging.getLogger("pipelines.text.langid_eval")
 ENGLISH = "eng_Latn"
@@ -326,9 +327,10 @@ def compare(contenders: dict[str, object], sets: dict[str, dict[str, list[str]]]
         for label, run in by_set.items():
             row[f"{label}:common"] = mean_accuracy(run, common)
             row[f"{label}:own"] = mean_accuracy(run, own[name])
-            row[f"{label}:macro_f1"] = round(100 * scores(run.gold, run.predicted, sorted(set(run.gold)))["macro_f1"], 1)
-        pooled = Run(*[sum((getattr(run, field) for run in by_set.values()), []) for field in ("gold", "predicted",
-                                                                                              "words")], 0.0)
+            f1 = scores(run.gold, run.predicted, sorted(set(run.gold)))["macro_f1"]
+            row[f"{label}:macro_f1"] = round(100 * f1, 1)
+        pooled = Run(*[list(itertools.chain.from_iterable(getattr(run, field) for run in by_set.values()))
+                       for field in ("gold", "predicted", "words")], 0.0)
         for band_name, _, _ in BANDS:
             row[f"band:{band_name}"] = mean_accuracy(pooled, common, (band_name,))
         texts = sum(len(run.gold) for run in by_set.values())

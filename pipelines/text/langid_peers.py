@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pipelines.text.langid import UNDETERMINED, Identifier, Normalization, OFFICIAL, parse_label, script_of_text
+from pipelines.text.langid import OFFICIAL, UNDETERMINED, Identifier, Normalization, parse_label, script_of_text
 
 LINGUA = "lingua"
 LINGUA_LOW = "lingua-low"   # its low-accuracy mode: trigrams only, faster

@@ -17,7 +17,7 @@ import dataclasses
 from collections.abc import Iterator
 
 from pipelines import storage
-from pipelines.text.extract import ExtractSettings, Extractor
+from pipelines.text.extract import Extractor, ExtractSettings
 from pipelines.text.filters import apply_filters, build_filters
 from pipelines.text.langid import SHORT_WORDS, short_sentence_label
 from pipelines.text.records import Page, Sentence, Tally
@@ -62,6 +62,10 @@ class TextStage:
         unknown = set(lid) - set(LID_OPTIONS)
         if unknown:
             raise ValueError(f"lid: unknown setting(s) {sorted(unknown)}; known: {list(LID_OPTIONS)}")
+        short_words = lid.get("short_words", SHORT_WORDS)
+        if isinstance(short_words, bool) or not isinstance(short_words, int) or short_words < 0:
+            raise ValueError(f"lid.short_words: a whole number of words >= 0 (0 turns the rule off), not "
+                             f"{short_words!r}")
         if not lid.get("model"):
             raise ValueError("lid.model: a fastText language-identification model is needed "
                              "(python -m pipelines.text.langid train, or lid.176.bin, GlotLID, NLLB's LID)")

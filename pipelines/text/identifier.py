@@ -1,0 +1,107 @@
+"""What every language identifier answers, and how a document's language and its sentences' labels follow from
+those answers alone: a fastText model (langid.py), a combination of two (langid_combined.py) and a peer
+(langid_peers.py) serve the pipeline and the evaluation alike."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import replace
+
+from pipelines.text.records import Document, Tally
+
+UNDETERMINED = "und_Zyyy"
+DOCUMENT_WEIGHT = 30.0   # prior odds of the document's language against any other (FLORES documents sweep)
+DOCUMENT_CHARS = 1000    # identify_document reads paragraphs up to this many characters: a sample decides
+PARAGRAPH_WEIGHT_CHARS = 1000   # a paragraph weighs its length, up to what the models read of it
+
+
+class Identifier:
+    """What every identifier answers: `predict` (up to k (lang_Script, probability) per text, most probable first),
+    `covers` and `languages`; documents and their sentences are built on those alone, so a fastText model, a
+    combination of two (langid_combined.py) or a peer (langid_peers.py) serve the pipeline and the evaluation
+    alike."""
+
+    path = ""
+
+    def predict(self, texts: Sequence[str], k: int = 1) -> list[list[tuple[str, float]]]:
+        raise NotImplementedError
+
+    def covers(self, code: str) -> bool:
+        raise NotImplementedError
+
+    @property
+    def languages(self) -> list[str]:
+        raise NotImplementedError
+
+    def identify_document(self, paragraphs: Sequence[str], k: int = 5,
+                          seen: dict[str, list[tuple[str, float]]] | None = None) -> tuple[str, float]:
+        """The document's language and its share of the length-weighted paragraph distributions. `seen`, when
+        given, receives each paragraph's prediction, for `identify_sentences` to reuse (a paragraph of one
+        sentence is that sentence)."""
+        taken, total = [], 0
+        for paragraph in paragraphs:
+            if total >= DOCUMENT_CHARS:
+                break
+            taken.append(paragraph)
+            total += len(paragraph)
+        predictions = self.predict(taken, k=k)
+        if seen is not None:
+            seen.update(zip(taken, predictions))
+        return document_language(predictions, [len(p) for p in taken])
+
+    def label_document(self, document: Document, tally: Tally | None = None) -> Document:
+        """The document with `language` and `language_score` set; one without letters is counted as a skip."""
+        language, probability = self.identify_document(document.paragraphs)
+        if tally is not None:
+            if language == UNDETERMINED:
+                tally.skip("langid", "no letters", document.where, document.url)
+            else:
+                tally.count("langid", "documents")
+        return replace(document, language=language, language_score=round(probability, 4))
+
+    def identify_sentences(self, sentences: Sequence[str], document_language: str | None,
+                           document_weight: float = DOCUMENT_WEIGHT, k: int = 5,
+                           seen: dict[str, list[tuple[str, float]]] | None = None) -> list[tuple[str, float]]:
+        """One (language, probability) per sentence, leaning to `document_language` (see the module notes);
+        sentences found in `seen` (texts already predicted with the same k) are not predicted again."""
+        seen = seen or {}
+        new = [text for text in sentences if text not in seen]
+        predicted = dict(zip(new, self.predict(new, k=k))) if new else {}
+        return [with_document(seen.get(text) or predicted[text], document_language, document_weight)
+                for text in sentences]
+
+
+
+
+
+def document_language(predictions: Sequence[list[tuple[str, float]]], lengths: Sequence[int]) -> tuple[str, float]:
+    scores: dict[str, float] = defaultdict(float)
+    total = 0.0
+    for prediction, length in zip(predictions, lengths):
+        if prediction[0][0] == UNDETERMINED:
+            continue
+        weight = min(length, PARAGRAPH_WEIGHT_CHARS)
+        total += weight
+        for code, probability in prediction:
+            scores[code] += weight * probability
+    if not total:
+        return UNDETERMINED, 0.0
+    best = min(scores, key=lambda code: (-scores[code], code))
+    return best, scores[best] / total
+
+
+def with_document(prediction: list[tuple[str, float]], document_language: str | None,
+                  document_weight: float = DOCUMENT_WEIGHT) -> tuple[str, float]:
+    """The sentence's label after a prior of `document_weight`:1 for the document's language.
+
+    posterior(d) = w p(d) / (w p(d) + 1 - p(d)), posterior(x) = p(x) / (w p(d) + 1 - p(d)) for x != d.
+    """
+    best, p_best = prediction[0]
+    if not document_language or best in (document_language, UNDETERMINED):
+        return best, p_best
+    p_doc = dict(prediction).get(document_language, 0.0)
+    norm = document_weight * p_doc + 1.0 - p_doc
+    if document_weight * p_doc > p_best:
+        return document_language, min(1.0, document_weight * p_doc / norm)
+    return best, min(1.0, p_best / norm)
