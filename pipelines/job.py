@@ -91,13 +91,13 @@ def prepare_for_runner(settings: dict, options: PipelineOptions) -> None:
 
 
 def stage_lid_model(spec: str, target: str) -> str:
-    """Each local model of `lid.model` copied to `target` with its sidecar; lid.176 stays a name (the workers
-    install its wheel through setup.py), our built-in model is staged as its file."""
+    """Each local model of `lid.model` copied to `target` with its sidecar; a built-in carried by a wheel (lid.176)
+    stays a name (the workers install it through setup.py), ours (models/lid/, not a package) is staged as its file."""
     from pipelines.text.langid import BUILTIN_MODELS, lid_parts, model_file
 
     staged = []
     for part in lid_parts(spec):
-        if storage.is_remote(part) or (part in BUILTIN_MODELS and part != "cmlm-lid"):
+        if storage.is_remote(part) or (part in BUILTIN_MODELS and BUILTIN_MODELS[part].in_wheel):
             staged.append(part)
             continue
         path = model_file(part)

@@ -72,9 +72,6 @@ class Identifier:
                 for text in sentences]
 
 
-
-
-
 def document_language(predictions: Sequence[list[tuple[str, float]]], lengths: Sequence[int]) -> tuple[str, float]:
     scores: dict[str, float] = defaultdict(float)
     total = 0.0

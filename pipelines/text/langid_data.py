@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from miner.io import InputFormatError, iter_lines
-from miner.languages import language_code
+from miner.languages import language_code, script_of
+from pipelines.text.filters import CHARS_PER_TOKEN_UNSPACED, UNSPACED_SCRIPTS
 
 log = logging.getLogger("pipelines.text.langid_data")
 
@@ -226,9 +227,6 @@ CUT_WORDS = (2, 6)
 
 def cut_words(text: str, code: str, rng: random.Random, words: tuple[int, int] = CUT_WORDS) -> str:
     """The text's first 2-6 words (in scripts written without spaces, as many letters as that many words hold)."""
-    from miner.languages import script_of
-    from pipelines.text.filters import CHARS_PER_TOKEN_UNSPACED, UNSPACED_SCRIPTS
-
     count = rng.randint(*words)
     if script_of(code) not in UNSPACED_SCRIPTS:
         return " ".join(text.split()[:count])

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from miner.io import InputFormatError, read_lines
-from miner.languages import language_code
+from miner.languages import language_code, script_of
+from pipelines.text.filters import LengthFilter
 from pipelines.text.langid import (
     DOCUMENT_WEIGHT,
     UNDETERMINED,
@@ -181,11 +182,12 @@ def evaluate_documents(identifier: Identifier, flores: dict[str, list[str]], doc
         for text, prediction, gold, kind in zip(document.sentences, own, document.gold, document.kinds):
             answers = [("alone", prediction[0][0])]
             for w in weights:
-                answers += [(f"{how}_w{w:g}", with_document(prediction, doc, w)[0])
-                            for how, doc in (("document", found[0]), ("true_document", document.language))]
+                informed = with_document(prediction, found[0], w)
                 # and the pipeline's rule for sentences of 1-3 words (a dropped one counts as wrong)
-                ruled = short_sentence_label(text, with_document(prediction, found[0], w), found)
-                answers.append((f"document+short_w{w:g}", ruled[0] if ruled else None))
+                ruled = short_sentence_label(text, informed, found)
+                answers += [(f"document_w{w:g}", informed[0]),
+                            (f"true_document_w{w:g}", with_document(prediction, document.language, w)[0]),
+                            (f"document+short_w{w:g}", ruled[0] if ruled else None)]
             for name, label in answers:
                 tallies[name][(kind, label == gold)] += 1
     kinds = ("native", "short", "foreign")
@@ -246,9 +248,6 @@ BANDS = (("1-3", 1, 3), ("4-8", 4, 8), ("9+", 9, 10**9))
 
 def word_count(text: str, code: str) -> float:
     """Whitespace words; letters / 1.6 in scripts written without spaces (the length filter's count)."""
-    from miner.languages import script_of
-    from pipelines.text.filters import LengthFilter
-
     return LengthFilter.tokens(text, script_of(code))
 
 
@@ -286,7 +285,7 @@ class Run:
     seconds: float
 
 
-def run_contender(identifier, texts: dict[str, list[str]]) -> Run:
+def run_contender(identifier: Identifier, texts: dict[str, list[str]]) -> Run:
     import time
 
     covered = [code for code in texts if identifier.covers(code)]
@@ -294,8 +293,7 @@ def run_contender(identifier, texts: dict[str, list[str]]) -> Run:
     started = time.perf_counter()
     predicted = [answer[0][0] for answer in identifier.predict(flat, k=1)]
     seconds = time.perf_counter() - started
-    log.info("%s: %d texts in %d languages, %.1f s", getattr(identifier, "path", identifier), len(flat),
-             len(covered), seconds)
+    log.info("%s: %d texts in %d languages, %.1f s", identifier.path, len(flat), len(covered), seconds)
     gold = [code for code in covered for _ in texts[code]]
     return Run(gold, predicted, [word_count(text, code) for text, code in zip(flat, gold)], seconds)
 
@@ -318,7 +316,7 @@ def compare(contenders: dict[str, object], sets: dict[str, dict[str, list[str]]]
     runs = {name: {label: run_contender(identifier, texts) for label, texts in sets.items()}
             for name, identifier in contenders.items()}
     own = {name: {code for run in by_set.values() for code in run.gold} for name, by_set in runs.items()}
-    # the languages every contender names, in each set (sets hold different languages)
+    # the languages every contender names in some set; per set, those of them the set holds
     common = set.intersection(*own.values()) if own else set()
     report = {"common_languages": sorted(common), "contenders": {},
               "common_per_set": {label: len(common & set(texts)) for label, texts in sets.items()}}
