@@ -3,6 +3,7 @@ beside faiss's own big_batch_search (the same IVF join on one machine, k-NN only
 
     python bench/bench_pairs_scaling.py                                    # N = 10k, 40k, 160k, 640k per language
     python bench/bench_pairs_scaling.py --sizes 10000 40000                # -> bench/results/pairs_scaling.json
+    python bench/bench_pairs_scaling.py --sizes 10000 40000 --dtypes float16 binary --out bench/results/pairs_binary.json
 
 Two languages of N synthetic sentences each, d = 256, stored as float16 (the pipeline's default): vectors drawn
 around N / 200 topic centres, and half of the target sentences planted translations of source sentences (the
@@ -42,9 +43,10 @@ from bench_text import cpu_seconds
 from planted_vectors import synthetic, unit
 
 LANGUAGES = ("deu_Latn", "eng_Latn")
-def write_inputs(output: str, vectors: dict[str, np.ndarray], shard_rows: int) -> None:
-    """Sentence shards (texts s<row>) and float16 embedding shards with their manifests, as extract and embed
-    write them."""
+def write_inputs(output: str, vectors: dict[str, np.ndarray], shard_rows: int, dtype: str = "float16") -> None:
+    """Sentence shards (texts s<row>) and float16 (or packed binary sign code) embedding shards with their
+    manifests, as extract and embed write them."""
+    from encoders import binary
     from pipelines import layout, manifests
     from pipelines.extract import sentences_manifest, write_sentence_shard
     from pipelines.text.records import Sentence
@@ -62,9 +64,11 @@ def write_inputs(output: str, vectors: dict[str, np.ndarray], shard_rows: int) -
             entries.append(entry)
             path = layout.embedding_shard(output, language, entry["path"])
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            np.save(path, matrix[rows.start : rows.stop].astype(np.float16))
+            block = matrix[rows.start : rows.stop]
+            np.save(path, binary.pack(binary.sign_bits(block)) if dtype == "binary" else block.astype(np.float16))
             shards.append({"path": entry["path"], "rows": len(rows), "embeddings": path})
-        languages[language] = {"rows": len(matrix), "dim": matrix.shape[1], "shards": shards}
+        languages[language] = {"rows": len(matrix), "dim": matrix.shape[1], "shards": shards,
+                               **({"binary": "sign"} if dtype == "binary" else {})}
     manifests.write(output, "extract", sentences_manifest(entries))
     manifests.write(output, "embed", {"stage": "embed", "encoder": "synthetic", "languages": languages})
 
@@ -73,7 +77,7 @@ def nlist_for(n: int, rows_per_list: int) -> int:
     return 1 << max(4, round(np.log2(n / rows_per_list)))
 
 
-def run_stage(n: int, dim: int, seed: int, args) -> dict:
+def run_stage(n: int, dim: int, seed: int, args, dtype: str = "float16") -> dict:
     from apache_beam.options.pipeline_options import PipelineOptions
 
     from pipelines import layout, storage
@@ -81,7 +85,7 @@ def run_stage(n: int, dim: int, seed: int, args) -> dict:
 
     src, tgt, planted = synthetic(n, dim, seed)
     output = tempfile.mkdtemp(prefix=f"bench-pairs-{n}-")
-    write_inputs(output, dict(zip(LANGUAGES, (src, tgt))), args.shard_rows)
+    write_inputs(output, dict(zip(LANGUAGES, (src, tgt))), args.shard_rows, dtype)
     nlist = nlist_for(n, args.rows_per_list)
     settings = {"output": output, "encoder": "synthetic", "languages": list(LANGUAGES), "pairs": "pivot",
                 "pivot": "eng_Latn", "pair_filter": False,
@@ -102,16 +106,18 @@ def run_stage(n: int, dim: int, seed: int, args) -> dict:
     shutil.rmtree(output, ignore_errors=True)
     sentences = 2 * n
     sent = counters.get("database_rows_sent", 0) + counters.get("query_rows_sent", 0)
-    return {"n_per_language": n, "nlist": nlist, "nprobe": args.nprobe, "wall_seconds": round(wall, 1),
+    row_bytes = dim // 8 if dtype == "binary" else 2 * dim
+    return {"n_per_language": n, "dtype": dtype, "nlist": nlist, "nprobe": args.nprobe,
+            "wall_seconds": round(wall, 1),
             "cpu_seconds": round(cpu, 1), "cpu_ms_per_sentence": round(1000 * cpu / sentences, 4),
             "embedding_bytes_read_per_sentence": round(counters["embedding_bytes_read"] / sentences, 1),
-            "embedding_bytes_on_disk_per_sentence": 2 * dim,
-            "vector_bytes_shuffled_per_sentence": round(sent * 2 * dim / sentences, 1),
+            "embedding_bytes_on_disk_per_sentence": row_bytes,
+            "vector_bytes_shuffled_per_sentence": round(sent * row_bytes / sentences, 1),
             "similarities_per_sentence": round(counters["similarities_computed"] / sentences, 1),
             "pairs": len(mined), "planted_recall": round(len(mined & set(planted.items())) / len(planted), 4),
             "queries_searched_exactly_after_short_lists":
                 counters.get("queries_searched_exactly_after_short_lists", 0),
-            "peer": peer(src, tgt, planted, nlist, args)}
+            "peer": peer(src, tgt, planted, nlist, args) if args.peer else None}
 
 
 def peer(src: np.ndarray, tgt: np.ndarray, planted: dict, nlist: int, args) -> dict:
@@ -154,24 +160,31 @@ def main() -> None:
     parser.add_argument("--nprobe", type=int, default=16)
     parser.add_argument("--max-list-rows", type=int, default=50_000)
     parser.add_argument("--k", type=int, default=4)
+    parser.add_argument("--dtypes", nargs="+", default=["float16"], choices=("float16", "binary"),
+                        help="how the embedding shards are stored: float16 (embed.dtype's default) and/or binary "
+                        "(packed sign codes, 16x fewer bytes); each size runs each")
+    parser.add_argument("--no-peer", dest="peer", action="store_false", help="skip big_batch_search")
     parser.add_argument("--out", type=Path, default=Path("bench/results/pairs_scaling.json"))
     args = parser.parse_args()
 
     results = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "dim": args.dim,
                "workers": args.workers, "shard_rows": args.shard_rows, "k": args.k, "runs": []}
     for seed, n in enumerate(args.sizes):
-        run = run_stage(n, args.dim, seed, args)
-        results["runs"].append(run)
-        print(json.dumps(run), flush=True)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(results, indent=2) + "\n")
+        for dtype in args.dtypes:
+            run = run_stage(n, args.dim, seed, args, dtype)
+            results["runs"].append(run)
+            print(json.dumps(run), flush=True)
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(results, indent=2) + "\n")
     first = results["runs"][0]
     for run in results["runs"]:
-        print(f"N {run['n_per_language']:>7}: IVF{run['nlist']} nprobe {run['nprobe']}, "
+        peer_line = (f"; big_batch_search {run['peer']['cpu_ms_per_sentence']:.3f} CPU ms/sentence, recall@1 "
+                     f"{run['peer']['planted_recall_at_1']}" if run["peer"] else "")
+        print(f"N {run['n_per_language']:>7} {run['dtype']}: IVF{run['nlist']} nprobe {run['nprobe']}, "
               f"{run['cpu_ms_per_sentence']:.3f} CPU ms/sentence (x{run['cpu_ms_per_sentence'] / first['cpu_ms_per_sentence']:.2f}), "
-              f"{run['embedding_bytes_read_per_sentence']:.0f} B read/sentence, planted recall {run['planted_recall']}; "
-              f"big_batch_search {run['peer']['cpu_ms_per_sentence']:.3f} CPU ms/sentence, "
-              f"recall@1 {run['peer']['planted_recall_at_1']}")
+              f"{run['embedding_bytes_read_per_sentence']:.0f} B read/sentence, "
+              f"{run['vector_bytes_shuffled_per_sentence']:.0f} B shuffled/sentence, planted recall "
+              f"{run['planted_recall']}{peer_line}")
 
 
 if __name__ == "__main__":

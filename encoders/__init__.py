@@ -11,12 +11,15 @@ Specs:
   over the weights in the `use` extra; the teacher of our distilled students (encoders.use_multilingual);
 - `char-ngram[:DIM]`: hashed character n-grams, a lexical baseline that needs no model;
 - a folder holding `ensemble.json`: members' vectors weighted per language and concatenated (encoders.ensemble),
-  the teacher where it is strong and the student elsewhere.
+  the teacher where it is strong and the student elsewhere;
+- a folder holding `lens.json`: a contextual lens (seed 001) over a frozen transformer's token vectors
+  (encoders.lens), trained by `python -m training.train` with a lens recipe.
+`encode(..., dtype="binary")` gives packed binary vectors for any of them (encoders.binary).
 
 Modules: checkpoint (what a folder holds), transformer (the encoder), batching (validation, token-budget batches),
 pooling, model (the CMLM inference network and how checkpoints are saved), tokenizer (WordPiece training and
-coverage), language_removal (PCR and the meaning projection), ensemble (members weighted per language),
-encode (the command line).
+coverage), language_removal (PCR and the meaning projection), ensemble (members weighted per language), lens
+(contextual lenses), binary (packed binary vectors), encode (the command line).
 """
 
 from __future__ import annotations
@@ -27,11 +30,12 @@ from encoders.batching import BadSentenceError
 from encoders.char_ngram import CharNgramEncoder
 from encoders.checkpoint import HUB_ID, CheckpointError, read_checkpoint
 from encoders.ensemble import EnsembleEncoder, is_ensemble, read_ensemble
+from encoders.lens import is_lens, read_lens
 
 BUILTIN = {"char-ngram": CharNgramEncoder}
 USE_MULTILINGUAL = "use-multilingual"
 
-__all__ = ["BadSentenceError", "CheckpointError", "check_spec", "load_encoder"]
+__all__ = ["BadSentenceError", "CheckpointError", "binary_code", "check_spec", "load_encoder"]
 
 
 def check_spec(spec: str) -> None:
@@ -46,10 +50,18 @@ def check_spec(spec: str) -> None:
     elif Path(spec).is_dir() and is_ensemble(spec):
         for member in read_ensemble(spec)["members"]:
             check_spec(member)
+    elif Path(spec).is_dir() and is_lens(spec):
+        read_checkpoint(read_lens(spec).encoder)
     elif Path(spec).is_dir():
         read_checkpoint(spec)
     elif not HUB_ID.match(spec):
         raise _unknown(spec)
+
+
+def binary_code(spec: str) -> str:
+    """Which binary code `encode(dtype="binary")` gives for this spec (encoders.binary), without loading it: a
+    lens thresholds its features, every other encoder takes signs."""
+    return "threshold" if Path(spec).is_dir() and is_lens(spec) else "sign"
 
 
 def _unknown(spec: str) -> CheckpointError:
@@ -83,4 +95,10 @@ def load_encoder(spec: str, **options):
         return EnsembleEncoder(spec, load_encoder, **options)
     from encoders.transformer import TransformerEncoder  # torch and transformers load only when a model is used
 
-    return TransformerEncoder.load(spec, **{k: v for k, v in options.items() if v is not None})
+    given = {k: v for k, v in options.items() if v is not None}
+    if is_lens(spec):
+        if "pooling" in given:
+            raise ValueError(f"encoder {spec!r} is a lens: its lens is its pooling (no pooling option)")
+        lens = read_lens(spec)
+        return TransformerEncoder(read_checkpoint(lens.encoder), lens=lens, **given)
+    return TransformerEncoder.load(spec, **given)

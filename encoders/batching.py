@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from encoders.binary import as_dtype
+
 log = logging.getLogger(__name__)
 CHARS_PER_TOKEN_CAP = 20  # clip text at max_seq_length * this before tokenising: bounds work on pathological lines
 
@@ -121,14 +123,13 @@ class SentenceEncoder:
 
     def encode(self, sentences: Sequence[str], *, language: str | None = None, show_progress: bool = False,
                progress=None, dtype: str | np.dtype = np.float32) -> np.ndarray:
-        """Unit vectors [len(sentences), dim] in input order. Sentences that cannot be embedded (empty, invalid
+        """Unit vectors [len(sentences), dim] in input order (`dtype="binary"`: packed codes, encoders.binary). Sentences that cannot be embedded (empty, invalid
         UTF-8, not text) raise BadSentenceError naming every one of them before any work is done.
         `language` is needed only with PCR; `progress(n)` is called as sentences finish (for a caller's bar)."""
         prepared = prepare_texts(sentences, self.max_seq_length * CHARS_PER_TOKEN_CAP)
         if prepared.problems:
             raise BadSentenceError(prepared.problems)
-        vectors = self._embed(prepared.texts, prepared.clipped, show_progress, progress)
-        return self._finish(vectors, language).astype(dtype, copy=False)
+        return self._vectors(prepared, language, show_progress, progress, dtype)
 
     def encode_valid(self, sentences: Sequence, *, language: str | None = None, show_progress: bool = False,
                      progress=None, dtype: str | np.dtype = np.float32) -> EncodedSentences:
@@ -137,9 +138,12 @@ class SentenceEncoder:
         self.stats["skipped"] += len(prepared.problems)
         for index, reason in list(prepared.problems.items())[:5]:
             log.warning("skipping sentence %d: %s", index, reason)
-        vectors = self._embed(prepared.texts, prepared.clipped, show_progress, progress)
-        return EncodedSentences(self._finish(vectors, language).astype(dtype, copy=False), prepared.kept,
+        return EncodedSentences(self._vectors(prepared, language, show_progress, progress, dtype), prepared.kept,
                                 prepared.problems)
+
+    def _vectors(self, prepared: PreparedText, language, show_progress: bool, progress, dtype) -> np.ndarray:
+        vectors = self._embed(prepared.texts, prepared.clipped, show_progress, progress)
+        return as_dtype(self._finish(vectors, language), dtype)
 
     def _embed(self, texts: list[str], clipped: set[int], show_progress: bool, progress) -> np.ndarray:
         raise NotImplementedError

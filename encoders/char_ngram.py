@@ -17,6 +17,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from encoders.binary import as_dtype
+
 TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
@@ -56,4 +58,4 @@ class CharNgramEncoder:
         if progress:
             progress(len(sentences))
         # A sentence whose hashed features cancel exactly is vanishingly rare; keep it finite rather than NaN.
-        return (out / np.maximum(norms, np.finfo(np.float32).tiny)).astype(dtype, copy=False)
+        return as_dtype(out / np.maximum(norms, np.finfo(np.float32).tiny), dtype)

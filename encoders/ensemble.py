@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from encoders.batching import BadSentenceError, sentence_problem
+from encoders.binary import as_dtype
 from encoders.checkpoint import CheckpointError
 
 log = logging.getLogger(__name__)
@@ -160,4 +161,4 @@ class EnsembleEncoder:
         out = np.hstack(parts)
         if progress is not None:
             progress(len(sentences))
-        return out.astype(dtype, copy=False)
+        return as_dtype(out, dtype)

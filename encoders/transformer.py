@@ -25,8 +25,11 @@ import numpy as np
 import torch
 
 from encoders.batching import SentenceEncoder, padded, token_budget_batches
+from encoders.binary import DTYPE as BINARY
+from encoders.binary import pack
 from encoders.checkpoint import HUB_ID, CheckpointError, CheckpointLayout, read_checkpoint, resolve_hub_id
 from encoders.language_removal import load_language_removal
+from encoders.lens import load_lens
 from encoders.pooling import load_dense, pool
 
 log = logging.getLogger(__name__)
@@ -41,6 +44,7 @@ class Replica:
     device: torch.device
     model: torch.nn.Module
     dense: list[torch.nn.Module]
+    lens: torch.nn.Module | None = None
 
 
 def cpu_has_native_bf16() -> bool:
@@ -76,10 +80,13 @@ def resolve_precision(precision: str, device: torch.device) -> torch.dtype:
 class TransformerEncoder(SentenceEncoder):
     def __init__(self, layout: CheckpointLayout, *, device: str = "auto", precision: str = "auto",
                  token_budget: int | None = None, batch_size: int | None = None,
-                 max_seq_length: int | None = None, language_removal: str | None = None):
+                 max_seq_length: int | None = None, language_removal: str | None = None, lens=None):
+        """`lens`: an encoders.lens.LensFolder; its lens replaces pooling and Dense layers (the folder's name is
+        the encoder's name)."""
         self.layout = layout
-        self.name = str(layout.folder)
+        self.name = str(lens.folder if lens else layout.folder)
         self.hf_tokenizer, model = _load_transformer(layout)
+        self.lens = load_lens(lens, model.config.hidden_size) if lens else None
         self.devices = resolve_devices(device)
         self.dtype = resolve_precision(precision, self.devices[0])
         on_gpu = self.devices[0].type == "cuda"
@@ -88,10 +95,12 @@ class TransformerEncoder(SentenceEncoder):
         self.max_seq_length = _max_length(layout, model, self.hf_tokenizer, max_seq_length)
         self.tokenizer = _truncating_tokenizer(self.hf_tokenizer, self.max_seq_length)
         self.pad_id = self.hf_tokenizer.pad_token_id if self.hf_tokenizer.pad_token_id is not None else 0
-        dense = [load_dense(layer) for layer in layout.dense]
-        self.model_dim = dense[-1][0].out_features if dense else model.config.hidden_size
+        dense = [] if self.lens else [load_dense(layer) for layer in layout.dense]
+        self.model_dim = (self.lens.spec.output_dim if self.lens else dense[-1][0].out_features if dense
+                          else model.config.hidden_size)
         self.replicas = [self._replica(model, dense, d) for d in self.devices]
-        self.removal = load_language_removal(layout.folder, language_removal, self.model_dim)
+        self.removal = load_language_removal(lens.folder if lens else layout.folder, language_removal,
+                                              self.model_dim)
         self.dim = self.removal.output_dim if self.removal else self.model_dim  # what encode() returns
         self.stats: Counter = Counter()  # sentences, truncated, skipped: cumulative over calls, for reports
 
@@ -106,17 +115,32 @@ class TransformerEncoder(SentenceEncoder):
     def _replica(self, model: torch.nn.Module, dense: list, device: torch.device) -> Replica:
         model = model if device == self.devices[0] else copy.deepcopy(model)
         model = model.to(device=device, dtype=self.dtype).eval()
-        return Replica(device, model, [copy.deepcopy(layer).to(device).eval() for layer in dense])
+        lens = copy.deepcopy(self.lens).to(device) if self.lens is not None else None
+        return Replica(device, model, [copy.deepcopy(layer).to(device).eval() for layer in dense], lens)
 
     def describe(self) -> dict:
-        return {"encoder": self.name, "dim": self.dim, "pooling": self.layout.pooling,
+        return {"encoder": self.name, "dim": self.dim,
+                "pooling": f"{self.lens.spec.kind} lens" if self.lens else self.layout.pooling,
                 "max_seq_length": self.max_seq_length, "devices": [str(d) for d in self.devices],
                 "precision": str(self.dtype).removeprefix("torch."), "token_budget": self.token_budget,
                 "batch_size": self.batch_size, "language_removal": self.removal.kind if self.removal else None}
 
     # -- the work ----------------------------------------------------------------------------------------------
 
-    def _embed(self, texts: list[str], clipped: set[int], show_progress: bool, progress=None) -> np.ndarray:
+    @property
+    def binary_code(self) -> str:
+        """How `encode(dtype="binary")` makes bits (encoders.binary): a lens thresholds, others take signs."""
+        return "threshold" if self.lens is not None else "sign"
+
+    def _vectors(self, prepared, language, show_progress: bool, progress, dtype) -> np.ndarray:
+        """A lens's binary vectors threshold its raw ReLU + max-pool features (seed 001), not signs."""
+        if self.lens is None or not (isinstance(dtype, str) and dtype == BINARY):
+            return super()._vectors(prepared, language, show_progress, progress, dtype)
+        raw = self._embed(prepared.texts, prepared.clipped, show_progress, progress, raw=True)
+        return pack(raw > self.lens.spec.binary_threshold)
+
+    def _embed(self, texts: list[str], clipped: set[int], show_progress: bool, progress=None,
+               raw: bool = False) -> np.ndarray:
         encodings = self.tokenizer.encode_batch(texts)
         ids = [encoding.ids for encoding in encodings]
         truncated = sum(1 for i, encoding in enumerate(encodings) if encoding.overflowing or i in clipped)
@@ -129,7 +153,7 @@ class TransformerEncoder(SentenceEncoder):
 
         with tqdm(total=len(texts), unit="sent", disable=not show_progress, desc="encode") as bar:
             def run(replica: Replica, batch: np.ndarray) -> None:
-                out[batch] = self._forward_splitting(replica, [ids[i] for i in batch])
+                out[batch] = self._forward_splitting(replica, [ids[i] for i in batch], raw)
                 bar.update(len(batch))
                 if progress:
                     progress(len(batch))
@@ -158,19 +182,20 @@ class TransformerEncoder(SentenceEncoder):
             for future in [pool_.submit(worker, r) for r in self.replicas]:
                 future.result()
 
-    def _forward_splitting(self, replica: Replica, ids: list[list[int]]) -> np.ndarray:
+    def _forward_splitting(self, replica: Replica, ids: list[list[int]], raw: bool = False) -> np.ndarray:
         try:
-            return self._forward(replica, ids)
+            return self._forward(replica, ids, raw)
         except torch.cuda.OutOfMemoryError:
             if len(ids) == 1:
                 raise
             torch.cuda.empty_cache()
             half = len(ids) // 2
             log.warning("GPU out of memory on a batch of %d; splitting it", len(ids))
-            return np.concatenate([self._forward_splitting(replica, ids[:half]),
-                                   self._forward_splitting(replica, ids[half:])])
+            return np.concatenate([self._forward_splitting(replica, ids[:half], raw),
+                                   self._forward_splitting(replica, ids[half:], raw)])
 
-    def _forward(self, replica: Replica, ids: list[list[int]]) -> np.ndarray:
+    def _forward(self, replica: Replica, ids: list[list[int]], raw: bool = False) -> np.ndarray:
+        """Sentence vectors of one batch: unit rows, or with `raw` the lens's features before normalising."""
         width = max(map(len, ids))
         if replica.device.type == "cuda":  # tensor cores like multiples of 8
             width = min(-(-width // 8) * 8, self.max_seq_length)
@@ -179,7 +204,11 @@ class TransformerEncoder(SentenceEncoder):
         mask_tensor = torch.from_numpy(mask).to(replica.device, non_blocking=True)
         with torch.inference_mode():
             output = replica.model(input_ids=input_tensor, attention_mask=mask_tensor)
-            if self.layout.pooling == "pooler":
+            if replica.lens is not None:
+                vectors = replica.lens(output.last_hidden_state.float(), mask_tensor)
+                if raw:
+                    return vectors.cpu().numpy()
+            elif self.layout.pooling == "pooler":
                 vectors = output.pooler_output.float()
             else:
                 vectors = pool(output.last_hidden_state.float(), mask_tensor, self.layout.pooling)

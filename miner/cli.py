@@ -40,6 +40,9 @@ def add_vector_arguments(parser: argparse.ArgumentParser) -> None:
                         help="precomputed vectors: DIR/<text file name>.npy, row i = line i")
     source.add_argument("--encoder", help="embed the texts with this encoder: a checkpoint folder, a hub id, "
                         "use-multilingual or char-ngram")
+    parser.add_argument("--binary", action="store_true",
+                        help="compare the encoder's binary vectors (encoders.binary: a lens's thresholded features, "
+                        "else signs), as `embed.dtype: binary` mines, instead of its float vectors")
     parser.add_argument("--no-language", action="store_true",
                         help="do not tell the encoder the texts' languages (an ensemble then uses its default "
                         "shares): what a caller of encode() without a language gets")
@@ -65,18 +68,21 @@ class VectorSource:
     """Vectors for lines of a text file: from `DIR/<file name>.npy`, or by running an encoder on the texts."""
 
     def __init__(self, embeddings_dir: Path | None = None, encoder_spec: str | None = None,
-                 encoder_options: dict | None = None, pass_language: bool = True):
+                 encoder_options: dict | None = None, pass_language: bool = True, binary: bool = False):
         if (embeddings_dir is None) == (encoder_spec is None):
             raise ValueError("give either precomputed embeddings (--embeddings DIR) or an encoder (--encoder)")
         self.embeddings_dir, self.encoder_spec = embeddings_dir, encoder_spec
         self.encoder_options = encoder_options or {}
         self.pass_language = pass_language
+        self.binary = binary
         self._encoder = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, config: dict) -> VectorSource:
         """--embeddings, else --encoder, else the config's `encoder` (a folder relative to the config file)."""
         if args.embeddings is not None:
+            if getattr(args, "binary", False):
+                raise ValueError("--binary needs --encoder: precomputed embeddings are compared as they are")
             return cls(embeddings_dir=args.embeddings)
         from encoders.options import encoder_options
 
@@ -87,12 +93,13 @@ class VectorSource:
             if beside_config is not None and beside_config.exists():
                 spec = str(beside_config)
         return cls(encoder_spec=spec, encoder_options=encoder_options(args, section(config, "encoder_options")),
-                   pass_language=not getattr(args, "no_language", False))
+                   pass_language=not getattr(args, "no_language", False), binary=getattr(args, "binary", False))
 
     def describe(self) -> dict:
         if self.encoder_spec:
             return {"encoder": self.encoder_spec, **self.encoder_options,
-                    **({} if self.pass_language else {"language": "not given"})}
+                    **({} if self.pass_language else {"language": "not given"}),
+                    **({"vectors": f"binary ({self._binary_code()} code)"} if self.binary else {})}
         return {"embeddings": str(self.embeddings_dir)}
 
     def vectors(self, sentences: Sentences, rows: np.ndarray, language: str | None = None) -> np.ndarray:
@@ -100,8 +107,14 @@ class VectorSource:
         use it (PCR, an ensemble's shares), and is withheld with --no-language."""
         if self.encoder_spec:
             language = language if self.pass_language else None
-            return self._load_encoder().encode([sentences.texts[r] for r in rows], language=language,
-                                               show_progress=sys.stderr.isatty())
+            texts = [sentences.texts[r] for r in rows]
+            if self.binary:
+                from encoders import binary
+
+                packed = self._load_encoder().encode(texts, language=language, show_progress=sys.stderr.isatty(),
+                                                     dtype=binary.DTYPE)
+                return binary.unit_rows(packed, self._binary_code(), str(sentences.path))
+            return self._load_encoder().encode(texts, language=language, show_progress=sys.stderr.isatty())
         path = self.embeddings_dir / f"{sentences.path.name}.npy"
         matrix = load_embeddings(path)
         if matrix.shape[0] != sentences.line_count:
@@ -110,6 +123,23 @@ class VectorSource:
                 "embeddings must be aligned line by line with their text file"
             )
         return np.asarray(matrix[sentences.lines_of(rows)])
+
+    def as_binary(self) -> VectorSource:
+        """The same encoder (loaded once), compared through its binary vectors."""
+        if not self.encoder_spec:
+            raise ValueError("binary vectors need an encoder (--encoder), not precomputed embeddings")
+        other = VectorSource(encoder_spec=self.encoder_spec, encoder_options=self.encoder_options,
+                             pass_language=self.pass_language, binary=True)
+        other._encoder = self._encoder
+        return other
+
+    @property
+    def code(self) -> str | None:
+        """The binary code compared (None: float vectors), which mining turns into cosine estimates."""
+        return self._binary_code() if self.binary else None
+
+    def _binary_code(self) -> str:
+        return getattr(self._load_encoder(), "binary_code", "sign")
 
     def _load_encoder(self):
         if self._encoder is None:

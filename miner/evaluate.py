@@ -53,7 +53,7 @@ def mine_bucc_candidates(corpus: bucc.BuccCorpus, source: VectorSource, config: 
     src_vectors = source.vectors(corpus.src, src_unique.rows, src_lang)
     tgt_vectors = source.vectors(corpus.tgt, tgt_unique.rows, tgt_lang)
     pairs = mine(src_vectors, tgt_vectors, dataclasses.replace(config, threshold=None),
-                 (str(corpus.src.path), str(corpus.tgt.path)))
+                 (str(corpus.src.path), str(corpus.tgt.path)), source.code)
     candidates = bucc.candidates_to_ids(pairs, src_unique, tgt_unique, corpus.gold or ())
     stats = {
         "index": config.describe(len(src_unique.texts), len(tgt_unique.texts))["index"],
@@ -272,7 +272,8 @@ def format_suite(report: dict) -> str:
 def format_side_by_side(reports: list[dict]) -> str:
     """Several encoders' suite figures as one table: xsim error (mean of both directions) per language, the mean,
     BUCC F1 per pair (2-fold threshold) and at one threshold shared by all pairs (tuned on the other pairs)."""
-    names = [r["encoder"].get("encoder") or r["encoder"].get("embeddings") for r in reports]
+    names = [(r["encoder"].get("encoder") or r["encoder"].get("embeddings"))
+             + (f" ({r['encoder']['vectors']})" if r["encoder"].get("vectors") else "") for r in reports]
     lines = ["| | " + " | ".join(str(n) for n in names) + " |", "|---" * (len(names) + 1) + "|"]
     languages = list(dict.fromkeys(lang for r in reports for lang in r["xsim"]))
     pivot = reports[0]["settings"]["pivot"]
@@ -358,6 +359,8 @@ def main(argv: list[str] | None = None) -> int:
     suite_args.add_argument("--compare", action="append", default=[], metavar="SPEC",
                             help="another encoder to measure with the same settings (repeatable): the figures are "
                             "then printed side by side, one column per encoder")
+    suite_args.add_argument("--also-binary", action="store_true",
+                            help="also measure the encoder's binary vectors (encoders.binary), side by side")
     for sub in (bucc_args, xsim_args, suite_args):
         add_settings_arguments(sub)
         add_vector_arguments(sub)
@@ -376,10 +379,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.task == "suite":
             report = suite_report(args, source, config)
             text = format_suite(report)
-            if args.compare:
-                reports = [report] + [suite_report(args, VectorSource(encoder_spec=spec,
-                                                                      pass_language=source.pass_language), config)
-                                      for spec in args.compare]
+            others = [VectorSource(encoder_spec=spec, pass_language=source.pass_language) for spec in args.compare]
+            if args.also_binary:
+                others.insert(0, source.as_binary())
+            if others:
+                reports = [report] + [suite_report(args, other, config) for other in others]
                 report = {"encoders": reports}
                 text = format_side_by_side(reports)
             print(text)

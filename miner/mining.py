@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from encoders.binary import cosine_estimate
 from miner.index import KnnConfig, knn, resolve_factory
 from miner.margin import MARGINS, candidate_margins, default_ratio_floor, neighbourhood_mean
 from miner.selection import SELECTIONS, Candidates, Pairs, select
@@ -84,12 +85,16 @@ class MiningConfig:
 
 
 def score_neighbours(src: np.ndarray, tgt: np.ndarray, config: MiningConfig = MiningConfig(),
-                     names: tuple[str, str] = ("source", "target")) -> tuple[Candidates, Candidates]:
-    """Forward (source -> target) and backward (target -> source) k-NN candidates with their margins."""
+                     names: tuple[str, str] = ("source", "target"), code: str | None = None
+                     ) -> tuple[Candidates, Candidates]:
+    """Forward (source -> target) and backward (target -> source) k-NN candidates with their margins. `code`:
+    the rows are a binary code's unit rows (encoders.binary), whose similarities become cosine estimates first."""
     check_same_dim(src, names[0], tgt, names[1])
     started = time.perf_counter()
     fwd_sims, fwd_ids = knn(src, tgt, config.k, config.knn, names)
     bwd_sims, bwd_ids = knn(tgt, src, config.k, config.knn, names[::-1])
+    if code:
+        fwd_sims, bwd_sims = cosine_estimate(fwd_sims, code), cosine_estimate(bwd_sims, code)
     fwd_mean, bwd_mean = neighbourhood_mean(fwd_sims), neighbourhood_mean(bwd_sims)
     floor = config.floor_for(src.shape[1])
     forward = Candidates(fwd_ids, candidate_margins(fwd_sims, fwd_ids, fwd_mean, bwd_mean, config.margin,
@@ -101,9 +106,9 @@ def score_neighbours(src: np.ndarray, tgt: np.ndarray, config: MiningConfig = Mi
 
 
 def mine(src: np.ndarray, tgt: np.ndarray, config: MiningConfig = MiningConfig(),
-         names: tuple[str, str] = ("source", "target")) -> Pairs:
-    """Sentence pairs (row indices into src and tgt) with their margins, best first."""
-    forward, backward = score_neighbours(src, tgt, config, names)
+         names: tuple[str, str] = ("source", "target"), code: str | None = None) -> Pairs:
+    """Sentence pairs (row indices into src and tgt) with their margins, best first (`code`: score_neighbours)."""
+    forward, backward = score_neighbours(src, tgt, config, names, code)
     pairs = select(forward, backward, config.selection, config.threshold, config.min_cosine)
     log.info("%s selection kept %d pairs (threshold %s)", config.selection, len(pairs), config.threshold)
     return pairs

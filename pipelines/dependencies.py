@@ -22,6 +22,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from encoders import USE_MULTILINGUAL
 from encoders.ensemble import is_ensemble, read_ensemble
+from encoders.lens import is_lens, read_lens
 from encoders.use_multilingual import PACKAGE as USE_PACKAGE
 from miner.io import folder_files
 from pipelines import storage
@@ -75,7 +76,8 @@ def lid_files(spec: str) -> list[list]:
 
 def encoder_identity(spec: str | None) -> list | dict | None:
     """A built-in encoder by name and package version; a local checkpoint folder by its files' sizes and times; an
-    ensemble folder by its files and each member's identity (a member retrained makes the vectors stale too)."""
+    ensemble folder by its files and each member's identity (a member retrained makes the vectors stale too); a
+    lens folder by its files and its encoder's."""
     if spec == USE_MULTILINGUAL:
         try:
             return {"package": f"{USE_PACKAGE}=={version(USE_PACKAGE)}"}
@@ -85,5 +87,7 @@ def encoder_identity(spec: str | None) -> list | dict | None:
         if is_ensemble(spec):
             return {"files": folder_files(spec),
                     "members": [encoder_identity(member) for member in read_ensemble(spec)["members"]]}
+        if is_lens(spec):  # a lens reads its frozen encoder's tokens: that encoder retrained makes them stale too
+            return {"files": folder_files(spec), "encoder": encoder_identity(str(read_lens(spec).encoder))}
         return folder_files(spec)
     return spec  # char-ngram[:dim], a hub id, a cloud path: the spec is all there is to compare

@@ -9,7 +9,7 @@ with its own token-budget batching inside (sorted by length, so padding stays sm
 RunInference's own batching, because a vector's last bits depend on which sentences share its batch, and
 bundles differ between runners and runs: this way every runner writes the same bytes. Vectors are written per
 sentence shard, row i = row i, as `.npy` (float16 by default: half the storage, and well inside the precision the
-margin needs).
+margin needs; `embed.dtype: binary` stores packed binary codes, 1 bit a dimension: encoders.binary).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import numpy as np
 from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import KeyedModelHandler, ModelHandler, PredictionResult, RunInference
 
+from encoders import binary, binary_code
 from miner.console import PROGRESS_EVERY_S, Progress
 from pipelines import layout, storage
 
@@ -36,8 +37,8 @@ def embed_settings(settings: dict) -> dict:
     if unknown:
         raise ValueError(f"embed: unknown setting(s) {sorted(unknown)}; known: {sorted(EMBED_DEFAULTS)}")
     values = {**EMBED_DEFAULTS, **values}
-    if values["dtype"] not in ("float16", "float32"):
-        raise ValueError(f"embed.dtype must be float16 or float32, got {values['dtype']!r}")
+    if values["dtype"] not in ("float16", "float32", binary.DTYPE):
+        raise ValueError(f"embed.dtype must be float16, float32 or binary, got {values['dtype']!r}")
     return values
 
 
@@ -47,9 +48,11 @@ class EncoderModelHandler(ModelHandler[list, PredictionResult, object]):
 
     progress_every_s = PROGRESS_EVERY_S
 
-    def __init__(self, spec: str, options: dict | None = None, share_model: bool = False):
+    def __init__(self, spec: str, options: dict | None = None, share_model: bool = False,
+                 dtype: str = "float32"):
         super().__init__()
         self.spec, self.options, self.share = spec, dict(options or {}), share_model
+        self.dtype = dtype  # "binary": packed codes (encoders.binary) leave the encoder, 1 bit a dimension
         self._progress: Progress | None = None  # made on a worker, at its first batch
 
     def load_model(self):
@@ -64,7 +67,7 @@ class EncoderModelHandler(ModelHandler[list, PredictionResult, object]):
                       ) -> Iterable[PredictionResult]:
         """Each element is (language, texts): the language reaches encoders that use it (an ensemble's shares,
         per-language PCR)."""
-        results = [PredictionResult(len(texts), model.encode(list(texts), language=language))
+        results = [PredictionResult(len(texts), model.encode(list(texts), language=language, dtype=self.dtype))
                    for language, texts in batch]
         if self._progress is None:
             self._progress = Progress(log, "embed", "sentences", every_s=self.progress_every_s)
@@ -87,7 +90,8 @@ def handler_from_settings(settings: dict) -> KeyedModelHandler:
     share = values["share_model"]
     if share == "auto":  # one model per GPU machine, not one per process: GPU memory is the scarce thing
         share = options.get("device", "auto") != "cpu" and _gpu_visible()
-    return KeyedModelHandler(EncoderModelHandler(settings["encoder"], options, bool(share)))
+    dtype = values["dtype"] if values["dtype"] == binary.DTYPE else "float32"  # floats are cast when written
+    return KeyedModelHandler(EncoderModelHandler(settings["encoder"], options, bool(share), dtype))
 
 
 def _gpu_visible() -> bool:
@@ -120,15 +124,17 @@ class WriteEmbeddingShard(beam.DoFn):
         starts = [start for start, _ in chunks]
         if starts != [sum(len(m) for _, m in chunks[:i]) for i in range(len(chunks))]:
             raise RuntimeError(f"{language} shard {shard}: rows missing from the embedded output")
-        matrix = np.concatenate([m for _, m in chunks]).astype(self.dtype)
+        matrix = np.concatenate([m for _, m in chunks])
+        matrix = matrix if self.dtype == binary.DTYPE else matrix.astype(self.dtype)
         path = layout.embedding_shard(self.output, language, sentence_paths[(language, shard)])
         buffer = io.BytesIO()
         np.save(buffer, matrix, allow_pickle=False)
         storage.write_bytes(path, buffer.getvalue())
         self.shards.inc()
         self.rows.inc(len(matrix))
-        yield {"language": language, "shard": shard, "rows": len(matrix), "dim": int(matrix.shape[1]),
-               "embeddings": path}
+        bits = self.dtype == binary.DTYPE  # the dimension of a binary vector is its bit count
+        yield {"language": language, "shard": shard, "rows": len(matrix),
+               "dim": int(matrix.shape[1]) * (8 if bits else 1), "embeddings": path}
 
 
 class EmbedShards(beam.PTransform):
@@ -170,6 +176,8 @@ def embeddings_manifest(entries: list[dict], sentences: dict, settings: dict) ->
         dims = {by_shard[(language, p)]["dim"] for p in range(len(entry["shards"]))}
         languages[language] = {"rows": entry["rows"], "dim": dims.pop() if len(dims) == 1 else None,
                                "shards": shards}
+        if embed_settings(settings)["dtype"] == binary.DTYPE:  # how the pairs stage compares them
+            languages[language]["binary"] = binary_code(settings["encoder"])
     return {"stage": "embed", "encoder": settings["encoder"], "languages": languages}
 
 

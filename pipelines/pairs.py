@@ -52,6 +52,7 @@ from miner.mining import MiningConfig
 from miner.pair_filters import KEEP, PairFilter
 from miner.selection import Pairs, greedy_one_to_one
 from miner.vectors import check_matrix
+from encoders import binary
 from pipelines import layout, storage
 
 log = logging.getLogger("pipelines.pairs")
@@ -63,15 +64,35 @@ def mining_config(settings: dict) -> MiningConfig:
     return MiningConfig.from_dict(dict(settings.get("mining") or {}), dict(settings.get("knn") or {}))
 
 
-def read_shard(path: str, dim: int, bytes_read=None) -> np.ndarray:
-    """An embedding shard's stored rows (float16 or float32; data, never pickles), checked: vectors of another
-    dimension than the language's are an error naming the shard, never a wrong neighbour list."""
+def read_shard(path: str, dim: int, bytes_read=None, code: str | None = None) -> np.ndarray:
+    """An embedding shard's stored rows (float16 or float32, or packed binary codes when `code` is set; data,
+    never pickles), checked: vectors of another dimension (bit count) than the language's are an error naming the
+    shard, never a wrong neighbour list."""
     data = storage.read_bytes(path)
     if bytes_read is not None:
         bytes_read.inc(len(data))
     matrix = np.load(io.BytesIO(data), allow_pickle=False)
-    check_matrix(matrix, path, dim)
+    if code:
+        binary.check_packed(matrix, path, dim)
+    else:
+        check_matrix(matrix, path, dim)
     return matrix
+
+
+def comparable(rows: np.ndarray, code: str | None, name: str = "vectors") -> np.ndarray:
+    """Rows as they are compared: stored floats as they are; packed binary codes widened to the unit rows whose
+    dot products are the code's similarity (encoders.binary). Codes travel packed and widen only here."""
+    return binary.unit_rows(rows, code, name) if code else rows
+
+
+def as_cosines(found: Neighbours, code: str | None) -> Neighbours:
+    """Neighbours of binary codes with their similarities as cosine estimates (encoders.binary), as the library
+    mines them: float thresholds and min_cosine hold."""
+    return Neighbours(found.queries, binary.cosine_estimate(found.sims, code), found.refs) if code else found
+
+
+def read_language_shard(entry: dict, shard: int, bytes_read=None) -> np.ndarray:
+    return read_shard(entry["shards"][shard]["embeddings"], entry["dim"], bytes_read, entry.get("binary"))
 
 
 # -- 1. coarse quantizers ----------------------------------------------------------------------------------------
@@ -85,7 +106,8 @@ def training_sample(entry: dict, size: int, seed: int, bytes_read=None) -> np.nd
     for shard in entry["shards"]:
         n = round(take * shard["rows"] / total)
         rows = np.sort(rng.choice(shard["rows"], min(n, shard["rows"]), replace=False))
-        picks.append(read_shard(shard["embeddings"], entry["dim"], bytes_read)[rows])
+        stored = read_shard(shard["embeddings"], entry["dim"], bytes_read, entry.get("binary"))
+        picks.append(comparable(stored[rows], entry.get("binary"), shard["embeddings"]))
     return np.concatenate(picks)
 
 
@@ -147,18 +169,19 @@ class AssignShard(beam.DoFn):
 
     def process(self, task: tuple[str, int], centroids: dict):
         language, shard = task
-        info = self.manifest["languages"][language]["shards"][shard]
-        rows = read_shard(info["embeddings"], self.manifest["languages"][language]["dim"], self.bytes_read)
+        entry = self.manifest["languages"][language]
+        info = entry["shards"][shard]
+        rows = read_language_shard(entry, shard, self.bytes_read)  # what travels: binary codes stay packed
         refs = layout.pack(shard, np.arange(len(rows), dtype=np.int64))
-        own_lists = None
+        own_lists, unit = None, comparable(rows, entry.get("binary"), info["embeddings"])
         for pair, side, query_lang, db_lang in directions(self.pairs):
             if db_lang == language:
                 if own_lists is None:
-                    own_lists = assign(rows, centroids[language], 1, info["embeddings"])
+                    own_lists = assign(unit, centroids[language], 1, info["embeddings"])
                 yield from self._keyed(pair, side, "db", own_lists, refs, rows)
             if query_lang == language:
                 _, nprobe = join_plan(self.knn, self.manifest["languages"][db_lang]["rows"])
-                lists = assign(rows, centroids[db_lang], nprobe, info["embeddings"])
+                lists = assign(unit, centroids[db_lang], nprobe, info["embeddings"])
                 yield from self._keyed(pair, side, "q", lists, refs, rows)
 
     def _keyed(self, pair, side, kind, lists, refs, rows):
@@ -255,8 +278,13 @@ class CompareList(beam.DoFn):
     def _compare(self, pair, side, q_refs, queries, db_refs, database):
         self.largest.update(len(q_refs) + len(db_refs))
         self.similarities.inc(len(q_refs) * len(db_refs))
-        k = neighbours_wanted(self.manifest, self.config, pair[1] if side == "src" else pair[0])
-        found = list_topk(queries, q_refs, database, db_refs, k, self.device)
+        query_lang, db_lang = pair if side == "src" else pair[::-1]
+        k = neighbours_wanted(self.manifest, self.config, db_lang)
+        languages = self.manifest["languages"]
+        code = languages[db_lang].get("binary")
+        found = as_cosines(list_topk(comparable(queries, code, f"{query_lang} queries"), q_refs,
+                                     comparable(database, code, f"{db_lang} database rows"), db_refs, k,
+                                     self.device), code)
         shards = q_refs >> layout.ROW_BITS
         for shard in np.unique(shards):
             at = shards == shard
@@ -339,15 +367,17 @@ class ExactSearch(beam.DoFn):
         log.warning("%s -> %s: %d queries of shard %d found fewer than k neighbours in their lists: exact search",
                     query_lang, db_lang, len(query_refs), shard)
         entry = self.manifest["languages"][query_lang]
-        rows = read_shard(entry["shards"][shard]["embeddings"], entry["dim"], self.bytes_read)
-        queries = rows[query_refs & ((1 << layout.ROW_BITS) - 1)]
+        rows = read_language_shard(entry, shard, self.bytes_read)
+        queries = comparable(rows[query_refs & ((1 << layout.ROW_BITS) - 1)], entry.get("binary"))
         k = neighbours_wanted(self.manifest, self.config, db_lang)
         db_entry = self.manifest["languages"][db_lang]
         parts = []
         for number, info in enumerate(db_entry["shards"]):
-            database = read_shard(info["embeddings"], db_entry["dim"], self.bytes_read)
+            database = comparable(read_language_shard(db_entry, number, self.bytes_read), db_entry.get("binary"),
+                                  info["embeddings"])
             refs = layout.pack(number, np.arange(len(database), dtype=np.int64))
-            parts = [merge_topk([*parts, list_topk(queries, query_refs, database, refs, k)], k)]
+            parts = [merge_topk([*parts, as_cosines(list_topk(queries, query_refs, database, refs, k),
+                                                    db_entry.get("binary"))], k)]
         self.queries.inc(len(query_refs))
         for row, ref in enumerate(parts[0].queries):
             yield pair, side, int(ref), parts[0].sims[row], parts[0].refs[row]

@@ -139,7 +139,8 @@ def check_finished_stage(output: str, stage: str, manifest: dict) -> None:
             if stage == "extract":
                 checks.append((_check_parquet, shard["path"], shard["rows"]))
             elif "embeddings" in shard:
-                checks.append((_check_vectors, shard["embeddings"], shard["rows"], entry.get("dim")))
+                checks.append((_check_vectors, shard["embeddings"], shard["rows"], entry.get("dim"),
+                               entry.get("binary")))
     for entry in manifest.get("pairs") or []:
         checks += [(_check_parquet, entry["parquet"], entry.get("pairs")), (_check_present, entry["tsv"])]
     checks += [(_check_present, path) for path in (manifest.get("quantizers") or {}).values()]
@@ -175,9 +176,10 @@ def _check_parquet(path: str, rows: int | None) -> str | None:
     return None
 
 
-def _check_vectors(path: str, rows: int, dim: int | None) -> str | None:
+def _check_vectors(path: str, rows: int, dim: int | None, code: str | None = None) -> str | None:
     """The .npy header (never the data: a header that asks for pickles is refused) against the manifest, and the
-    file's size against the header: a cut file is found without reading it."""
+    file's size against the header: a cut file is found without reading it. `code`: packed binary vectors
+    (uint8, dim / 8 bytes a row)."""
     problem = _check_present(path)
     if problem:
         return problem
@@ -192,14 +194,18 @@ def _check_vectors(path: str, rows: int, dim: int | None) -> str | None:
             offset = handle.tell()
     except (ValueError, EOFError, OSError) as err:
         return f"{path}: not a .npy file of vectors ({err})"
-    if dtype.hasobject or dtype not in VECTOR_DTYPES:
-        return f"{path}: dtype {dtype}, not float16 or float32" + (" (an array of Python objects: a pickle)"
-                                                                   if dtype.hasobject else "")
+    expected_dtypes = (np.uint8,) if code else VECTOR_DTYPES
+    if dtype.hasobject or dtype not in expected_dtypes:
+        wanted = "uint8 (packed binary vectors)" if code else "float16 or float32"
+        return f"{path}: dtype {dtype}, not {wanted}" + (" (an array of Python objects: a pickle)"
+                                                         if dtype.hasobject else "")
     if len(shape) != 2 or fortran:
         return f"{path}: an array of shape {shape}{' in Fortran order' if fortran else ''}, not rows of vectors"
     if shape[0] != rows:
         return f"{path}: {shape[0]} rows, the manifest lists {rows}"
-    if dim is not None and shape[1] != dim:
+    if code and dim is not None and 8 * shape[1] != dim:
+        return f"{path}: binary vectors of {8 * shape[1]} bits, expected {dim}"
+    if not code and dim is not None and shape[1] != dim:
         return f"{path}: vectors have {shape[1]} dimensions, expected {dim}"
     data, expected = storage.size(path) - offset, rows * shape[1] * dtype.itemsize
     if data != expected:

@@ -209,3 +209,20 @@ def test_a_plot_that_cannot_be_drawn_keeps_the_report(tmp_path, capsys, monkeypa
     assert evaluate("--split", "test", "--report", str(tmp_path / "r.json"), "--plot", str(tmp_path / "p.png")) == 2
     assert "plots need matplotlib" in capsys.readouterr().err
     assert json.loads((tmp_path / "r.json").read_text())["pair"] == "de-en"
+
+
+def test_suite_measures_the_binary_vectors_beside_the_float_ones(tmp_path, capsys):
+    flores = flores_like(tmp_path)
+    assert main(["suite", "--encoder", "char-ngram", "--also-binary", "--flores", str(flores), "--languages",
+                 "deu_Latn", "--bucc", str(SAMPLE), "--pairs", "de-en", "--split", "training",
+                 "--report", str(tmp_path / "suite.json")]) == 0
+    assert "| | char-ngram | char-ngram (binary (sign code)) |" in capsys.readouterr().out
+    floats, codes = json.loads((tmp_path / "suite.json").read_text())["encoders"]
+    assert codes["encoder"]["vectors"] == "binary (sign code)"
+    assert codes["bucc"]["de-en"]["f1"] > 0.2 and codes["bucc"]["de-en"]["f1"] != floats["bucc"]["de-en"]["f1"]
+
+
+def test_binary_needs_an_encoder(tmp_path, capsys):
+    assert main(["xsim", "--src-text", str(tmp_path / "a.txt"), "--tgt-text", str(tmp_path / "b.txt"),
+                 "--embeddings", str(tmp_path), "--binary"]) != 0
+    assert "--binary needs --encoder" in capsys.readouterr().err

@@ -257,3 +257,36 @@ def test_a_group_the_runner_delivered_in_parts_is_an_error_not_fewer_neighbours(
     split = SplitHotLists(manifest, [pair], MiningConfig().knn)  # exact search: one list per direction
     with pytest.raises(RuntimeError, match="incomplete side input"):
         list(split.process(((pair, "src", 0), q), sizes))
+
+
+def test_binary_vectors_are_stored_packed_and_mined_as_the_library_mines_their_codes(tmp_path):
+    """embed.dtype binary: 16x fewer bytes than float16 on disk and in every shuffle, and the pairs the library
+    gives on the widened codes (encoders.binary), whatever the sharding."""
+    from encoders import binary
+
+    output = str(tmp_path / "out")
+    texts = write_shards(output, 2)
+    settings = {**settings_for(output, "max"), "embed": {"dtype": "binary", "batch_size": 16}}
+    run(settings, PipelineOptions([]), ["embed", "pairs"])
+    entry = manifests.read(output, "embed")["languages"]["eng_Latn"]
+    stored = np.load(entry["shards"][0]["embeddings"])
+    assert stored.dtype == np.uint8 and entry["dim"] == 8 * stored.shape[1] == 1024 and entry["binary"] == "sign"
+    encoder = load_encoder("char-ngram")
+    src, tgt = texts["deu_Latn"], texts["eng_Latn"]
+    widened = [binary.unit_rows(encoder.encode(side, dtype="binary"), "sign") for side in (src, tgt)]
+    pairs = mine(*widened, MiningConfig(k=4, selection="max", threshold=1.0), code="sign")
+    expected = {(src[s], tgt[t], round(float(m), 4)) for s, t, m in zip(pairs.src, pairs.tgt, pairs.margin)}
+    table = storage.read_parquet(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0]).to_pydict()
+    assert {(s, t, round(m, 4)) for s, t, m in zip(table["src_text"], table["tgt_text"], table["score"])} == expected
+    assert len(expected) > 20
+
+
+def test_binary_vectors_of_another_bit_count_in_one_shard_are_an_error_naming_it(tmp_path):
+    output = str(tmp_path / "out")
+    write_shards(output, 2)
+    settings = {**settings_for(output, "max"), "embed": {"dtype": "binary", "batch_size": 16}}
+    run(settings, PipelineOptions([]), ["embed"])
+    shard = manifests.read(output, "embed")["languages"]["eng_Latn"]["shards"][1]
+    np.save(shard["embeddings"], np.load(shard["embeddings"])[:, :32])
+    with pytest.raises(Exception, match=r"part-00001-of-00002\.npy: binary vectors of 256 bits, expected 1024"):
+        run(settings, PipelineOptions([]), ["pairs"])

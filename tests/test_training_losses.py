@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from training.batches import IGNORE, SpecialTokens, mask_tokens, smoothed_probabilities
-from training.losses import bitext_retrieval_loss, masked_lm_loss, masked_positions, nli_features
+from training.losses import bitext_retrieval_loss, masked_lm_loss, masked_positions, max_hinge_loss, nli_features
 from training.model import ProjectionMLP
 from training.optim import Lamb, build_schedule, warmup_linear
 
@@ -128,3 +128,15 @@ def test_lamb_minimises_a_quadratic():
         optimizer.step()
         schedule.step()
     assert torch.allclose(weight.detach(), torch.ones(10), atol=0.01)
+
+
+def test_max_hinge_loss_is_the_hardest_negatives_hinge_both_ways():
+    """VSE++ by hand: sims [[0.6, 1.0], [0.8, 0.0]], positives 0.6 and 0.0, margin 0.2:
+    forward hinges (0.2 - 0.6 + 1.0, 0.2 - 0.0 + 0.8), backward (0.2 - 0.6 + 0.8, 0.2 - 0.0 + 1.0)."""
+    src = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    tgt = torch.tensor([[0.6, 0.8], [1.0, 0.0]])
+    loss, accuracy = max_hinge_loss(src, tgt, 0.2)
+    assert float(loss) == pytest.approx((0.6 + 1.0) / 2 + (0.4 + 1.2) / 2)
+    assert float(accuracy) == 0.0
+    aligned, accuracy = max_hinge_loss(torch.eye(3), torch.eye(3), 0.2)
+    assert float(aligned) == 0.0 and float(accuracy) == 1.0

@@ -21,6 +21,8 @@ import yaml
 from miner.config import ConfigError, set_value
 
 OBJECTIVES = ("cmlm", "br", "nli", "distill")
+BR_LOSSES = ("softmax", "max-hinge")
+NO_TOKEN_OUTPUTS = ("use-multilingual", "char-ngram")  # built-in encoders that give sentence vectors only
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,9 @@ class BrConfig:
     hard_negatives: int = 0  # per pair, the nearest non-translations from a refreshed index (seed 004)
     hard_negative_pool: int = 20000  # pairs whose targets are searched for hard negatives
     hard_negative_refresh: int = 1000  # steps between refreshes of that index
+    # softmax: the additive-margin softmax (METHODS §5). max-hinge: VSE++'s ranker (seed 001's translation ranker),
+    # the hinge of the hardest in-batch negative in each direction, with `margin`
+    loss: str = "softmax"
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,18 @@ class DistillConfig:
     # sides) to the teacher's: a random one starts at a loss of ~70 whose gradients wreck a pre-trained encoder
     # (BR in-batch accuracy 0.46 -> 0.06 in 30 steps, measured). 0 keeps the random layer.
     init_pairs: int = 4096
+
+
+@dataclass(frozen=True)
+class LensConfig:
+    """A contextual lens (seed 001, encoders.lens) trained over the frozen `model.init` instead of the network."""
+
+    kind: str | None = None  # simple | gated-conv; None trains the encoder itself
+    output_dim: int = 1024
+    gate_dim: int = 256  # gated-conv only
+    layers: int = 2  # gated-conv only
+    kernel: int = 3  # gated-conv only
+    binary_threshold: float = 1.0  # the paper's: binary vectors keep the features above it
 
 
 @dataclass(frozen=True)
@@ -139,6 +156,7 @@ class TrainConfig:
     br: BrConfig = field(default_factory=BrConfig)
     distill: DistillConfig = field(default_factory=DistillConfig)
     nli: NliConfig = field(default_factory=NliConfig)
+    lens: LensConfig = field(default_factory=LensConfig)
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     stages: list[StageConfig] = field(default_factory=list)
     run: RunConfig = field(default_factory=RunConfig)
@@ -215,8 +233,37 @@ def check(config: TrainConfig) -> None:
         problems.append("model.output_dim must be positive")
     if "nli" in objectives and not config.data.nli:
         problems.append("a stage trains nli but data.nli is not set")
+    if config.br.loss not in BR_LOSSES:
+        problems.append(f"br.loss must be one of {', '.join(BR_LOSSES)}, got {config.br.loss!r}")
+    problems += _lens_problems(config)
     if problems:
         raise ConfigError("invalid recipe:\n  " + "\n  ".join(problems))
+
+
+def _lens_problems(config: TrainConfig) -> list[str]:
+    lens = config.lens
+    if lens.kind is None:
+        return []
+    from encoders.lens import KINDS
+
+    problems = []
+    if lens.kind not in KINDS:
+        problems.append(f"lens.kind must be one of {', '.join(KINDS)}, got {lens.kind!r}")
+    if config.objectives() != {"br"}:
+        problems.append(f"a lens trains with the translation ranker alone: every stage's objectives must be [br], "
+                        f"got {sorted(config.objectives())}")
+    init = config.model.init
+    if init is None:
+        problems.append("lens: model.init must name the frozen encoder's checkpoint folder")
+    elif Path(init).name in NO_TOKEN_OUTPUTS or not Path(init).is_dir():
+        problems.append(f"lens: model.init {init!r} is not a transformer checkpoint folder; a lens reads token "
+                        f"vectors, which the built-in encoders ({', '.join(NO_TOKEN_OUTPUTS)}) do not give")
+    elif (Path(init) / "ensemble.json").exists() or (Path(init) / "lens.json").exists():
+        problems.append(f"lens: model.init {init!r} is an ensemble or a lens, not a transformer checkpoint: name "
+                        "the transformer folder itself")
+    if lens.output_dim < 8 or lens.output_dim % 8:
+        problems.append("lens.output_dim must be a positive multiple of 8 (binary vectors pack 8 units a byte)")
+    return problems
 
 
 def as_dict(config: TrainConfig) -> dict:

@@ -35,6 +35,32 @@ def bitext_retrieval_loss(src: torch.Tensor, tgt: torch.Tensor, margin: float, s
     return loss, accuracy
 
 
+def max_hinge_loss(src: torch.Tensor, tgt: torch.Tensor, margin: float, src_keys: torch.Tensor | None = None,
+                   tgt_keys: torch.Tensor | None = None):
+    """VSE++'s ranker (Faghri et al. 2017), seed 001's translation ranker: the hardest in-batch negative of each
+    pair, in both directions, must score `margin` below the pair.
+
+        L = 1/B sum_i ( max_{j!=i} [m - s(x_i, y_i) + s(x_i, y_j)]_+ + max_{j!=i} [m - s(x_i, y_i) + s(x_j, y_i)]_+ )
+
+    `src` [B, d] and `tgt` [B + E, d] are unit rows (E hard negatives enlarge the first term); same-text negatives
+    are left out as in `bitext_retrieval_loss`. Returns (loss, in-batch accuracy over both directions)."""
+    batch = src.shape[0]
+    sims = src @ tgt.T  # [B, B + E]
+    positive = sims[:, :batch].diagonal()
+    own = torch.eye(batch, sims.shape[1], dtype=torch.bool, device=src.device)
+    forward = sims.masked_fill(own, float("-inf"))
+    backward = sims[:, :batch].T.masked_fill(own[:, :batch], float("-inf"))
+    if tgt_keys is not None:
+        forward = forward.masked_fill(_copies_of_positive(tgt_keys, batch), float("-inf"))
+    if src_keys is not None:
+        backward = backward.masked_fill(_copies_of_positive(src_keys, batch), float("-inf"))
+    hardest = forward.max(dim=1).values, backward.max(dim=1).values
+    loss = sum((margin - positive + h).clamp(min=0).mean() for h in hardest)
+    with torch.no_grad():
+        accuracy = ((positive > hardest[0]).float().mean() + (positive > hardest[1]).float().mean()) / 2
+    return loss, accuracy
+
+
 def _copies_of_positive(keys: torch.Tensor, batch: int) -> torch.Tensor:
     """[batch, len(keys)]: True where column j holds the same text as row i's positive (column i), j != i."""
     same = keys[:batch, None] == keys[None, :]

@@ -4,7 +4,8 @@
         [P(v)_1 .. P(v)_N, embed(masked s2)] and an MLM head (tied to the token embeddings) predicts s2's masks.
     BR (§5): unit mean-pooled vectors of source and target, additive-margin softmax in both directions.
     NLI (§6): a 3-way classifier on [u, v, |u - v|, u * v].
-Only `encoder` is exported (encoders.model.save_encoder); the heads stay in the training checkpoints.
+Only `encoder` is exported (encoders.model.save_encoder); the heads stay in the training checkpoints. With a
+contextual lens (seed 001, encoders.lens) the encoder is frozen and the lens alone learns and is exported.
 """
 
 from __future__ import annotations
@@ -17,7 +18,14 @@ from torch import nn
 
 from encoders.model import bert_config, new_encoder_model
 from encoders.pooling import pool
-from training.losses import bitext_retrieval_loss, distillation_loss, masked_lm_loss, masked_positions, nli_features
+from training.losses import (
+    bitext_retrieval_loss,
+    distillation_loss,
+    masked_lm_loss,
+    masked_positions,
+    max_hinge_loss,
+    nli_features,
+)
 
 log = logging.getLogger("training.model")
 
@@ -52,9 +60,12 @@ class MlmHead(nn.Module):
 
 class TrainingModel(nn.Module):
     def __init__(self, encoder: nn.Module, projection_vectors: int, br_scale: float, learn_scale: bool,
-                 nli_labels: int = 3, output: nn.Linear | None = None):
+                 nli_labels: int = 3, output: nn.Linear | None = None, lens: nn.Module | None = None,
+                 br_loss: str = "softmax"):
         super().__init__()
         self.encoder = encoder
+        self.lens = lens  # set: the encoder is frozen and sentence vectors are the lens's
+        self.br_loss = br_loss
         hidden = encoder.config.hidden_size
         self.output = output  # pooled -> sentence vector (a distilled student's width); exported as a Dense module
         self.output_is_new = False  # set by whoever builds a new output layer: it is fitted before the first step
@@ -71,7 +82,12 @@ class TrainingModel(nn.Module):
         return pool(states.float(), mask, "mean")
 
     def sentence_vectors(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """What the exported encoder returns before normalising: pooled, then the output layer if there is one."""
+        """What the exported encoder returns before normalising: pooled, then the output layer if there is one; or
+        the lens over the frozen encoder's token vectors."""
+        if self.lens is not None:
+            with torch.no_grad():
+                states = self.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+            return self.lens(states.float(), mask)
         pooled = self.embed(ids, mask)
         return self.output(pooled).float() if self.output is not None else pooled
 
@@ -99,8 +115,12 @@ class TrainingModel(nn.Module):
 
     def bitext_retrieval(self, batch: dict, margin: float, vectors=None) -> dict[str, torch.Tensor]:
         src, tgt = vectors or self.pair_vectors(batch)
-        loss, accuracy = bitext_retrieval_loss(F.normalize(src, dim=-1), F.normalize(tgt, dim=-1), margin,
-                                               self.scale(), batch.get("src_keys"), batch.get("tgt_keys"))
+        src, tgt = F.normalize(src, dim=-1), F.normalize(tgt, dim=-1)
+        if self.br_loss == "max-hinge":
+            loss, accuracy = max_hinge_loss(src, tgt, margin, batch.get("src_keys"), batch.get("tgt_keys"))
+        else:
+            loss, accuracy = bitext_retrieval_loss(src, tgt, margin, self.scale(), batch.get("src_keys"),
+                                                   batch.get("tgt_keys"))
         return {"br_loss": loss, "br_accuracy": accuracy}
 
     def distill(self, batch: dict, vectors=None) -> dict[str, torch.Tensor]:
@@ -196,6 +216,22 @@ def load_encoder_for_training(folder: str, model_config) -> nn.Module:
                  model_config.max_seq_length, model_config.projection_vectors)
         grow_positions(encoder, positions_needed(model_config))
     return encoder.float().train()
+
+
+def load_frozen_encoder(folder: str, max_seq_length: int) -> nn.Module:
+    """The encoder a lens reads, as inference runs it: no dropout, no gradients, positions as saved."""
+    from transformers import AutoConfig, AutoModel
+
+    from encoders.transformer import HAS_POOLER
+
+    model_type = AutoConfig.from_pretrained(folder, trust_remote_code=False).model_type
+    extra = {"add_pooling_layer": False} if model_type in HAS_POOLER else {}  # a lens reads the token vectors
+    encoder = AutoModel.from_pretrained(folder, trust_remote_code=False, hidden_dropout_prob=0.0,
+                                        attention_probs_dropout_prob=0.0, **extra)
+    if encoder.config.max_position_embeddings < max_seq_length:
+        raise ValueError(f"{folder}: the frozen encoder has {encoder.config.max_position_embeddings} positions, "
+                         f"fewer than model.max_seq_length {max_seq_length}")
+    return encoder.float().requires_grad_(False).eval()
 
 
 def grow_positions(encoder: nn.Module, positions: int) -> None:

@@ -16,6 +16,7 @@ usable example are errors; bad lines are counted skips. The encoder lands in <ou
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 from pathlib import Path
@@ -43,6 +44,8 @@ def load_tokenizer(config):
 def build_model(config, tokenizer):
     from training.model import TrainingModel, load_encoder_for_training, new_encoder, output_layer
 
+    if config.lens.kind:
+        return build_lens_model(config)
     if config.model.init:
         encoder = load_encoder_for_training(config.model.init, config.model)
     else:
@@ -53,8 +56,24 @@ def build_model(config, tokenizer):
         torch.manual_seed(config.seed)
         output, new_output = output_layer(config.model, encoder.config.hidden_size, config.model.init, config.seed)
         model = TrainingModel(encoder, config.model.projection_vectors, config.br.scale, config.br.learn_scale,
-                              len(config.nli.labels), output)
+                              len(config.nli.labels), output, br_loss=config.br.loss)
     model.output_is_new = new_output
+    return model
+
+
+def build_lens_model(config):
+    """A new lens (seed 001) over the frozen `model.init`: the only parameters the optimiser moves."""
+    from encoders.lens import LensSpec, build_lens
+    from training.model import TrainingModel, load_frozen_encoder
+
+    encoder = load_frozen_encoder(config.model.init, config.model.max_seq_length)
+    options = {k: v for k, v in dataclasses.asdict(config.lens).items() if k != "kind"}
+    with torch.random.fork_rng():
+        torch.manual_seed(config.seed)
+        lens = build_lens(LensSpec(config.lens.kind, encoder.config.hidden_size, **options))
+    model = TrainingModel(encoder, 1, config.br.scale, False, len(config.nli.labels), lens=lens,
+                          br_loss=config.br.loss)
+    model.output_is_new = False
     return model
 
 

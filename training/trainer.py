@@ -319,8 +319,9 @@ class Trainer:
         """Unit vectors for token id sequences, longest first in batches (eval mode, the exported computation)."""
         self.model.eval()
         order = np.argsort([-len(s) for s in sequences], kind="stable")
-        width = self.model.output.out_features if self.model.output is not None else \
-            self.model.encoder.config.hidden_size
+        width = (self.model.lens.spec.output_dim if self.model.lens is not None else
+                 self.model.output.out_features if self.model.output is not None else
+                 self.model.encoder.config.hidden_size)
         vectors = np.zeros((len(sequences), width), dtype=np.float32)
         for start in range(0, len(order), batch_size):
             rows = order[start:start + batch_size]
@@ -353,8 +354,13 @@ class Trainer:
         folder = self.output / "encoder"
         dtype = torch.float16 if self.config.run.save_dtype == "float16" else None
         self.model.eval()
-        save_encoder(self.model.encoder, self.tokenizer, folder, max_seq_length=self.config.model.max_seq_length,
-                     dtype=dtype, dense=self.model.output)
+        if self.model.lens is not None:
+            from encoders.lens import save_lens
+
+            save_lens(self.model.lens, folder, self.config.model.init)
+        else:
+            save_encoder(self.model.encoder, self.tokenizer, folder,
+                         max_seq_length=self.config.model.max_seq_length, dtype=dtype, dense=self.model.output)
         (folder / "training.json").write_text(json.dumps({
             "recipe": self.recipe, "data": self.data.summary(),
             "final": self.history[-1] if self.history else None}, indent=2) + "\n", encoding="utf-8")

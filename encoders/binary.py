@@ -1,0 +1,105 @@
+"""Binary sentence vectors: one bit a dimension, packed 8 to a byte (16x fewer bytes than float16).
+
+Two codes, and the similarity each is compared with:
+
+    sign       b_i = [(H D v)_i > 0], any encoder   sim(a, b) = 1 - 2 hamming(a, b) / d      (the cosine of the +-1
+                                                                                               vectors)
+    threshold  b_i = [u_i > tau], a lens's ReLU +   sim(a, b) = |a & b| / sqrt(|a| |b|)       (the cosine of the 0/1
+               max-pool features u (seed 001:                                                  vectors: sparse codes
+               tau = 1.0, ~2.5% of units on)                                                   agree on what is on)
+
+`sign` first turns the vector by a fixed randomised Hadamard rotation (D: seeded random signs, H: the Walsh-
+Hadamard matrix / sqrt(d); plain signs when d is not a power of two). The rotation keeps angles, and it spreads
+each direction over all bits: without it, an ensemble member weighted 0 for a language gives a block of constant
+bits, which adds a per-sentence bias to every Hamming similarity (figures: docs/evaluation.md, binary vectors).
+
+Both similarities are cosines of a fixed real vector per code, so `unit_rows` turns packed codes into unit float
+rows and every k-NN index, margin and threshold downstream works unchanged: binary vectors are what is stored and
+shuffled, and are widened only where two blocks are compared. A threshold code with no unit on has no direction;
+`unit_rows` names its row.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+SIGN_SEED = 20200727  # fixed forever: codes written by one run must compare with codes written by the next
+CODES = ("sign", "threshold")
+DTYPE = "binary"  # what encode(dtype=...) and the pipeline's embed.dtype call packed codes
+
+
+class BinaryVectorError(ValueError):
+    """Packed codes that cannot be compared: wrong dtype or width, or a threshold code with no unit on."""
+
+
+def pack(bits: np.ndarray) -> np.ndarray:
+    """[n, d] booleans -> [n, d / 8] uint8 (d a multiple of 8), first dimension in the highest bit."""
+    bits = np.asarray(bits, dtype=bool)
+    if bits.ndim != 2 or bits.shape[1] % 8:
+        raise BinaryVectorError(f"binary vectors need a 2-D array whose width is a multiple of 8, got {bits.shape}")
+    return np.packbits(bits, axis=1)
+
+
+def sign_bits(vectors: np.ndarray) -> np.ndarray:
+    """The sign code: [(H D v)_i > 0] (module docstring), computed in float64."""
+    vectors = np.asarray(vectors, dtype=np.float64)
+    dim = vectors.shape[1]
+    if dim & (dim - 1):
+        return vectors > 0
+    return (vectors * _random_signs(dim)) @ _hadamard(dim) > 0
+
+
+@functools.cache
+def _random_signs(dim: int) -> np.ndarray:
+    return np.where(np.random.default_rng(SIGN_SEED).random(dim) < 0.5, -1.0, 1.0)
+
+
+@functools.cache
+def _hadamard(dim: int) -> np.ndarray:
+    """Sylvester's construction, unnormalised: the scale does not change a sign."""
+    matrix = np.ones((1, 1))
+    while matrix.shape[0] < dim:
+        matrix = np.block([[matrix, matrix], [matrix, -matrix]])
+    return matrix
+
+
+def as_dtype(vectors: np.ndarray, dtype) -> np.ndarray:
+    """What an encoder's `encode(dtype=...)` returns: float rows cast, or packed sign codes for "binary"."""
+    if isinstance(dtype, str) and dtype == DTYPE:
+        return pack(sign_bits(vectors))
+    return vectors.astype(dtype, copy=False)
+
+
+def cosine_estimate(sims: np.ndarray, code: str) -> np.ndarray:
+    """What a code's similarity says of the float cosine, so that margins, thresholds and `min_cosine` tuned on
+    float vectors hold: sign codes, SimHash's estimate (the angle is pi h / d, so cos = sin(pi s / 2)); threshold
+    codes, the set cosine itself. Both are monotone: neighbours do not change, only the numbers margins use."""
+    if code != "sign":
+        return sims
+    with np.errstate(invalid="ignore"):  # unfilled neighbour slots hold -inf, and keep it
+        return np.where(np.isneginf(sims), sims, np.sin(np.float32(np.pi / 2) * sims)).astype(sims.dtype)
+
+
+def check_packed(packed: np.ndarray, name: str, dim: int | None = None) -> None:
+    if not isinstance(packed, np.ndarray) or packed.dtype != np.uint8 or packed.ndim != 2:
+        raise BinaryVectorError(f"{name}: binary vectors are a 2-D uint8 array, got "
+                                f"{getattr(packed, 'dtype', type(packed).__name__)} {getattr(packed, 'shape', '')}")
+    if dim is not None and packed.shape[1] * 8 != dim:
+        raise BinaryVectorError(f"{name}: binary vectors of {packed.shape[1] * 8} bits, expected {dim}")
+
+
+def unit_rows(packed: np.ndarray, code: str, name: str = "binary vectors", first_row: int = 0) -> np.ndarray:
+    """float32 unit rows whose dot products are the code's similarity (module docstring)."""
+    check_packed(packed, name)
+    bits = np.unpackbits(packed, axis=1).astype(np.float32)
+    if code == "sign":
+        return (2 * bits - 1) / np.sqrt(np.float32(bits.shape[1]))
+    if code != "threshold":
+        raise BinaryVectorError(f"binary code {code!r} is not one of {', '.join(CODES)}")
+    on = bits.sum(axis=1)
+    if (on == 0).any():
+        row = first_row + int(np.flatnonzero(on == 0)[0])
+        raise BinaryVectorError(f"{name}: row {row} has no unit on (a threshold code with no direction)")
+    return bits / np.sqrt(on)[:, None]

@@ -1,0 +1,76 @@
+"""Binary sentence vectors (encoders.binary): packing, the two codes' similarities, and bad codes named."""
+
+import numpy as np
+import pytest
+
+from encoders import binary
+from encoders.char_ngram import CharNgramEncoder
+
+
+def test_sign_code_similarity_is_one_minus_twice_the_normalised_hamming_distance():
+    rng = np.random.default_rng(0)
+    bits = rng.random((5, 64)) < 0.5
+    unit = binary.unit_rows(binary.pack(bits), "sign")
+    hamming = (bits[:, None, :] != bits[None, :, :]).sum(-1)
+    np.testing.assert_allclose(unit @ unit.T, 1 - 2 * hamming / 64, atol=1e-6)
+
+
+def test_threshold_code_similarity_is_the_cosine_of_the_sets():
+    bits = np.zeros((2, 16), dtype=bool)
+    bits[0, [1, 2, 3, 4]] = True
+    bits[1, [3, 4, 5]] = True
+    unit = binary.unit_rows(binary.pack(bits), "threshold")
+    assert unit[0] @ unit[1] == pytest.approx(2 / np.sqrt(4 * 3))
+
+
+def test_a_threshold_code_with_no_unit_on_is_named_by_row():
+    bits = np.ones((3, 8), dtype=bool)
+    bits[1] = False
+    with pytest.raises(binary.BinaryVectorError, match="row 11 has no unit on"):
+        binary.unit_rows(binary.pack(bits), "threshold", first_row=10)
+
+
+def test_packed_codes_of_another_type_or_width_are_refused():
+    with pytest.raises(binary.BinaryVectorError, match="uint8"):
+        binary.check_packed(np.zeros((2, 4), dtype=np.float16), "shard-3.npy")
+    with pytest.raises(binary.BinaryVectorError, match="shard-3.npy: binary vectors of 32 bits, expected 64"):
+        binary.check_packed(np.zeros((2, 4), dtype=np.uint8), "shard-3.npy", 64)
+    with pytest.raises(binary.BinaryVectorError, match="multiple of 8"):
+        binary.pack(np.zeros((2, 12), dtype=bool))
+
+
+def test_sign_codes_keep_angles_through_the_rotation():
+    """The randomised Hadamard rotation preserves angles, so Hamming similarity tracks cosine (SimHash)."""
+    rng = np.random.default_rng(1)
+    base = rng.standard_normal((200, 256))
+    near = base + 0.3 * rng.standard_normal(base.shape)
+    far = rng.standard_normal(base.shape)
+    codes = [binary.unit_rows(binary.pack(binary.sign_bits(x)), "sign") for x in (base, near, far)]
+    near_sim = (codes[0] * codes[1]).sum(1)
+    far_sim = (codes[0] * codes[2]).sum(1)
+    assert near_sim.mean() > 0.7 and abs(far_sim.mean()) < 0.05
+    assert (near_sim > far_sim).all()
+
+
+def test_a_zero_block_does_not_become_a_constant_block_of_bits():
+    """An ensemble member weighted 0 gives zeros: after the rotation those dimensions carry no constant bits."""
+    rng = np.random.default_rng(2)
+    vectors = np.hstack([rng.standard_normal((100, 64)), np.zeros((100, 64))])
+    bits = binary.sign_bits(vectors)
+    assert 0.3 < bits.mean(0).min() and bits.mean(0).max() < 0.7
+
+
+def test_encoders_give_packed_codes_for_dtype_binary():
+    encoder = CharNgramEncoder(256)
+    codes = encoder.encode(["Guten Morgen.", "Good morning."], dtype="binary")
+    assert codes.dtype == np.uint8 and codes.shape == (2, 32)
+    floats = encoder.encode(["Guten Morgen.", "Good morning."])
+    np.testing.assert_array_equal(codes, binary.pack(binary.sign_bits(floats)))
+
+
+def test_cosine_estimates_of_sign_codes_keep_order_and_unfilled_slots():
+    sims = np.array([[1.0, 0.5, 0.0, -np.inf]], dtype=np.float32)
+    estimate = binary.cosine_estimate(sims, "sign")
+    np.testing.assert_allclose(estimate[0, :3], [1.0, np.sin(np.pi / 4), 0.0], atol=1e-6)
+    assert estimate[0, 3] == -np.inf and estimate.dtype == np.float32
+    assert binary.cosine_estimate(sims, "threshold") is sims
