@@ -24,6 +24,7 @@ import numpy as np
 
 from encoders import load_encoder
 from encoders.batching import describe_problems, sentence_problem
+from encoders.binary import DTYPE as BINARY
 from encoders.options import add_encoder_options, encoder_options
 from miner.console import exit_status, setup_logging
 from miner.io import InputFormatError, atomic_output, iter_lines
@@ -63,13 +64,14 @@ def encode_file(encoder, source: Path, output: Path, *, column: int | None = Non
 
     total = check_texts(source, column)
     texts = iter_texts(source, column)
+    stored, width = (np.dtype(np.uint8), encoder.dim // 8) if dtype == BINARY else (np.dtype(dtype), encoder.dim)
     with atomic_output(output) as handle, tqdm(total=total, unit="sent", desc=source.name,
                                                disable=not show_progress) as bar:
-        np.lib.format.write_array_header_1_0(handle, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
-                                                      "fortran_order": False, "shape": (total, encoder.dim)})
+        np.lib.format.write_array_header_1_0(handle, {"descr": np.lib.format.dtype_to_descr(stored),
+                                                      "fortran_order": False, "shape": (total, width)})
         while chunk := list(itertools.islice(texts, chunk_lines)):
             vectors = encoder.encode(chunk, language=language, progress=bar.update, dtype=dtype)
-            handle.write(np.ascontiguousarray(vectors, dtype=dtype).tobytes())
+            handle.write(np.ascontiguousarray(vectors, dtype=stored).tobytes())
     return total
 
 
@@ -82,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, help="output .npy for --input")
     parser.add_argument("--output-dir", type=Path, help="write DIR/<input name>.npy for every input")
     parser.add_argument("--column", type=int, help="embed this 1-based tab-separated field")
-    parser.add_argument("--dtype", choices=("float32", "float16"), default="float32")
+    parser.add_argument("--dtype", choices=("float32", "float16", BINARY), default="float32",
+                        help="binary: packed binary vectors, uint8 [n, dim / 8] (encoders.binary)")
     parser.add_argument("--language", help="language of the sentences (deu_Latn, de ...): an ensemble's shares, "
                         "and --language-removal pcr, need it")
     parser.add_argument("--chunk-lines", type=int, default=20000, help="lines read and sorted at a time")

@@ -177,8 +177,16 @@ def embeddings_manifest(entries: list[dict], sentences: dict, settings: dict) ->
         languages[language] = {"rows": entry["rows"], "dim": dims.pop() if len(dims) == 1 else None,
                                "shards": shards}
         if embed_settings(settings)["dtype"] == binary.DTYPE:  # how the pairs stage compares them
-            languages[language]["binary"] = binary_code(settings["encoder"])
+            languages[language]["binary"] = code_of(settings["encoder"])
     return {"stage": "embed", "encoder": settings["encoder"], "languages": languages}
+
+
+def code_of(spec: str) -> str:
+    """The binary code the encoder gives (encoders.binary_code), for a local folder or one staged on cloud
+    storage (a remote runner's)."""
+    if storage.is_remote(spec):
+        return "threshold" if storage.exists(storage.join(spec, "lens.json")) else "sign"
+    return binary_code(spec)
 
 
 class EmbedStage:

@@ -8,6 +8,7 @@ have commands of their own without importing pipelines.mine.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -112,9 +113,13 @@ def stage_lid_model(spec: str, target: str) -> str:
 
 def stage_encoder(folder: str, target: str) -> str:
     """A local encoder folder copied to `target`. An ensemble's member folders are copied inside it
-    (`members/<i>`) and its ensemble.json rewritten to name them there: workers see only `target`."""
+    (`members/<i>`) and its ensemble.json rewritten to name them there; a lens's frozen encoder likewise
+    (`encoder/`): workers see only `target`."""
     from encoders.ensemble import FILE, is_ensemble, read_ensemble
+    from encoders.lens import is_lens
 
+    if is_lens(folder):
+        return stage_lens(folder, target)
     if not is_ensemble(folder):
         return storage.stage_folder(folder, target)
     spec = read_ensemble(folder)
@@ -127,6 +132,19 @@ def stage_encoder(folder: str, target: str) -> str:
     staged = {k: v for k, v in spec.items() if k != "path"} | {"members": members}
     storage.write_json(storage.join(target, FILE), staged)
     log.info("staged the ensemble %s (%d members) to %s", folder, len(members), target)
+    return target
+
+
+def stage_lens(folder: str, target: str) -> str:
+    from encoders.lens import FILE, WEIGHTS, read_lens
+
+    lens = read_lens(folder)
+    storage.stage_folder(str(lens.encoder), storage.join(target, "encoder"))
+    with open(os.path.join(folder, WEIGHTS), "rb") as handle:
+        storage.write_bytes(storage.join(target, WEIGHTS), handle.read())
+    with open(os.path.join(folder, FILE), encoding="utf-8") as handle:
+        storage.write_json(storage.join(target, FILE), {**json.load(handle), "encoder": "encoder"})
+    log.info("staged the lens %s with its encoder %s to %s", folder, lens.encoder, target)
     return target
 
 

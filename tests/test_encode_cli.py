@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from encoders import load_encoder
 from encoders.encode import main
 from tests.conftest import REPO
 
@@ -62,3 +63,15 @@ def test_bad_line_in_a_big_file_fails_before_any_work_and_writes_nothing(tmp_pat
                  "--output", str(tmp_path / "x.npy")]) == 2
     assert "x.txt:3: empty or whitespace only" in capsys.readouterr().err
     assert not (tmp_path / "x.npy").exists()
+
+
+def test_binary_vectors_are_written_packed(tmp_path):
+    from encoders import binary
+
+    lines = ["Guten Morgen.", "Good morning.", "Bonjour."]
+    (tmp_path / "in.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["--encoder", "char-ngram", "--input", str(tmp_path / "in.txt"), "--output", str(tmp_path / "b.npy"),
+                 "--dtype", "binary"]) == 0
+    stored = np.load(tmp_path / "b.npy")
+    assert stored.dtype == np.uint8 and stored.shape == (3, 128)
+    np.testing.assert_array_equal(stored, binary.pack(binary.sign_bits(load_encoder("char-ngram").encode(lines))))

@@ -118,6 +118,11 @@ def test_a_lens_trains_over_a_frozen_encoder_and_exports_a_loadable_folder(train
     assert sorted(p.name for p in folder.iterdir()) == ["lens.json", "lens.safetensors", "training.json"]
     vectors = load_encoder(str(folder)).encode(["Guten Morgen.", "Good morning."])
     assert vectors.shape == (2, 64)
+    from safetensors.torch import load_file
+
+    fitted = load_file(str(folder / "lens.safetensors"))  # input statistics measured before the first step
+    assert fitted["standardise.mean"].abs().sum() > 0 and not torch.allclose(fitted["standardise.scale"],
+                                                                             torch.ones(1))
 
 
 def test_a_recipe_that_lenses_an_encoder_without_token_outputs_is_refused(training_inputs):

@@ -259,3 +259,25 @@ def test_the_portable_runner_path_gives_the_same_bitext(sample_run, tmp_path):
     prepare_for_runner(values, options)  # local paths stay as they are: the workers share this disk
     run(values, options, ["extract", "embed", "pairs"])
     assert bitext_bytes(portable) == bitext_bytes(output)
+
+
+def test_a_lens_is_staged_with_its_frozen_encoder_and_loads_from_there(gcs_bucket, tmp_path, tiny_encoder_dir):
+    import torch
+
+    from encoders import load_encoder
+    from encoders.lens import LensSpec, build_lens, save_lens
+    from pipelines.embed import code_of
+    from pipelines.job import prepare_for_runner
+
+    torch.manual_seed(0)
+    local = str(save_lens(build_lens(LensSpec("gated-conv", input_dim=64, output_dim=32, gate_dim=8)),
+                          tmp_path / "lens", tiny_encoder_dir))
+    options = PipelineOptions(["--runner=DataflowRunner", f"--temp_location={gcs_bucket}/run3",
+                               "--setup_file=./setup.py"])
+    remote = settings(f"{gcs_bucket}/out", input=f"{gcs_bucket}/crawl/*.warc.gz", encoder=local)
+    prepare_for_runner(remote, options)
+    staged = json.loads(storage.read_bytes(remote["encoder"] + "/lens.json"))
+    assert staged["encoder"] == "encoder" and code_of(remote["encoder"]) == code_of(local) == "threshold"
+    worker_copy = storage.local_folder(remote["encoder"])  # what a worker sees: only the staged files
+    texts = ["Die Bibliothek öffnet um neun Uhr.", "Good morning."]
+    np.testing.assert_array_equal(load_encoder(worker_copy).encode(texts), load_encoder(local).encode(texts))

@@ -118,6 +118,8 @@ class Trainer:
         position = self._resume(resume) if resume else Position()
         if fit_output and not resume and "distill" in self.samplers and self.config.distill.init_pairs:
             self._fit_output_layer()
+        if self.model.lens is not None and not resume:
+            self._fit_lens_inputs()
         if self.dist.main:
             self.output.mkdir(parents=True, exist_ok=True)
             (self.output / "recipe.json").write_text(json.dumps(self.recipe, indent=2) + "\n", encoding="utf-8")
@@ -311,6 +313,22 @@ class Trainer:
         log.info("output layer fitted to the teacher on %d pairs: mean cosine %.3f before the first step", count,
                  float(cosine))
         self.model.train()
+
+    @torch.no_grad()
+    def _fit_lens_inputs(self, pairs: int = 1024) -> None:
+        """The lens's input statistics (encoders.lens_networks.Standardise) from both sides of `pairs` training
+        pairs, through the frozen encoder, before the first step."""
+        sampler = self.samplers["br"]
+        batch = sampler.collate(sampler.draw(step_rng(self.config.seed, self.dist.rank, -2 % 2 ** 31, 0), pairs))
+        tokens = []
+        for side in ("src", "tgt"):
+            for start in range(0, pairs, 256):
+                ids = batch[f"{side}_ids"][start:start + 256].to(self.dist.device)
+                mask = batch[f"{side}_mask"][start:start + 256].to(self.dist.device)
+                states = self.model.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+                tokens.append(states.float()[mask.bool()])
+        self.model.lens.standardise.fit(torch.cat(tokens))
+        log.info("lens inputs standardised on the token vectors of %d pairs", pairs)
 
     # -- checks and export -----------------------------------------------------------------------------------
 
