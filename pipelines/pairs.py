@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 from apache_beam.metrics import Metrics
 
+from encoders import binary
 from miner.index import KnnConfig
 from miner.knn_join import (
     Neighbours,
@@ -52,7 +53,6 @@ from miner.mining import MiningConfig
 from miner.pair_filters import KEEP, PairFilter
 from miner.selection import Pairs, greedy_one_to_one
 from miner.vectors import check_matrix
-from encoders import binary
 from pipelines import layout, storage
 
 log = logging.getLogger("pipelines.pairs")
