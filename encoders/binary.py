@@ -65,9 +65,14 @@ def _hadamard(dim: int) -> np.ndarray:
     return matrix
 
 
+def is_binary(dtype) -> bool:
+    """Whether an `encode(dtype=...)` asks for packed codes (a numpy dtype never does)."""
+    return isinstance(dtype, str) and dtype == DTYPE
+
+
 def as_dtype(vectors: np.ndarray, dtype) -> np.ndarray:
     """What an encoder's `encode(dtype=...)` returns: float rows cast, or packed sign codes for "binary"."""
-    if isinstance(dtype, str) and dtype == DTYPE:
+    if is_binary(dtype):
         return pack(sign_bits(vectors))
     return vectors.astype(dtype, copy=False)
 

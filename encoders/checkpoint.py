@@ -162,6 +162,18 @@ def _st_dense(path: Path, where: str) -> DenseLayer:
         raise CheckpointError(f"{where}: {path / 'config.json'} needs in_features and out_features ({err})") from None
 
 
+def read_description(path: Path, format_name: str, error: type[CheckpointError], what: str) -> dict:
+    """A folder's JSON description (ensemble.json, lens.json) whose `format` must be `format_name`; anything else
+    is `error`, naming the file."""
+    try:
+        description = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise error(f"{path}: cannot be read as JSON ({err})") from None
+    if not isinstance(description, dict) or description.get("format") != format_name:
+        raise error(f"{path}: not {what} (format must be {format_name!r})")
+    return description
+
+
 def _json(path: Path):
     try:
         return json.loads(path.read_text(encoding="utf-8"))

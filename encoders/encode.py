@@ -25,6 +25,7 @@ import numpy as np
 from encoders import load_encoder
 from encoders.batching import describe_problems, sentence_problem
 from encoders.binary import DTYPE as BINARY
+from encoders.binary import is_binary
 from encoders.options import add_encoder_options, encoder_options
 from miner.console import exit_status, setup_logging
 from miner.io import InputFormatError, atomic_output, iter_lines
@@ -64,7 +65,7 @@ def encode_file(encoder, source: Path, output: Path, *, column: int | None = Non
 
     total = check_texts(source, column)
     texts = iter_texts(source, column)
-    stored, width = (np.dtype(np.uint8), encoder.dim // 8) if dtype == BINARY else (np.dtype(dtype), encoder.dim)
+    stored, width = (np.dtype(np.uint8), encoder.dim // 8) if is_binary(dtype) else (np.dtype(dtype), encoder.dim)
     with atomic_output(output) as handle, tqdm(total=total, unit="sent", desc=source.name,
                                                disable=not show_progress) as bar:
         np.lib.format.write_array_header_1_0(handle, {"descr": np.lib.format.dtype_to_descr(stored),

@@ -29,7 +29,6 @@ language uses the default shares. A member whose share is 0 for every sentence o
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import re
@@ -40,7 +39,7 @@ import numpy as np
 
 from encoders.batching import BadSentenceError, sentence_problem
 from encoders.binary import as_dtype
-from encoders.checkpoint import CheckpointError
+from encoders.checkpoint import CheckpointError, read_description
 
 log = logging.getLogger(__name__)
 
@@ -63,12 +62,7 @@ LANGUAGE_KEY = re.compile(r"[a-z]{3}_[A-Z][a-z]{3}")  # what miner.languages.lan
 def read_ensemble(folder: str | Path) -> dict:
     """The checked contents of `folder/ensemble.json`, member folders resolved against it."""
     path = Path(folder) / FILE
-    try:
-        spec = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise EnsembleError(f"{path}: cannot be read as JSON ({err})") from None
-    if not isinstance(spec, dict) or spec.get("format") != FORMAT:
-        raise EnsembleError(f"{path}: not an ensemble description (format must be {FORMAT!r})")
+    spec = read_description(path, FORMAT, EnsembleError, "an ensemble description")
     members = spec.get("members")
     if not isinstance(members, list) or len(members) < 2 or not all(isinstance(m, str) and m for m in members):
         raise EnsembleError(f"{path}: 'members' must list two or more encoder specs")

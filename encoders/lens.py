@@ -35,7 +35,7 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from encoders.checkpoint import TOKENIZER_FILES, CheckpointError, read_checkpoint
+from encoders.checkpoint import TOKENIZER_FILES, CheckpointError, read_checkpoint, read_description
 
 FILE = "lens.json"
 WEIGHTS = "lens.safetensors"
@@ -125,12 +125,7 @@ class LensFolder:
 def read_lens(folder: str | Path) -> LensFolder:
     """The checked description of a lens folder (JSON only; the weights load in `load_lens`)."""
     path = Path(folder) / FILE
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise LensError(f"{path}: cannot be read as JSON ({err})") from None
-    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
-        raise LensError(f"{path}: not a lens description (format must be {FORMAT!r})")
+    raw = read_description(path, FORMAT, LensError, "a lens description")
     fields = {name: raw[name] for name in LensSpec.__dataclass_fields__ if name in raw}
     try:
         spec = LensSpec(**fields)

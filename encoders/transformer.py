@@ -25,8 +25,7 @@ import numpy as np
 import torch
 
 from encoders.batching import SentenceEncoder, padded, token_budget_batches
-from encoders.binary import DTYPE as BINARY
-from encoders.binary import pack
+from encoders.binary import is_binary, pack
 from encoders.checkpoint import HUB_ID, CheckpointError, CheckpointLayout, read_checkpoint, resolve_hub_id
 from encoders.language_removal import load_language_removal
 from encoders.lens import load_lens
@@ -134,7 +133,7 @@ class TransformerEncoder(SentenceEncoder):
 
     def _vectors(self, prepared, language, show_progress: bool, progress, dtype) -> np.ndarray:
         """A lens's binary vectors threshold its raw ReLU + max-pool features (seed 001), not signs."""
-        if self.lens is None or not (isinstance(dtype, str) and dtype == BINARY):
+        if self.lens is None or not is_binary(dtype):
             return super()._vectors(prepared, language, show_progress, progress, dtype)
         raw = self._embed(prepared.texts, prepared.clipped, show_progress, progress, raw=True)
         return pack(raw > self.lens.spec.binary_threshold)

@@ -24,6 +24,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import KeyedModelHandler, ModelHandler, PredictionResult, RunInference
 
 from encoders import binary, binary_code
+from encoders.lens import FILE as LENS_FILE
 from miner.console import PROGRESS_EVERY_S, Progress
 from pipelines import layout, storage
 
@@ -166,6 +167,8 @@ def tasks_from_manifest(manifest: dict) -> list[dict]:
 def embeddings_manifest(entries: list[dict], sentences: dict, settings: dict) -> dict:
     languages: dict[str, dict] = {}
     by_shard = {(e["language"], e["shard"]): e for e in entries}
+    # how the pairs stage compares binary vectors
+    code = code_of(settings["encoder"]) if embed_settings(settings)["dtype"] == binary.DTYPE else None
     for language, entry in sorted(sentences["languages"].items()):
         shards = []
         for position, shard in enumerate(entry["shards"]):
@@ -176,8 +179,8 @@ def embeddings_manifest(entries: list[dict], sentences: dict, settings: dict) ->
         dims = {by_shard[(language, p)]["dim"] for p in range(len(entry["shards"]))}
         languages[language] = {"rows": entry["rows"], "dim": dims.pop() if len(dims) == 1 else None,
                                "shards": shards}
-        if embed_settings(settings)["dtype"] == binary.DTYPE:  # how the pairs stage compares them
-            languages[language]["binary"] = code_of(settings["encoder"])
+        if code:
+            languages[language]["binary"] = code
     return {"stage": "embed", "encoder": settings["encoder"], "languages": languages}
 
 
@@ -185,7 +188,7 @@ def code_of(spec: str) -> str:
     """The binary code the encoder gives (encoders.binary_code), for a local folder or one staged on cloud
     storage (a remote runner's)."""
     if storage.is_remote(spec):
-        return "threshold" if storage.exists(storage.join(spec, "lens.json")) else "sign"
+        return "threshold" if storage.exists(storage.join(spec, LENS_FILE)) else "sign"
     return binary_code(spec)
 
 

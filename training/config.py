@@ -244,11 +244,15 @@ def _lens_problems(config: TrainConfig) -> list[str]:
     lens = config.lens
     if lens.kind is None:
         return []
-    from encoders.lens import KINDS
+    from encoders.ensemble import is_ensemble
+    from encoders.lens import LensError, LensSpec, is_lens
 
     problems = []
-    if lens.kind not in KINDS:
-        problems.append(f"lens.kind must be one of {', '.join(KINDS)}, got {lens.kind!r}")
+    sizes = {k: v for k, v in dataclasses.asdict(lens).items() if k != "kind"}
+    try:  # the check a lens folder gets at load: kind, positive sizes, output_dim a multiple of 8
+        LensSpec(lens.kind, input_dim=1, **sizes).check("lens")
+    except LensError as err:
+        problems.append(str(err))
     if config.objectives() != {"br"}:
         problems.append(f"a lens trains with the translation ranker alone: every stage's objectives must be [br], "
                         f"got {sorted(config.objectives())}")
@@ -258,11 +262,9 @@ def _lens_problems(config: TrainConfig) -> list[str]:
     elif Path(init).name in NO_TOKEN_OUTPUTS or not Path(init).is_dir():
         problems.append(f"lens: model.init {init!r} is not a transformer checkpoint folder; a lens reads token "
                         f"vectors, which the built-in encoders ({', '.join(NO_TOKEN_OUTPUTS)}) do not give")
-    elif (Path(init) / "ensemble.json").exists() or (Path(init) / "lens.json").exists():
+    elif is_ensemble(init) or is_lens(init):
         problems.append(f"lens: model.init {init!r} is an ensemble or a lens, not a transformer checkpoint: name "
                         "the transformer folder itself")
-    if lens.output_dim < 8 or lens.output_dim % 8:
-        problems.append("lens.output_dim must be a positive multiple of 8 (binary vectors pack 8 units a byte)")
     return problems
 
 
