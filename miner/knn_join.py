@@ -275,6 +275,48 @@ def merge_topk(parts: Iterable[Neighbours], k: int) -> Neighbours:
     return out
 
 
+def merge_rows(a: Neighbours, b: Neighbours) -> Neighbours:
+    """Row i's k best of a's and b's row i (the same queries, in the same order), by similarity descending then
+    reference ascending: merge_topk's order, done row-wise on [m, 2k] with no sort over all the entries."""
+    sims, refs = np.concatenate([a.sims, b.sims], axis=1), np.concatenate([a.refs, b.refs], axis=1)
+    order = np.lexsort((refs, -sims), axis=1)[:, : a.sims.shape[1]]
+    return Neighbours(a.queries, np.take_along_axis(sims, order, axis=1), np.take_along_axis(refs, order, axis=1))
+
+
+class TopKTable:
+    """Each query's k best so far, in a dense table indexed by a row number the caller gives each query (its row
+    in its shard): parts are merged into it row-wise as they arrive (merge_rows), so memory stays one shard's
+    table and the cost of a part is that of its rows. `neighbours()` gives merge_topk's result over every part."""
+
+    def __init__(self, k: int):
+        self.k = k
+        self.queries = np.full(0, -1, dtype=np.int64)
+        self.sims = np.full((0, k), -np.inf, dtype=np.float32)
+        self.refs = np.full((0, k), -1, dtype=np.int64)
+
+    def add(self, rows: np.ndarray, part: Neighbours) -> TopKTable:
+        if part.sims.shape[1] != self.k:
+            raise ValueError(f"a part of {part.sims.shape[1]} neighbours merged into a table of {self.k}")
+        self._grow(int(rows.max(initial=-1)) + 1)
+        if len(np.unique(rows)) != len(rows):
+            raise ValueError("a part names one query twice")
+        held = Neighbours(part.queries, self.sims[rows], self.refs[rows])
+        merged = merge_rows(held, part)
+        self.queries[rows], self.sims[rows], self.refs[rows] = part.queries, merged.sims, merged.refs
+        return self
+
+    def neighbours(self) -> Neighbours:
+        seen = self.queries >= 0
+        return Neighbours(self.queries[seen], self.sims[seen], self.refs[seen])
+
+    def _grow(self, size: int) -> None:
+        extra = size - len(self.queries)
+        if extra > 0:
+            self.queries = np.concatenate([self.queries, np.full(extra, -1, np.int64)])
+            self.sims = np.concatenate([self.sims, np.full((extra, self.k), -np.inf, np.float32)])
+            self.refs = np.concatenate([self.refs, np.full((extra, self.k), -1, np.int64)])
+
+
 def search_by_lists(queries: np.ndarray, database: np.ndarray, k: int, centroids: np.ndarray, nprobe: int,
                     max_rows: int | None = None, device: str | None = None) -> Neighbours:
     """The join on one machine: what the Beam stage computes, for tests and benchmarks. Row numbers are the

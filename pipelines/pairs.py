@@ -24,9 +24,11 @@ Per language pair (source, target), with the miner library doing the arithmetic 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import logging
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import apache_beam as beam
 import numpy as np
@@ -37,6 +39,7 @@ from encoders import binary
 from miner.index import KnnConfig
 from miner.knn_join import (
     Neighbours,
+    TopKTable,
     assign,
     block_count,
     blocks,
@@ -49,6 +52,7 @@ from miner.knn_join import (
     training_rows,
 )
 from miner.margin import margin as margin_of
+from miner.margin import neighbourhood_mean
 from miner.mining import MiningConfig
 from miner.pair_filters import KEEP, PairFilter
 from miner.selection import Pairs, greedy_one_to_one
@@ -57,6 +61,7 @@ from pipelines import layout, storage
 
 log = logging.getLogger("pipelines.pairs")
 # Sentence columns carried into the bitext, per side (src_text, src_url, ...)
+ROW_MASK = (1 << layout.ROW_BITS) - 1  # a reference's row in its shard
 CARRIED = ("text", "url", "document_id", "paragraph_index", "sentence_index", "copies")
 
 
@@ -302,35 +307,34 @@ def _stacked(chunks) -> tuple[np.ndarray, np.ndarray]:
 
 
 class MergeTopK(beam.CombineFn):
-    """Each query's k best across the lists it probed (miner.knn_join.merge_topk), per query shard. Parts are
-    merged when they pile up, so the accumulator stays a few times one shard's k-NN table."""
+    """Each query's k best across the lists it probed, per query shard: the parts are merged row-wise into a dense
+    table indexed by the query's row in its shard (miner.knn_join.TopKTable), so the accumulator is one shard's
+    k-NN table and each part costs its own rows."""
 
     def create_accumulator(self):
-        return []
+        return None
 
-    def add_input(self, parts, part):
-        parts.append(part)
-        return self._compact(parts)
+    def add_input(self, table, part):
+        table = table or TopKTable(part.sims.shape[1])
+        return table.add(part.queries & ROW_MASK, part)
 
-    def merge_accumulators(self, accumulators):
-        return self._compact([part for parts in accumulators for part in parts])
+    def merge_accumulators(self, tables):
+        tables = [t for t in tables if t is not None]
+        if not tables:
+            return None
+        for other in tables[1:]:
+            found = other.neighbours()
+            tables[0].add(found.queries & ROW_MASK, found)
+        return tables[0]
 
-    def extract_output(self, parts):
-        return self._merge(parts) if parts else None
-
-    def _compact(self, parts):
-        if sum(len(p.queries) for p in parts) > 4 * max(len(p.queries) for p in parts) + 65_536:
-            return [self._merge(parts)]
-        return parts
-
-    def _merge(self, parts):
-        return merge_topk(parts, parts[0].sims.shape[1])
+    def extract_output(self, table):
+        return table.neighbours() if table is not None else None
 
 
-class ToRecords(beam.DoFn):
-    """A query shard's merged k-NN table -> one record per query: (pair, side, query ref, sims [k], refs [k]).
-    A query whose probed lists held fewer than k rows goes to the "short" output (exact search), never on with
-    a neighbourhood mean over fewer neighbours."""
+class SplitShort(beam.DoFn):
+    """A query shard's merged k-NN table -> the table of its queries that found k neighbours, and (the "short"
+    output) the references of those whose probed lists held fewer than k rows, for exact search: never a
+    neighbourhood mean over fewer neighbours."""
 
     SHORT = "short"
 
@@ -339,19 +343,17 @@ class ToRecords(beam.DoFn):
 
     def process(self, element):
         (pair, side, shard), table = element
-        k = table.sims.shape[1]
-        found = table.found()
-        for row in range(len(table.queries)):
-            if found[row] < k:
-                yield beam.pvalue.TaggedOutput(self.SHORT, ((pair, side, shard), int(table.queries[row])))
-            else:
-                self.queries.inc()
-                yield pair, side, int(table.queries[row]), table.sims[row], table.refs[row]
+        full = table.found() == table.sims.shape[1]
+        self.queries.inc(int(full.sum()))
+        if not full.all():
+            yield beam.pvalue.TaggedOutput(self.SHORT, ((pair, side, shard), table.queries[~full]))
+        if full.any():
+            yield (pair, side, shard), Neighbours(table.queries[full], table.sims[full], table.refs[full])
 
 
 class ExactSearch(beam.DoFn):
     """(pair, side, query shard) with the queries that found fewer than k neighbours in their lists -> their
-    records from an exact pass over the other language's shards (one in memory at a time)."""
+    k-NN table from an exact pass over the other language's shards (one in memory at a time)."""
 
     def __init__(self, manifest: dict, config: MiningConfig):
         self.manifest, self.config = manifest, config
@@ -362,13 +364,12 @@ class ExactSearch(beam.DoFn):
     def process(self, element):
         (pair, side, shard), query_refs = element
         query_lang, db_lang = pair if side == "src" else pair[::-1]
-        query_refs = np.sort(np.asarray(list(query_refs), dtype=np.int64))
         self.short.inc(len(query_refs))
         log.warning("%s -> %s: %d queries of shard %d found fewer than k neighbours in their lists: exact search",
                     query_lang, db_lang, len(query_refs), shard)
         entry = self.manifest["languages"][query_lang]
         rows = read_language_shard(entry, shard, self.bytes_read)
-        queries = comparable(rows[query_refs & ((1 << layout.ROW_BITS) - 1)], entry.get("binary"))
+        queries = comparable(rows[query_refs & ROW_MASK], entry.get("binary"))
         k = neighbours_wanted(self.manifest, self.config, db_lang)
         db_entry = self.manifest["languages"][db_lang]
         parts = []
@@ -379,13 +380,19 @@ class ExactSearch(beam.DoFn):
             parts = [merge_topk([*parts, as_cosines(list_topk(queries, query_refs, database, refs, k),
                                                     db_entry.get("binary"))], k)]
         self.queries.inc(len(query_refs))
-        for row, ref in enumerate(parts[0].queries):
-            yield pair, side, int(ref), parts[0].sims[row], parts[0].refs[row]
+        yield (pair, side, shard), parts[0]
+
+
+def no_neighbours_yet(shard: tuple) -> tuple:
+    """(pair, side, shard, rows, k) -> the shard's queries with no neighbour yet, keyed for the merge."""
+    pair, side, number, rows, k = shard
+    return (pair, side, number), Neighbours.none(layout.pack(number, np.arange(rows, dtype=np.int64)), k)
 
 
 class KnnJoin(beam.PTransform):
-    """PBegin -> every sentence's k nearest neighbours in the other language of each pair, both directions:
-    (pair, side, query ref, sims [k] descending, neighbour refs [k]), side "src" for source queries."""
+    """PBegin -> every sentence's k nearest neighbours in the other language of each pair, both directions, as
+    k-NN tables per query shard: ((pair, side, query shard), Neighbours), side "src" for source queries. A shard
+    may come as two tables (its queries found in their lists, and those searched exactly)."""
 
     def __init__(self, manifest: dict, pairs: list[tuple[str, str]], config: MiningConfig, output: str):
         super().__init__()
@@ -404,56 +411,110 @@ class KnnJoin(beam.PTransform):
                                    | "ListSizes" >> beam.CombinePerKey(sum))
         k_of = {(pair, side): neighbours_wanted(manifest, config, db) for pair, side, _, db in
                 directions(self.pairs)}
-        # every query appears in the merge, also one whose lists were all empty (it then goes to exact search)
-        present = [((pair, side, s), Neighbours.none(layout.pack(s, np.arange(info["rows"], dtype=np.int64)),
-                                                     k_of[pair, side]))
-                   for pair, side, query_lang, _ in directions(self.pairs)
-                   for s, info in enumerate(manifest["languages"][query_lang]["shards"])]
-        tables = ((begin | "AllQueries" >> beam.Create(present),
+        # every query appears in the merge, also one whose lists were all empty (it then goes to exact search);
+        # the empty tables are made on a worker: built here, they would be pickled into the pipeline's graph
+        shard_sizes = [(pair, side, s, info["rows"], k_of[pair, side])
+                       for pair, side, query_lang, _ in directions(self.pairs)
+                       for s, info in enumerate(manifest["languages"][query_lang]["shards"])]
+        tables = ((begin | "QueryShards" >> beam.Create(shard_sizes) | "AllQueries" >> beam.Map(no_neighbours_yet),
                    chunks | "Blocks" >> beam.ParDo(SplitHotLists(manifest, self.pairs, config.knn), sizes)
                    | "ByList" >> beam.GroupByKey()
                    | "Compare" >> beam.ParDo(CompareList(manifest, config), sizes))
                   | "Parts" >> beam.Flatten()
-                  | "MergeTopK" >> beam.CombinePerKey(MergeTopK()))
-        records = tables | "ToRecords" >> beam.ParDo(ToRecords()).with_outputs(ToRecords.SHORT, main="found")
-        exact = (records[ToRecords.SHORT] | "ShortByShard" >> beam.GroupByKey()
-                 | "ExactSearch" >> beam.ParDo(ExactSearch(manifest, config)))
-        return (records.found, exact) | "AllNeighbours" >> beam.Flatten()
+                  | "MergeTopK" >> beam.CombinePerKey(MergeTopK())
+                  | "SplitShort" >> beam.ParDo(SplitShort()).with_outputs(SplitShort.SHORT, main="found"))
+        exact = tables[SplitShort.SHORT] | "ExactSearch" >> beam.ParDo(ExactSearch(manifest, config))
+        return (tables.found, exact) | "AllNeighbours" >> beam.Flatten()
 
 
 # -- 3. margins --------------------------------------------------------------------------------------------------
+# Everything from here travels as blocks of rows (numpy arrays), one Beam element per (direction, shard) and
+# per pair of shards where a join needs it: the per-element cost of the runner is paid per block, not per
+# sentence, and the arithmetic is the library's, on arrays.
 
-def to_join(record: tuple) -> Iterable[tuple]:
-    """A query's k-NN record -> its own mean (keyed by itself) and its candidates (keyed by each neighbour)."""
-    pair, side, ref, sims, refs = record
-    found = refs >= 0
-    mean = float(sims[found].mean(dtype=np.float64))
+@dataclass(frozen=True)
+class MeanBlock:
+    """Queries of one shard and their neighbourhood means (fwd(x) for sources, bwd(y) for targets)."""
+
+    refs: np.ndarray
+    means: np.ndarray
+
+
+@dataclass(frozen=True)
+class CandidateBlock:
+    """k-NN candidates (query, neighbour) with their similarity and the query's own mean; after scoring,
+    `scores` holds each candidate's margin."""
+
+    queries: np.ndarray
+    refs: np.ndarray
+    sims: np.ndarray
+    query_means: np.ndarray
+    scores: np.ndarray | None = None
+
+    def take(self, rows: np.ndarray) -> CandidateBlock:
+        return CandidateBlock(*(None if a is None else a[rows] for a in astuple_shallow(self)))
+
+    @staticmethod
+    def concat(blocks: list[CandidateBlock]) -> CandidateBlock:
+        fields = zip(*(astuple_shallow(b) for b in blocks))
+        return CandidateBlock(*(None if parts[0] is None else np.concatenate(parts) for parts in fields))
+
+
+def astuple_shallow(block) -> tuple:
+    return tuple(getattr(block, f.name) for f in dataclasses.fields(block))
+
+
+def by_shard(refs: np.ndarray) -> Iterable[tuple[int, np.ndarray]]:
+    """(shard, the rows whose reference lies in it, ascending) for each shard `refs` point into."""
+    return rows_by_list((refs >> layout.ROW_BITS)[:, None])
+
+
+def to_margin_join(element) -> Iterable[tuple]:
+    """A query shard's k-NN table -> its queries' means, keyed by the shard, and its candidates, keyed by the
+    shard of the neighbour each points at (in the other direction's keys): the margin of a candidate (x, y) needs
+    the query's mean, which travels with it, and the neighbour's, which lives with the neighbour's own table."""
+    (pair, side, shard), table = element
+    if not (table.refs >= 0).all():
+        raise RuntimeError(f"{pair} {side} shard {shard}: a k-NN table with unfilled neighbours reached the margins")
+    means = neighbourhood_mean(table.sims)
+    yield (pair, side, shard), MeanBlock(table.queries, means)
+    k = table.sims.shape[1]
+    candidates = CandidateBlock(np.repeat(table.queries, k), table.refs.ravel(), table.sims.ravel(),
+                                np.repeat(means, k))
     other = "tgt" if side == "src" else "src"
-    yield (pair, side, int(ref)), ("mean", mean)
-    for sim, neighbour in zip(sims[found], refs[found]):
-        yield (pair, other, int(neighbour)), ("candidate", int(ref), float(sim), mean)
+    for neighbour_shard, rows in by_shard(candidates.refs):
+        yield (pair, other, neighbour_shard), candidates.take(rows)
 
 
 class ScoreCandidates(beam.DoFn):
-    """(pair, side, ref) with its mean and the candidates pointing at it -> each candidate's margin, keyed by the
-    query it belongs to."""
+    """(pair, side, shard) with its sentences' means and the candidates pointing at them -> the candidates'
+    margins (miner.margin), keyed by the query shard they belong to. A candidate pointing at a sentence whose mean
+    did not arrive is an error naming the shard, never a margin over a wrong mean."""
 
     def __init__(self, kind: str, floor: float):
         self.kind, self.floor = kind, floor
 
     def process(self, element):
-        (pair, side, ref), values = element
-        means = [v[1] for v in values if v[0] == "mean"]
-        candidates = [v for v in values if v[0] == "candidate"]
+        (pair, side, shard), blocks = element
+        blocks = list(blocks)
+        mean_blocks = [b for b in blocks if isinstance(b, MeanBlock)]
+        candidates = [b for b in blocks if isinstance(b, CandidateBlock)]
         if not candidates:
             return
-        own_mean = means[0]  # every sentence is a query of its own direction, so its mean is always there
-        cos = np.array([c[2] for c in candidates], dtype=np.float32)
-        query_means = np.array([c[3] for c in candidates], dtype=np.float32)
-        margins = margin_of(cos, query_means, np.float32(own_mean), self.kind, floor=self.floor)
+        refs = np.concatenate([b.refs for b in mean_blocks]) if mean_blocks else np.empty(0, np.int64)
+        means = np.concatenate([b.means for b in mean_blocks]) if mean_blocks else np.empty(0, np.float32)
+        order = np.argsort(refs, kind="stable")
+        refs, means = refs[order], means[order]
+        found = CandidateBlock.concat(candidates)
+        at = np.minimum(np.searchsorted(refs, found.refs), max(len(refs) - 1, 0))
+        if not len(refs) or (refs[at] != found.refs).any():
+            raise RuntimeError(f"{pair} {side} shard {shard}: candidates point at sentences whose neighbourhood "
+                               "mean did not arrive: the runner delivered the group incomplete")
+        scores = margin_of(found.sims, found.query_means, means[at], self.kind, floor=self.floor)
+        scored = dataclasses.replace(found, scores=scores)
         query_side = "tgt" if side == "src" else "src"
-        for (_, query, sim, _), score in zip(candidates, margins):
-            yield (pair, query_side, query), (ref, float(score), float(sim))
+        for query_shard, rows in by_shard(scored.queries):
+            yield (pair, query_side, query_shard), scored.take(rows)
 
 
 def ratio_floor(config: MiningConfig, manifest: dict) -> float:
@@ -462,18 +523,79 @@ def ratio_floor(config: MiningConfig, manifest: dict) -> float:
     return config.floor_for(max(dims, default=1))
 
 
-def best_candidate(element) -> tuple:
-    """A query's best candidate: highest margin, then highest cosine, then smaller reference (deterministic)."""
-    (pair, side, query), candidates = element
-    ref, score, sim = max(candidates, key=lambda c: (c[1], c[2], -c[0]))
-    src, tgt = (query, ref) if side == "src" else (ref, query)
-    return (pair, src, tgt), (side, score, sim)
-
-
 # -- 4. selection ------------------------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class PairBlock:
+    """Sentence pairs as parallel arrays: source and target references, margin, cosine, which directions chose
+    each pair (bit 1 forward, bit 2 backward), and once attached, each side's carried columns (src_text, ...)."""
+
+    src: np.ndarray
+    tgt: np.ndarray
+    score: np.ndarray
+    sim: np.ndarray
+    chosen_by: np.ndarray
+    carried: dict = dataclasses.field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def take(self, rows: np.ndarray) -> PairBlock:
+        return PairBlock(self.src[rows], self.tgt[rows], self.score[rows], self.sim[rows], self.chosen_by[rows],
+                         {name: [column[i] for i in rows] for name, column in self.carried.items()})
+
+    def with_columns(self, columns: dict) -> PairBlock:
+        return dataclasses.replace(self, carried={**self.carried, **columns})
+
+    @staticmethod
+    def concat(blocks: list[PairBlock]) -> PairBlock:
+        names = set(blocks[0].carried) if blocks else set()
+        if any(set(b.carried) != names for b in blocks):
+            raise ValueError("pair blocks with different columns cannot be joined")
+        arrays = [np.concatenate([getattr(b, f) for b in blocks]) for f in ("src", "tgt", "score", "sim",
+                                                                                "chosen_by")]
+        return PairBlock(*arrays, {name: [v for b in blocks for v in b.carried[name]] for name in sorted(names)})
+
+    def best_first(self) -> PairBlock:
+        """By margin descending, then source and target reference: the bitext's order."""
+        return self.take(np.lexsort((self.tgt, self.src, -self.score)))
+
+
+class BestCandidates(beam.DoFn):
+    """A query shard's scored candidates -> each query's best (highest margin, then highest cosine, then smaller
+    reference: deterministic), as pairs keyed by (pair, source shard), where the two directions' choices meet.
+    Every query of the shard must be there: a shard with fewer is an error, never a bitext from partial groups."""
+
+    def __init__(self, manifest: dict):
+        self.manifest = manifest
+
+    def process(self, element):
+        (pair, side, shard), blocks = element
+        found = CandidateBlock.concat(list(blocks))
+        order = np.lexsort((found.refs, -found.sims, -found.scores, found.queries))
+        queries = found.queries[order]
+        first = order[np.r_[True, queries[1:] != queries[:-1]]]
+        query_lang = pair[0] if side == "src" else pair[1]
+        expected = self.manifest["languages"][query_lang]["shards"][shard]["rows"]
+        if len(first) != expected:
+            raise RuntimeError(f"{pair} {side} shard {shard}: {len(first)} of its {expected} queries have "
+                               "candidates: the runner delivered the group incomplete")
+        best = found.take(first)
+        src, tgt = (best.queries, best.refs) if side == "src" else (best.refs, best.queries)
+        chosen = np.full(len(src), 1 if side == "src" else 2, dtype=np.int8)
+        pairs = PairBlock(src, tgt, best.scores, best.sims, chosen)
+        for src_shard, rows in by_shard(src):
+            yield (pair, src_shard), pairs.take(rows)
+
+
+def chosen_by_mode(mode: str, chosen_by: np.ndarray) -> np.ndarray:
+    """Which pairs a selection mode keeps, from the directions that chose each (bit 1 forward, bit 2 backward)."""
+    forward, backward = (chosen_by & 1) > 0, (chosen_by & 2) > 0
+    return {"forward": forward, "backward": backward, "intersect": forward & backward}.get(mode, forward | backward)
+
+
 class Select(beam.DoFn):
-    """(pair, src, tgt) with the directions that chose it -> the pair, when the selection mode keeps it.
+    """One source shard's best candidates, both directions -> the pairs the selection mode keeps, once each.
 
     `max` keeps every candidate here; the one-to-one pass comes after, per language pair."""
 
@@ -483,55 +605,66 @@ class Select(beam.DoFn):
         self.below_floor = Metrics.counter("pairs", "below_min_cosine")
 
     def process(self, element):
-        (pair, src, tgt), chosen = element
-        sides = {side for side, _, _ in chosen}
-        _, score, sim = chosen[0]
-        wanted = {"forward": "src" in sides, "backward": "tgt" in sides, "intersect": sides == {"src", "tgt"},
-                  "union": True, "max": True}[self.mode]
-        if not wanted:
-            return
-        if self.min_cosine is not None and sim < self.min_cosine:  # before one-to-one, as miner.selection does
-            self.below_floor.inc()
-            return
-        if self.mode != "max" and self.threshold is not None and score < self.threshold:
-            return
-        self.kept.inc()
-        yield pair, (src, tgt, score, sim)
+        (pair, _), blocks = element
+        found = PairBlock.concat(list(blocks))
+        # forward first: a pair both directions chose has the same margin and cosine either way (the margin's
+        # mean is symmetric, the cosine rescored pair by pair); which one is kept must not depend on the runner
+        order = np.lexsort((found.chosen_by, found.tgt, found.src))
+        src, tgt = found.src[order], found.tgt[order]
+        starts = np.flatnonzero(np.r_[True, (src[1:] != src[:-1]) | (tgt[1:] != tgt[:-1])])
+        unique = found.take(order[starts])
+        unique = dataclasses.replace(unique, chosen_by=np.bitwise_or.reduceat(found.chosen_by[order], starts))
+        keep = chosen_by_mode(self.mode, unique.chosen_by)
+        if self.min_cosine is not None:  # before one-to-one, as miner.selection does
+            low = keep & (unique.sim < self.min_cosine)
+            self.below_floor.inc(int(low.sum()))
+            keep &= ~low
+        if self.mode != "max" and self.threshold is not None:
+            keep &= unique.score >= self.threshold
+        self.kept.inc(int(keep.sum()))
+        if keep.any():
+            yield pair, unique.take(np.flatnonzero(keep))
 
 
 def one_to_one(element, threshold: float | None) -> Iterable[tuple]:
     """The greedy one-to-one pass of `max` selection (miner.selection) over one language pair's candidates."""
-    pair, candidates = element
-    candidates = sorted(candidates, key=lambda c: (-c[2], c[0], c[1]))
-    src = np.array([c[0] for c in candidates], dtype=np.int64)
-    tgt = np.array([c[1] for c in candidates], dtype=np.int64)
-    _, src_dense = np.unique(src, return_inverse=True)
-    _, tgt_dense = np.unique(tgt, return_inverse=True)
-    pool = Pairs(src_dense, tgt_dense, np.array([c[2] for c in candidates], dtype=np.float32),
-                 np.array([c[3] for c in candidates], dtype=np.float32))
-    for i in np.sort(greedy_one_to_one(pool)):
-        if threshold is None or candidates[i][2] >= threshold:
-            yield pair, candidates[i]
+    pair, blocks = element
+    candidates = PairBlock.concat(list(blocks)).best_first()
+    _, src_dense = np.unique(candidates.src, return_inverse=True)
+    _, tgt_dense = np.unique(candidates.tgt, return_inverse=True)
+    accepted = np.sort(greedy_one_to_one(Pairs(src_dense, tgt_dense, candidates.score, candidates.sim)))
+    if threshold is not None:
+        accepted = accepted[candidates.score[accepted] >= threshold]
+    if len(accepted):
+        yield pair, candidates.take(accepted)
 
 
 # -- 5. output ---------------------------------------------------------------------------------------------------
 
+def by_sentence_shard(side: str):
+    """(pair, pairs) -> the pairs split by the sentence shard of one side, keyed by (language, shard)."""
+    def split(element):
+        pair, pairs = element
+        language = pair[0] if side == "src" else pair[1]
+        for shard, rows in by_shard(pairs.src if side == "src" else pairs.tgt):
+            yield (language, shard), (pair, pairs.take(rows))
+    return split
+
+
 class AttachSide(beam.DoFn):
     """Pairs grouped by one side's sentence shard -> the pairs with that side's text and metadata (the embed
-    manifest names each embedding shard's sentence shard).
-
-    Input: ((language, shard), [(pair, src, tgt, score, sim, carried)]); `side` says which ref to look up."""
+    manifest names each embedding shard's sentence shard), the shard read once."""
 
     def __init__(self, manifest: dict, side: str):
         self.manifest, self.side = manifest, side
 
     def process(self, element):
-        (language, shard), pairs = element
+        (language, shard), blocks = element
         path = self.manifest["languages"][language]["shards"][shard]["path"]
         columns = storage.read_parquet(path, columns=list(CARRIED)).to_pydict()
-        for pair, src, tgt, score, sim, carried in pairs:
-            row = layout.unpack(src if self.side == "src" else tgt)[1]
-            yield pair, src, tgt, score, sim, {**carried, **{f"{self.side}_{c}": columns[c][row] for c in CARRIED}}
+        for pair, pairs in blocks:
+            rows = (pairs.src if self.side == "src" else pairs.tgt) & ROW_MASK
+            yield pair, pairs.with_columns({f"{self.side}_{c}": [columns[c][r] for r in rows] for c in CARRIED})
 
 
 class FilterPairs(beam.DoFn):
@@ -544,22 +677,20 @@ class FilterPairs(beam.DoFn):
     def setup(self):
         self.chain = PairFilter.from_settings(self.settings)
 
-    def process(self, record):
-        pair, _, _, _, _, carried = record
-        verdict = self.chain.check(carried["src_text"], carried["tgt_text"], *pair)
-        if verdict is KEEP:
-            self.kept.inc()
-            yield record
-        else:
-            Metrics.counter("pairs", f"filter/{verdict[1]}").inc()
-
-
-def by_shard(side: str):
-    def key(record):
-        pair, src, tgt = record[0], record[1], record[2]
-        language = pair[0] if side == "src" else pair[1]
-        return (language, layout.unpack(src if side == "src" else tgt)[0]), record
-    return key
+    def process(self, element):
+        pair, pairs = element
+        keep, drops = [], {}
+        for row, (source, target) in enumerate(zip(pairs.carried["src_text"], pairs.carried["tgt_text"])):
+            verdict = self.chain.check(source, target, *pair)
+            if verdict is KEEP:
+                keep.append(row)
+            else:
+                drops[verdict[1]] = drops.get(verdict[1], 0) + 1
+        for reason, count in drops.items():
+            Metrics.counter("pairs", f"filter/{reason}").inc(count)
+        self.kept.inc(len(keep))
+        if keep:
+            yield pair, pairs.take(np.asarray(keep, dtype=np.int64))
 
 
 class WriteBitext(beam.DoFn):
@@ -569,25 +700,31 @@ class WriteBitext(beam.DoFn):
         self.output = output
 
     def process(self, element):
-        (src_lang, tgt_lang), rows = element
-        rows = sorted(rows, key=lambda r: (-r[3], r[1], r[2]))
+        (src_lang, tgt_lang), blocks = element
+        pairs = PairBlock.concat([b for b in blocks if b is not None] or [empty_pairs()]).best_first()
         parquet, tsv = layout.bitext_files(self.output, src_lang, tgt_lang)
-        table = bitext_table(rows, src_lang, tgt_lang)
+        table = bitext_table(pairs, src_lang, tgt_lang)
         storage.write_parquet(parquet, table)
         storage.write_bytes(tsv, tsv_gz(table))
-        scores = [r[3] for r in rows]
-        yield {"pair": f"{src_lang}-{tgt_lang}", "pairs": len(rows), "parquet": parquet, "tsv": tsv,
+        scores = table["score"].to_pylist()
+        yield {"pair": f"{src_lang}-{tgt_lang}", "pairs": len(pairs), "parquet": parquet, "tsv": tsv,
                "score_range": [min(scores), max(scores)] if scores else None}
 
 
-def bitext_table(rows: list, src_lang: str, tgt_lang: str) -> pa.Table:
-    columns = {"score": pa.array([r[3] for r in rows], pa.float32()),
-               "cosine": pa.array([r[4] for r in rows], pa.float32()),
-               "src_lang": pa.array([src_lang] * len(rows), pa.string()),
-               "tgt_lang": pa.array([tgt_lang] * len(rows), pa.string())}
+def empty_pairs() -> PairBlock:
+    return PairBlock(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float32),
+                     np.empty(0, np.float32), np.empty(0, np.int8),
+                     {f"{side}_{c}": [] for side in ("src", "tgt") for c in CARRIED})
+
+
+def bitext_table(pairs: PairBlock, src_lang: str, tgt_lang: str) -> pa.Table:
+    columns = {"score": pa.array(pairs.score.tolist(), pa.float32()),
+               "cosine": pa.array(pairs.sim.tolist(), pa.float32()),
+               "src_lang": pa.array([src_lang] * len(pairs), pa.string()),
+               "tgt_lang": pa.array([tgt_lang] * len(pairs), pa.string())}
     for side in ("src", "tgt"):
         for column in CARRIED:
-            columns[f"{side}_{column}"] = [r[5][f"{side}_{column}"] for r in rows]
+            columns[f"{side}_{column}"] = pairs.carried[f"{side}_{column}"]
     return pa.table(columns)
 
 
@@ -615,30 +752,28 @@ class MinePairs(beam.PTransform):
     def expand(self, begin):
         config, manifest = self.config, self.manifest
         neighbours = begin | "KnnJoin" >> KnnJoin(manifest, self.pairs, config, self.output)
-        bests = (neighbours
-                 | "ToJoin" >> beam.FlatMap(to_join)
+        pairs = (neighbours
+                 | "ToMarginJoin" >> beam.FlatMap(to_margin_join)
                  | "JoinMeans" >> beam.GroupByKey()
                  | "Margins" >> beam.ParDo(ScoreCandidates(config.margin, ratio_floor(config, manifest)))
-                 | "ByQuery" >> beam.GroupByKey()
-                 | "Best" >> beam.Map(best_candidate)
-                 | "ByPair" >> beam.GroupByKey()
+                 | "ByQueryShard" >> beam.GroupByKey()
+                 | "Best" >> beam.ParDo(BestCandidates(manifest))
+                 | "BySourceShard" >> beam.GroupByKey()
                  | "Select" >> beam.ParDo(Select(config.selection, config.threshold, config.min_cosine)))
         if config.selection == "max":
-            bests = (bests | "PerLanguagePair" >> beam.GroupByKey()
+            pairs = (pairs | "PerLanguagePair" >> beam.GroupByKey()
                      | "OneToOne" >> beam.FlatMap(one_to_one, config.threshold))
-        records = bests | "Flatten" >> beam.Map(lambda kv: (kv[0], *kv[1], {}))
         for side in ("src", "tgt"):
-            records = (records
-                       | f"BySentenceShard{side}" >> beam.Map(by_shard(side))
-                       | f"GroupShard{side}" >> beam.GroupByKey()
-                       | f"Attach{side}" >> beam.ParDo(AttachSide(manifest, side)))
+            pairs = (pairs
+                     | f"BySentenceShard{side}" >> beam.FlatMap(by_sentence_shard(side))
+                     | f"GroupShard{side}" >> beam.GroupByKey()
+                     | f"Attach{side}" >> beam.ParDo(AttachSide(manifest, side)))
         if PairFilter.from_settings(self.pair_filter) is not None:
-            records = records | "FilterPairs" >> beam.ParDo(FilterPairs(self.pair_filter))
+            pairs = pairs | "FilterPairs" >> beam.ParDo(FilterPairs(self.pair_filter))
         empty = begin | "AllPairs" >> beam.Create([(pair, None) for pair in self.pairs])
-        return ((records | "KeyPair" >> beam.Map(lambda r: (r[0], r)), empty)
+        return ((pairs, empty)
                 | "WithEmpty" >> beam.Flatten()
                 | "PerPair" >> beam.GroupByKey()
-                | "DropMarker" >> beam.MapTuple(lambda pair, rows: (pair, [r for r in rows if r is not None]))
                 | "Write" >> beam.ParDo(WriteBitext(self.output)))
 
 

@@ -8,6 +8,7 @@ import pytest
 from miner.index import IndexConfigError, KnnConfig, knn
 from miner.knn_join import (
     Neighbours,
+    TopKTable,
     assign,
     compare_device,
     join_plan,
@@ -91,6 +92,28 @@ def test_merge_keeps_every_query_and_pads_missing_neighbours():
     merged = merge_topk([empty, part], 2)
     assert merged.queries.tolist() == [1, 3]
     assert merged.refs.tolist() == [[8, 9], [-1, -1]] and merged.found().tolist() == [2, 0]
+
+
+def test_the_dense_table_merges_parts_as_merge_topk_does_in_any_order():
+    rng = np.random.default_rng(5)
+    k, parts = 3, []
+    for _ in range(12):  # parts over overlapping query subsets, with tied similarities across parts
+        queries = np.sort(rng.choice(40, rng.integers(1, 40), replace=False)).astype(np.int64)
+        sims = rng.integers(0, 6, (len(queries), k)).astype(np.float32) / 5
+        sims = -np.sort(-sims, axis=1)
+        refs = rng.choice(10_000, (len(queries), k), replace=False).astype(np.int64)
+        refs[rng.random(refs.shape) < 0.1] = -1  # a list with fewer than k rows
+        sims[refs < 0] = -np.inf
+        parts.append(Neighbours(queries, sims, refs))
+    parts.append(Neighbours.none(np.arange(45, dtype=np.int64), k))  # queries that found nothing
+    expected = merge_topk(parts, k)
+    for order in (range(len(parts)), reversed(range(len(parts)))):
+        table = TopKTable(k)
+        for i in order:
+            table.add(parts[i].queries, parts[i])
+        found = table.neighbours()
+        for name in ("queries", "sims", "refs"):
+            np.testing.assert_array_equal(getattr(found, name), getattr(expected, name))
 
 
 def test_rows_by_list_groups_every_probe():

@@ -114,13 +114,14 @@ def test_vectors_are_stored_per_sentence_shard(tmp_path):
 
 
 def test_beam_margins_are_the_library_margins_on_a_set_smaller_than_k():
-    # The stage's join (to_join, ScoreCandidates) on 2 x 3 random vectors at k = 4, whose neighbourhood means are
-    # near zero (issue 15: 1.4e5 under the old rule), gives the library's floored margins, with the floor the stage
-    # resolves from the embed manifest's dimension.
+    # The stage's join (to_margin_join, ScoreCandidates) on 2 x 3 random vectors at k = 4, whose neighbourhood
+    # means are near zero (issue 15: 1.4e5 under the old rule), gives the library's floored margins, with the
+    # floor the stage resolves from the embed manifest's dimension.
     from collections import defaultdict
 
+    from miner.knn_join import Neighbours
     from miner.mining import score_neighbours
-    from pipelines.pairs import ScoreCandidates, ratio_floor, to_join
+    from pipelines.pairs import ScoreCandidates, ratio_floor, to_margin_join
 
     rng = np.random.default_rng(23)
     x, y = (v / np.linalg.norm(v, axis=1, keepdims=True) for v in (rng.standard_normal((n, 512)) for n in (2, 3)))
@@ -129,21 +130,54 @@ def test_beam_margins_are_the_library_margins_on_a_set_smaller_than_k():
     forward, backward = score_neighbours(x, y, config)
     manifest = {"languages": {"src": {"rows": 2, "dim": 512}, "tgt": {"rows": 3, "dim": 512}}}
     pair = ("src", "tgt")
-    records = [(pair, "src", i, forward.cos[i], forward.ids[i]) for i in range(2)]
-    records += [(pair, "tgt", j, backward.cos[j], backward.ids[j]) for j in range(3)]
+    tables = [((pair, "src", 0), Neighbours(np.arange(2), forward.cos, forward.ids)),
+              ((pair, "tgt", 0), Neighbours(np.arange(3), backward.cos, backward.ids))]
     grouped = defaultdict(list)
-    for record in records:
-        for key, value in to_join(record):
+    for table in tables:
+        for key, value in to_margin_join(table):
             grouped[key].append(value)
     scorer = ScoreCandidates("ratio", ratio_floor(config, manifest))
-    beam_margins = {(side, query, ref): score for element in grouped.items()
-                    for (_, side, query), (ref, score, _) in scorer.process(element)}
+    beam_margins = {(side, int(q), int(r)): s for element in grouped.items()
+                    for (_, side, _), block in scorer.process(element)
+                    for q, r, s in zip(block.queries, block.refs, block.scores)}
     library = {("src", i, int(j)): m for i in range(2) for j, m in zip(forward.ids[i], forward.margins[i])}
     library |= {("tgt", j, int(i)): m for j in range(3) for i, m in zip(backward.ids[j], backward.margins[j])}
-    assert beam_margins.keys() == library.keys()
-    for key, value in library.items():
-        assert beam_margins[key] == pytest.approx(float(value), rel=1e-5)
+    assert beam_margins == library  # bit for bit
     assert max(beam_margins.values()) < 1
+
+
+def test_candidates_whose_neighbour_mean_never_arrived_are_an_error_not_a_margin():
+    from miner.knn_join import Neighbours
+    from pipelines.pairs import ScoreCandidates, to_margin_join
+
+    pair = ("deu_Latn", "eng_Latn")
+    table = Neighbours(np.arange(2), np.full((2, 1), 0.5, np.float32), np.array([[0], [1]]))
+    candidates = [block for key, block in to_margin_join(((pair, "src", 0), table)) if key[1] == "tgt"]
+    mean = next(block for key, block in to_margin_join(((pair, "tgt", 0), Neighbours(
+        np.array([0]), np.full((1, 1), 0.5, np.float32), np.array([[0]])))) if key[1] == "tgt")
+    with pytest.raises(RuntimeError, match="tgt shard 0: candidates point at sentences whose neighbourhood mean"):
+        list(ScoreCandidates("ratio", 0.1).process(((pair, "tgt", 0), [*candidates, mean])))
+
+
+def test_a_query_shard_whose_candidates_arrived_in_part_is_an_error_not_a_smaller_bitext():
+    from miner.knn_join import Neighbours
+    from pipelines.pairs import BestCandidates, ScoreCandidates, to_margin_join
+
+    pair = ("deu_Latn", "eng_Latn")
+    manifest = {"languages": {"deu_Latn": {"shards": [{"rows": 3}]}, "eng_Latn": {"shards": [{"rows": 2}]}}}
+    sims = np.full((3, 1), 0.5, np.float32)
+    blocks = [*to_margin_join(((pair, "src", 0), Neighbours(np.arange(3), sims, np.array([[0], [1], [1]])))),
+              *to_margin_join(((pair, "tgt", 0), Neighbours(np.arange(2), sims[:2], np.array([[0], [1]]))))]
+    grouped = {}
+    for key, block in blocks:
+        grouped.setdefault(key, []).append(block)
+    scored = [block for key in grouped for _, block in ScoreCandidates("ratio", 0.1).process((key, grouped[key]))
+              if key[1] == "tgt"]  # the source queries' candidates
+    best = BestCandidates(manifest)
+    assert sum(len(b) for _, b in best.process(((pair, "src", 0), scored))) == 3
+    partial = [block.take(np.flatnonzero(block.queries != 2)) for block in scored]  # query 2's candidates lost
+    with pytest.raises(RuntimeError, match="src shard 0: 2 of its 3 queries have candidates"):
+        list(best.process(((pair, "src", 0), partial)))
 
 
 def counters(report: dict) -> dict:
