@@ -47,6 +47,7 @@ INSTALL_REQUIRES = [
 
 
 LINGUA = "lingua-language-detector>=2.1"
+DASK = "dask[distributed]>=2024.8"
 ATHERIS = "atheris>=2.3; platform_system == 'Linux' and platform_machine == 'x86_64'"
 
 EXTRAS_REQUIRE = {
@@ -55,6 +56,8 @@ EXTRAS_REQUIRE = {
     # lingua (Rust, 75 languages, high-accuracy mode): the peer pipelines.text.langid_eval measures against
     "lingua": [LINGUA],
     "gcp": ["apache-beam[gcp]>=2.60"],
+    # --runner DaskRunner (pipelines/dask_runner.py): a dask.distributed cluster, local or remote
+    "dask": [DASK],
     # faiss-gpu-cu12 ships the same `faiss` module as faiss-cpu: see the README's GPU section.
     "gpu": ["faiss-gpu-cu12>=1.8"],
     # sentence-transformers: the tests check our checkpoints give the same vectors there; bench/ races it.
@@ -62,7 +65,7 @@ EXTRAS_REQUIRE = {
     # atheris: a short coverage-guided run of the WARC reader in the suite (wheels exist for Linux x86_64 only; the
     # run is skipped elsewhere, and the hypothesis property tests cover the reader everywhere).
     "test": ["pytest>=8", "hypothesis>=6.100", "matplotlib>=3.8", "sentence-transformers>=3.0",
-             "gcp-storage-emulator>=2024.8", LINGUA, ATHERIS],
+             "gcp-storage-emulator>=2024.8", LINGUA, DASK, ATHERIS],
     # the long coverage-guided run of the WARC reader: python -m tests.fuzz_warc -max_total_time=300
     "fuzz": [ATHERIS],
 }

@@ -56,6 +56,21 @@ class MineOptions(PipelineOptions):
         return stages
 
 
+DASK_RUNNERS = {"DaskRunner", "dask"}
+
+
+def pipeline_runner(options: PipelineOptions):
+    """The runner instance for `--runner` where it is ours (DaskRunner: pipelines.dask_runner, which Beam does not
+    know by name), else None: Beam resolves the name."""
+    from apache_beam.options.pipeline_options import StandardOptions
+
+    if options.view_as(StandardOptions).runner in DASK_RUNNERS:
+        from pipelines.dask_runner import DaskRunner
+
+        return DaskRunner()
+    return None
+
+
 def runs_locally(options: PipelineOptions) -> bool:
     """True when the workers share this machine's disk: the local runners, and a portable runner (the Fn API path
     that Flink and Spark use) whose SDK workers run in this process (`--environment_type LOOPBACK`), e.g. with an
@@ -65,6 +80,10 @@ def runs_locally(options: PipelineOptions) -> bool:
     runner = options.view_as(StandardOptions).runner
     if runner in LOCAL_RUNNERS:
         return True
+    if runner in DASK_RUNNERS:  # a LocalCluster shares this disk; a remote scheduler's workers may not
+        from pipelines.dask_runner import is_local_cluster
+
+        return is_local_cluster(options)
     return runner in PORTABLE_RUNNERS and (options.view_as(PortableOptions).environment_type or "").upper() == \
         "LOOPBACK"
 
