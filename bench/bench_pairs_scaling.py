@@ -1,8 +1,10 @@
-"""How the pairs stage's cost grows with the crawl: k-NN as a join on the DirectRunner, per size,
-beside faiss's own big_batch_search (the same IVF join on one machine, k-NN only) as the peer.
+"""How the pairs stage's cost grows with the crawl: k-NN as a join on the DirectRunner or on Dask worker
+processes, per size, beside faiss's own big_batch_search (the same IVF join on one machine, k-NN only) and the
+mining library on one machine (miner.mine: faiss IVF search, margins, selection) as peers.
 
     python bench/bench_pairs_scaling.py                                    # N = 10k, 40k, 160k, 640k per language
     python bench/bench_pairs_scaling.py --sizes 10000 40000                # -> bench/results/pairs_scaling.json
+    python bench/bench_pairs_scaling.py --runner dask --sizes 10000 100000 1000000 --out bench/results/pairs_dask.json
     python bench/bench_pairs_scaling.py --sizes 10000 40000 --dtypes float16 binary --out bench/results/pairs_binary.json
 
 Two languages of N synthetic sentences each, d = 256, stored as float16 (the pipeline's default): vectors drawn
@@ -11,9 +13,11 @@ source vector plus noise); the other half unrelated. Each size runs the whole pa
 threshold, k = 4) with nlist growing with N (about 160 rows a list) and a fixed nprobe, so the rows compared per
 query stay the same at every size: what a user picks to keep cost linear. Reported per sentence (both languages):
 CPU seconds of the run and its worker processes, embedding bytes read, vector bytes sent through the shuffle, and
-the recall of the planted pairs in the mined bitext. The peer: faiss.contrib.big_batch_search over an IVF index with
-the same nlist and nprobe, both directions, on this process (faiss's threads), CPU seconds per sentence and the
-planted pairs' recall@1. Clustered synthetic vectors flatter IVF (docs/benchmarks.md): recall on real sentence
+the recall of the planted pairs in the mined bitext, and the peak resident memory of each worker process (sampled
+every 0.2 s; with the DirectRunner the worker is this process). The peers, on this process (faiss's threads): faiss.contrib.big_batch_search over an IVF index with the same nlist and nprobe, both
+directions (k-NN only), CPU seconds per sentence and the planted pairs' recall@1; and miner.mine over the same
+vectors and settings (k-NN by faiss, margins and `max` selection on arrays): what the stage computes, on one
+machine without Beam. Clustered synthetic vectors flatter IVF (docs/benchmarks.md): recall on real sentence
 vectors is bench_ivf_recall.py's job.
 """
 
@@ -77,6 +81,61 @@ def nlist_for(n: int, rows_per_list: int) -> int:
     return 1 << max(4, round(np.log2(n / rows_per_list)))
 
 
+class ProcessTree:
+    """CPU seconds of this process and every descendant (Dask's nannies and workers are grandchildren), and the
+    peak resident memory of each worker process, sampled on a thread while a run lasts."""
+
+    def __init__(self):
+        import psutil
+
+        self.me, self.peak, self.ended_cpu = psutil.Process(), {}, 0.0
+        self._stop = None
+
+    def processes(self):
+        return [self.me, *self.me.children(recursive=True)]
+
+    def cpu(self) -> float:
+        import psutil
+
+        total = 0.0
+        for process in self.processes():
+            with contextlib.suppress(psutil.Error):  # a process that ended between listing and reading
+                times = process.cpu_times()
+                total += times.user + times.system + times.children_user + times.children_system
+        return total
+
+    def workers(self):
+        """The worker processes: Dask's (spawned by its nannies, which live in this process), else this one."""
+        import psutil
+
+        found = []
+        for process in self.me.children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                if "spawn_main" in " ".join(process.cmdline()):
+                    found.append(process)
+        return found or [self.me]
+
+    def __enter__(self):
+        import threading
+
+        import psutil
+
+        self.peak, self._stop = {}, threading.Event()
+
+        def sample():
+            while not self._stop.wait(0.2):
+                for process in self.workers():
+                    with contextlib.suppress(psutil.Error):
+                        self.peak[process.pid] = max(self.peak.get(process.pid, 0), process.memory_info().rss)
+        self._thread = threading.Thread(target=sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
 def run_stage(n: int, dim: int, seed: int, args, dtype: str = "float16") -> dict:
     from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -95,10 +154,14 @@ def run_stage(n: int, dim: int, seed: int, args, dtype: str = "float16") -> dict
     # One worker runs in this process: the FnApiRunner sends a stage's grouped input to a worker process as one
     # gRPC buffer, which passes the 2 GiB limit from 160k sentences per language here
     mode = "multi_processing" if args.workers > 1 else "in_memory"
-    options = PipelineOptions([f"--direct_num_workers={args.workers}", f"--direct_running_mode={mode}"])
-    cpu, wall = cpu_seconds(), time.perf_counter()
-    report = run(settings, options, ["pairs"])
-    cpu, wall = cpu_seconds() - cpu, time.perf_counter() - wall
+    options = PipelineOptions(["--runner=DaskRunner", f"--dask_worker_memory={args.worker_memory}"]
+                              if args.runner == "dask" else
+                              [f"--direct_num_workers={args.workers}", f"--direct_running_mode={mode}"])
+    tree = args.tree
+    cpu, wall = tree.cpu(), time.perf_counter()
+    with tree:
+        report = run(settings, options, ["pairs"])
+    cpu, wall = tree.cpu() - cpu, time.perf_counter() - wall
     counters = report["counters"]["pairs"]["pairs"]
     table = storage.read_parquet(layout.bitext_files(output, *LANGUAGES)[0], columns=["src_text", "tgt_text"])
     mined = {(int(s.rsplit(" ", 1)[1]), int(t.rsplit(" ", 1)[1])) for s, t in
@@ -107,8 +170,9 @@ def run_stage(n: int, dim: int, seed: int, args, dtype: str = "float16") -> dict
     sentences = 2 * n
     sent = counters.get("database_rows_sent", 0) + counters.get("query_rows_sent", 0)
     row_bytes = dim // 8 if dtype == "binary" else 2 * dim
-    return {"n_per_language": n, "dtype": dtype, "nlist": nlist, "nprobe": args.nprobe,
+    return {"n_per_language": n, "dtype": dtype, "runner": args.runner, "nlist": nlist, "nprobe": args.nprobe,
             "wall_seconds": round(wall, 1),
+            "peak_worker_rss_gb": round(max(tree.peak.values(), default=0) / 2**30, 2), "workers": len(tree.peak),
             "cpu_seconds": round(cpu, 1), "cpu_ms_per_sentence": round(1000 * cpu / sentences, 4),
             "embedding_bytes_read_per_sentence": round(counters["embedding_bytes_read"] / sentences, 1),
             "embedding_bytes_on_disk_per_sentence": row_bytes,
@@ -117,7 +181,23 @@ def run_stage(n: int, dim: int, seed: int, args, dtype: str = "float16") -> dict
             "pairs": len(mined), "planted_recall": round(len(mined & set(planted.items())) / len(planted), 4),
             "queries_searched_exactly_after_short_lists":
                 counters.get("queries_searched_exactly_after_short_lists", 0),
-            "peer": peer(src, tgt, planted, nlist, args) if args.peer else None}
+            "peer": peer(src, tgt, planted, nlist, args) if args.peer else None,
+            "library": library_peer(src, tgt, planted, nlist, args) if args.peer else None}
+
+
+def library_peer(src: np.ndarray, tgt: np.ndarray, planted: dict, nlist: int, args) -> dict:
+    """miner.mine on this process over the same float16 vectors and settings: faiss IVF k-NN both ways, margins and
+    `max` selection on arrays; the stage's arithmetic without Beam."""
+    from miner.mining import MiningConfig, mine
+
+    config = MiningConfig.from_dict({"k": args.k, "margin": "ratio", "selection": "max"},
+                                    {"index": f"IVF{nlist},Flat", "nprobe": args.nprobe, "exact_below": 1})
+    cpu = cpu_seconds()
+    pairs = mine(src.astype(np.float16), tgt.astype(np.float16), config)
+    cpu = cpu_seconds() - cpu
+    mined = set(zip(pairs.src.tolist(), pairs.tgt.tolist()))
+    return {"cpu_seconds": round(cpu, 1), "cpu_ms_per_sentence": round(1000 * cpu / (2 * len(src)), 4),
+            "planted_recall": round(len(mined & set(planted.items())) / len(planted), 4)}
 
 
 def peer(src: np.ndarray, tgt: np.ndarray, planted: dict, nlist: int, args) -> dict:
@@ -152,6 +232,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 40_000, 160_000, 640_000])
     parser.add_argument("--dim", type=int, default=256)
+    parser.add_argument("--runner", choices=("direct", "dask"), default="direct",
+                        help="direct: the DirectRunner (one worker in this process); dask: pipelines/dask_runner.py "
+                        "on a LocalCluster, one worker process a core")
+    parser.add_argument("--worker-memory", default="4GiB",
+                        help="with --runner dask: each worker's memory limit (it spills to disk past 70%% of it)")
     parser.add_argument("--workers", type=int, default=1,
                         help="DirectRunner workers: 1 runs in this process; more run as processes, where Beam 2.77 "
                         "loses data (docs/pipeline.md, Local runs) and the stage stops with an error naming a list")
@@ -166,9 +251,12 @@ def main() -> None:
     parser.add_argument("--no-peer", dest="peer", action="store_false", help="skip big_batch_search")
     parser.add_argument("--out", type=Path, default=Path("bench/results/pairs_scaling.json"))
     args = parser.parse_args()
+    args.tree = ProcessTree()
 
-    results = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "dim": args.dim,
+    results = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "dim": args.dim, "runner": args.runner,
                "workers": args.workers, "shard_rows": args.shard_rows, "k": args.k, "runs": []}
+    if args.runner == "dask":  # start the cluster and import the stage in its workers before measuring
+        run_stage(2_000, args.dim, 99, argparse.Namespace(**{**vars(args), "peer": False}))
     for seed, n in enumerate(args.sizes):
         for dtype in args.dtypes:
             run = run_stage(n, args.dim, seed, args, dtype)
@@ -179,13 +267,15 @@ def main() -> None:
     first = results["runs"][0]
     for run in results["runs"]:
         peer_line = (f"; big_batch_search {run['peer']['cpu_ms_per_sentence']:.3f} CPU ms/sentence, recall@1 "
-                     f"{run['peer']['planted_recall_at_1']}" if run["peer"] else "")
+                     f"{run['peer']['planted_recall_at_1']}; miner.mine {run['library']['cpu_ms_per_sentence']:.3f}"
+                     if run["peer"] else "")
         print(f"N {run['n_per_language']:>7} {run['dtype']}: IVF{run['nlist']} nprobe {run['nprobe']}, "
               f"{run['cpu_ms_per_sentence']:.3f} CPU ms/sentence (x{run['cpu_ms_per_sentence'] / first['cpu_ms_per_sentence']:.2f}), "
               f"{run['embedding_bytes_read_per_sentence']:.0f} B read/sentence, "
-              f"{run['vector_bytes_shuffled_per_sentence']:.0f} B shuffled/sentence, planted recall "
+              f"{run['vector_bytes_shuffled_per_sentence']:.0f} B shuffled/sentence, peak worker RSS "
+              f"{run['peak_worker_rss_gb']} GB, planted recall "
               f"{run['planted_recall']}{peer_line}")
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # Dask's worker processes are spawned: they import this module
     main()

@@ -34,14 +34,18 @@ from apache_beam import pvalue
 from apache_beam.metrics.execution import MetricKey, MetricResult, MetricsContainer
 from apache_beam.metrics.metric import MetricResults
 from apache_beam.metrics.metricbase import MetricName
+from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.pipeline import PipelineVisitor
 from apache_beam.runners.runner import PipelineResult, PipelineRunner, PipelineState
 
 log = logging.getLogger("pipelines.dask_runner")
-# Elements per partition of a Create: one each for the short lists the stages start from (languages, shards),
-# so that every element can go to its own worker
-CREATE_PARTITION_ELEMENTS = 1
-# Partitions of a grouping step's output per worker thread of the cluster
+# Partitions of a Create: one element each (the stages start from short lists of shards, files or languages, each
+# a task's worth of work: a million sentences in 100 shards of 20k are 100 partitions), at most CREATE_PARTITIONS.
+# A grouping step's output: as many partitions as its input has, at least PARTITIONS_PER_THREAD per worker thread,
+# at most GROUP_PARTITIONS: a partition of the k-NN join's shuffle at 10^6 sentences per language is then ~170 MB
+# rather than ~550 MB at 32, which held a 4 GiB worker paused at its memory limit.
+CREATE_PARTITIONS = 256
+GROUP_PARTITIONS = 128
 PARTITIONS_PER_THREAD = 2
 
 _clients: dict = {}
@@ -63,20 +67,42 @@ def is_local_cluster(options) -> bool:
     return not (named.address or named.scheduler_file)
 
 
-def client_for(address: str | None, scheduler_file: str | None):
+class LocalClusterOptions(PipelineOptions):
+    """The LocalCluster this runner starts when no scheduler is named (Beam's DaskOptions name a remote one)."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        parser.add_argument("--dask_workers", type=int, default=None,
+                            help="worker processes of the LocalCluster (default: one a core)")
+        parser.add_argument("--dask_worker_memory", default="auto",
+                            help="memory limit of each worker, e.g. 4GiB: a worker spills what it holds to disk "
+                            "past 70%% of it and pauses at 80%% (default: the machine's memory shared out)")
+
+
+def close_quietly(client) -> None:
+    """Close a client (and the LocalCluster it started) at exit without its info lines: by then a test runner
+    may have closed the stream its logging handler writes to."""
+    logging.getLogger("distributed").setLevel(logging.WARNING)
+    client.close()
+
+
+def client_for(options):
     """One client per cluster for this process (every stage of a job runs on the same LocalCluster); closed at
     exit."""
     try:
         from dask import distributed
     except ImportError as error:
         raise ImportError(MISSING) from error
-    key = (address, scheduler_file)
+    named, local = dask_options(options), options.view_as(LocalClusterOptions)
+    key = (named.address, named.scheduler_file, local.dask_workers, local.dask_worker_memory)
     if key not in _clients:
-        if address or scheduler_file:
-            _clients[key] = distributed.Client(address=address, scheduler_file=scheduler_file)
+        if named.address or named.scheduler_file:
+            _clients[key] = distributed.Client(address=named.address, scheduler_file=named.scheduler_file)
         else:
-            _clients[key] = distributed.Client(distributed.LocalCluster(processes=True, threads_per_worker=1))
-        atexit.register(_clients[key].close)
+            _clients[key] = distributed.Client(distributed.LocalCluster(
+                processes=True, threads_per_worker=1, n_workers=local.dask_workers,
+                memory_limit=local.dask_worker_memory))
+        atexit.register(close_quietly, _clients[key])
         log.info("Dask: %s", _clients[key])
     return _clients[key]
 
@@ -233,7 +259,7 @@ class _Translator(PipelineVisitor):
         import dask.bag as db
 
         values = list(values)
-        size = max(CREATE_PARTITION_ELEMENTS, math.ceil(len(values) / (self.parallelism * 4)))
+        size = max(1, math.ceil(len(values) / CREATE_PARTITIONS))
         return db.from_sequence(values, partition_size=size) if values else db.from_sequence([], npartitions=1)
 
     def _group(self, bag):
@@ -243,14 +269,15 @@ class _Translator(PipelineVisitor):
             key, values = item
             return key, [defenestrate(v[1]) for v in values]
 
-        npartitions = max(bag.npartitions, self.parallelism * PARTITIONS_PER_THREAD)
+        npartitions = min(max(bag.npartitions, self.parallelism * PARTITIONS_PER_THREAD), GROUP_PARTITIONS)
         return bag.groupby(lambda item: item[0], npartitions=npartitions, shuffle="tasks").map(value)
 
     def _par_do(self, node, bag) -> dict:
         import dask
 
         sides = [dask.delayed(everything)(*self._bag(view.pvalue).to_delayed()) for view in node.side_inputs]
-        results = bag.map_partitions(run_bundle, ParDoSpec.of(node), *sides)
+        spec = dask.delayed(ParDoSpec.of(node), pure=True)  # one copy in the graph, not one per task
+        results = bag.map_partitions(run_bundle, spec, *sides)
         self.counters.append(results.map_partitions(counters_of))
         return {tag: results.map_partitions(outputs_of, tag) for tag in node.outputs}
 
@@ -290,8 +317,7 @@ class DaskRunner(PipelineRunner):
     def run_pipeline(self, pipeline, options):
         from apache_beam.runners.dask.overrides import dask_overrides
 
-        named = dask_options(options)
-        client = client_for(named.address, named.scheduler_file)
+        client = client_for(options)
         threads = sum(client.nthreads().values()) or 1
         pipeline.replace_all(dask_overrides())
         translator = _Translator(threads)
