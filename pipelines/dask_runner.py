@@ -40,12 +40,13 @@ from apache_beam.runners.runner import PipelineResult, PipelineRunner, PipelineS
 
 log = logging.getLogger("pipelines.dask_runner")
 # Partitions of a Create: one element each (the stages start from short lists of shards, files or languages, each
-# a task's worth of work: a million sentences in 100 shards of 20k are 100 partitions), at most CREATE_PARTITIONS.
-# A grouping step's output: as many partitions as its input has, at least PARTITIONS_PER_THREAD per worker thread,
-# at most GROUP_PARTITIONS: a partition of the k-NN join's shuffle at 10^6 sentences per language is then ~170 MB
-# rather than ~550 MB at 32, which held a 4 GiB worker paused at its memory limit.
-CREATE_PARTITIONS = 256
-GROUP_PARTITIONS = 128
+# a task's worth of work), at most MAX_PARTITIONS. A grouping step's output: as many partitions as its input has,
+# at least PARTITIONS_PER_THREAD per worker thread, at most MAX_PARTITIONS, which keeps Dask's task shuffle to one
+# stage (its max_branch is 32) and a grouping to ~32 x 32 tasks. At 128 partitions the pairs stage at 10^6
+# sentences per language grew to 250,000 tasks (two-stage shuffles in every grouping) and did not finish in 45
+# minutes; at 32, its k-NN shuffle comes in ~550 MB pieces and 4 GiB workers sat paused at their memory limit
+# (docs/benchmarks.md). Neither measured 10^6.
+MAX_PARTITIONS = 32
 PARTITIONS_PER_THREAD = 2
 
 _clients: dict = {}
@@ -259,7 +260,7 @@ class _Translator(PipelineVisitor):
         import dask.bag as db
 
         values = list(values)
-        size = max(1, math.ceil(len(values) / CREATE_PARTITIONS))
+        size = max(1, math.ceil(len(values) / MAX_PARTITIONS))
         return db.from_sequence(values, partition_size=size) if values else db.from_sequence([], npartitions=1)
 
     def _group(self, bag):
@@ -269,7 +270,7 @@ class _Translator(PipelineVisitor):
             key, values = item
             return key, [defenestrate(v[1]) for v in values]
 
-        npartitions = min(max(bag.npartitions, self.parallelism * PARTITIONS_PER_THREAD), GROUP_PARTITIONS)
+        npartitions = min(max(bag.npartitions, self.parallelism * PARTITIONS_PER_THREAD), MAX_PARTITIONS)
         return bag.groupby(lambda item: item[0], npartitions=npartitions, shuffle="tasks").map(value)
 
     def _par_do(self, node, bag) -> dict:
