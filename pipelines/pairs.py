@@ -56,7 +56,7 @@ from miner.margin import neighbourhood_mean
 from miner.mining import MiningConfig
 from miner.pair_filters import KEEP, PairFilter
 from miner.selection import Pairs, greedy_one_to_one
-from miner.vectors import check_matrix
+from miner.vectors import EmbeddingError, check_matrix
 from pipelines import layout, storage
 
 log = logging.getLogger("pipelines.pairs")
@@ -71,8 +71,8 @@ def mining_config(settings: dict) -> MiningConfig:
 
 def read_shard(path: str, dim: int, bytes_read=None, code: str | None = None) -> np.ndarray:
     """An embedding shard's stored rows (float16 or float32, or packed binary codes when `code` is set; data,
-    never pickles), checked: vectors of another dimension (bit count) than the language's are an error naming the
-    shard, never a wrong neighbour list."""
+    never pickles), checked: vectors of another dimension (bit count) than the language's, or a NaN or infinity,
+    are an error naming the shard and row, never a wrong neighbour list."""
     data = storage.read_bytes(path)
     if bytes_read is not None:
         bytes_read.inc(len(data))
@@ -81,6 +81,9 @@ def read_shard(path: str, dim: int, bytes_read=None, code: str | None = None) ->
         binary.check_packed(matrix, path, dim)
     else:
         check_matrix(matrix, path, dim)
+        broken = np.flatnonzero(~np.isfinite(matrix).all(axis=1))
+        if len(broken):  # named here, where the shard is known: a comparison would name only a group's row
+            raise EmbeddingError(f"{path}: row {broken[0]} contains NaN or infinite values ({len(broken)} rows)")
     return matrix
 
 

@@ -239,6 +239,19 @@ def test_vectors_of_another_dimension_in_one_shard_are_an_error_naming_it(tmp_pa
         run(settings, PipelineOptions([]), ["pairs"])
 
 
+def test_a_nan_in_one_shard_is_an_error_naming_the_shard_and_row(tmp_path):
+    output = str(tmp_path / "out")
+    write_shards(output, 2)
+    settings = settings_for(output, "max")
+    run(settings, PipelineOptions([]), ["embed"])
+    shard = manifests.read(output, "embed")["languages"]["deu_Latn"]["shards"][1]
+    vectors = np.load(shard["embeddings"])
+    vectors[3, 7] = np.nan
+    np.save(shard["embeddings"], vectors)
+    with pytest.raises(Exception, match=r"deu_Latn/part-00001-of-00002\.npy: row 3 contains NaN or infinite"):
+        run(settings, PipelineOptions([]), ["pairs"])
+
+
 def test_margins_are_the_library_margins_of_the_same_neighbour_lists_bit_for_bit(tmp_path):
     from miner.knn_join import search_by_lists
     from miner.margin import candidate_margins, neighbourhood_mean
