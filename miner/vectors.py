@@ -65,14 +65,23 @@ def check_same_dim(a: np.ndarray, a_name: str, b: np.ndarray, b_name: str) -> No
         )
 
 
+def check_finite(matrix: np.ndarray, name: str) -> None:
+    """A NaN or an infinity anywhere in `matrix` is an error naming its first row (unit_rows finds the same
+    from its norms, where it computes them anyway)."""
+    _raise_on_nonfinite(~np.isfinite(matrix).all(axis=1), name)
+
+
+def _raise_on_nonfinite(bad: np.ndarray, name: str, first_row: int = 0) -> None:
+    if bad.any():
+        row = first_row + int(np.flatnonzero(bad)[0])
+        raise EmbeddingError(f"{name}: row {row} contains NaN or infinite values")
+
+
 def unit_rows(rows: np.ndarray, name: str, first_row: int = 0) -> np.ndarray:
     """Return `rows` as a float32 array of unit vectors; `first_row` is the index of rows[0] in its input."""
     rows = np.asarray(rows, dtype=np.float32)
     norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
-    bad = ~np.isfinite(norms)
-    if bad.any():
-        row = first_row + int(np.flatnonzero(bad)[0])
-        raise EmbeddingError(f"{name}: row {row} contains NaN or infinite values")
+    _raise_on_nonfinite(~np.isfinite(norms), name, first_row)
     zero = norms == 0
     if zero.any():
         row = first_row + int(np.flatnonzero(zero)[0])

@@ -282,8 +282,9 @@ class _Translator(PipelineVisitor):
         self.counters.append(results.map_partitions(counters_of))
         return {tag: results.map_partitions(outputs_of, tag) for tag in node.outputs}
 
-    def leaves(self, pipeline_outputs: list) -> list:
-        return [bag for key, bag in self.bags.items() if key not in self.consumed] + pipeline_outputs
+    def leaves(self) -> list:
+        """The bags nothing reads: every branch of the pipeline ends in one."""
+        return [bag for key, bag in self.bags.items() if key not in self.consumed]
 
 
 class DaskMetrics(MetricResults):
@@ -323,7 +324,7 @@ class DaskRunner(PipelineRunner):
         pipeline.replace_all(dask_overrides())
         translator = _Translator(threads)
         pipeline.visit(translator)
-        leaves = [bag.map_partitions(count) for bag in translator.leaves([])]
+        leaves = [bag.map_partitions(count) for bag in translator.leaves()]
         futures = client.compute([*leaves, *translator.counters])
         results = client.gather(futures)
         counters: dict = {}

@@ -56,7 +56,7 @@ from miner.margin import neighbourhood_mean
 from miner.mining import MiningConfig
 from miner.pair_filters import KEEP, PairFilter
 from miner.selection import Pairs, greedy_one_to_one
-from miner.vectors import EmbeddingError, check_matrix
+from miner.vectors import check_finite, check_matrix
 from pipelines import layout, storage
 
 log = logging.getLogger("pipelines.pairs")
@@ -81,9 +81,7 @@ def read_shard(path: str, dim: int, bytes_read=None, code: str | None = None) ->
         binary.check_packed(matrix, path, dim)
     else:
         check_matrix(matrix, path, dim)
-        broken = np.flatnonzero(~np.isfinite(matrix).all(axis=1))
-        if len(broken):  # named here, where the shard is known: a comparison would name only a group's row
-            raise EmbeddingError(f"{path}: row {broken[0]} contains NaN or infinite values ({len(broken)} rows)")
+        check_finite(matrix, path)  # here, where the shard is known: a comparison would name only a group's row
     return matrix
 
 

@@ -228,26 +228,30 @@ def test_a_language_with_fewer_sentences_than_k_is_searched_exactly(tmp_path):
     assert "queries_searched_exactly_after_short_lists" not in counters(report)
 
 
-def test_vectors_of_another_dimension_in_one_shard_are_an_error_naming_it(tmp_path):
+def embedded_with_one_shard_changed(tmp_path, language: str, change) -> dict:
+    """The example embedded in two shards, then the second embedding shard of `language` rewritten as
+    change(vectors); returns the settings, for the pairs stage to run on it."""
     output = str(tmp_path / "out")
     write_shards(output, 2)
     settings = settings_for(output, "max")
     run(settings, PipelineOptions([]), ["embed"])
-    shard = manifests.read(output, "embed")["languages"]["eng_Latn"]["shards"][1]
-    np.save(shard["embeddings"], np.load(shard["embeddings"])[:, :100])
+    shard = manifests.read(output, "embed")["languages"][language]["shards"][1]
+    np.save(shard["embeddings"], change(np.load(shard["embeddings"])))
+    return settings
+
+
+def test_vectors_of_another_dimension_in_one_shard_are_an_error_naming_it(tmp_path):
+    settings = embedded_with_one_shard_changed(tmp_path, "eng_Latn", lambda vectors: vectors[:, :100])
     with pytest.raises(Exception, match=r"part-00001-of-00002\.npy: vectors have 100 dimensions, expected"):
         run(settings, PipelineOptions([]), ["pairs"])
 
 
 def test_a_nan_in_one_shard_is_an_error_naming_the_shard_and_row(tmp_path):
-    output = str(tmp_path / "out")
-    write_shards(output, 2)
-    settings = settings_for(output, "max")
-    run(settings, PipelineOptions([]), ["embed"])
-    shard = manifests.read(output, "embed")["languages"]["deu_Latn"]["shards"][1]
-    vectors = np.load(shard["embeddings"])
-    vectors[3, 7] = np.nan
-    np.save(shard["embeddings"], vectors)
+    def with_a_nan(vectors):
+        vectors[3, 7] = np.nan
+        return vectors
+
+    settings = embedded_with_one_shard_changed(tmp_path, "deu_Latn", with_a_nan)
     with pytest.raises(Exception, match=r"deu_Latn/part-00001-of-00002\.npy: row 3 contains NaN or infinite"):
         run(settings, PipelineOptions([]), ["pairs"])
 
