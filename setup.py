@@ -62,9 +62,10 @@ EXTRAS_REQUIRE = {
     "gpu": ["faiss-gpu-cu12>=1.8"],
     # sentence-transformers: the tests check our checkpoints give the same vectors there; bench/ races it.
     # gcp-storage-emulator: a real GCS server on loopback for the gs:// tests.
+    # pytest-timeout: a hanging test fails alone with its stacks (pyproject.toml) rather than stall the suite.
     # atheris: a short coverage-guided run of the WARC reader in the suite (wheels exist for Linux x86_64 only; the
     # run is skipped elsewhere, and the hypothesis property tests cover the reader everywhere).
-    "test": ["pytest>=8", "hypothesis>=6.100", "matplotlib>=3.8", "sentence-transformers>=3.0",
+    "test": ["pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100", "matplotlib>=3.8", "sentence-transformers>=3.0",
              "gcp-storage-emulator>=2024.8", LINGUA, DASK, ATHERIS],
     # the long coverage-guided run of the WARC reader: python -m tests.fuzz_warc -max_total_time=300
     "fuzz": [ATHERIS],

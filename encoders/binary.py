@@ -15,15 +15,19 @@ bits, which adds a per-sentence bias to every Hamming similarity (figures: docs/
 
 Both similarities are cosines of a fixed real vector per code, so `unit_rows` turns packed codes into unit float
 rows and every k-NN index, margin and threshold downstream works unchanged: binary vectors are what is stored and
-shuffled, and are widened only where two blocks are compared. A threshold code with no unit on has no direction;
-`unit_rows` names its row.
+shuffled, and are widened only where two blocks are compared. A threshold code with no unit on has no direction:
+`threshold_bits` never makes one (a sentence with no unit over tau keeps its strongest unit), and `unit_rows` names
+the row of one read from a file.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 
 import numpy as np
+
+log = logging.getLogger(__name__)
 
 SIGN_SEED = 20200727  # fixed forever: codes written by one run must compare with codes written by the next
 CODES = ("sign", "threshold")
@@ -63,6 +67,20 @@ def _hadamard(dim: int) -> np.ndarray:
     while matrix.shape[0] < dim:
         matrix = np.block([[matrix, matrix], [matrix, -matrix]])
     return matrix
+
+
+def threshold_bits(features: np.ndarray, tau: float) -> np.ndarray:
+    """The threshold code [u_i > tau] of non-negative features (a lens's ReLU + max-pool). A row with no unit over
+    tau keeps its strongest unit instead: seed 001's code leaves such a sentence with no direction, so it could
+    never be compared or mined (short sentences, whose maximum runs over few tokens, are the ones it happens to)."""
+    features = np.asarray(features)
+    bits = features > tau
+    silent = np.flatnonzero(~bits.any(axis=1) & (features.max(axis=1) > 0))  # all-zero features: no direction
+    if len(silent):
+        bits[silent, features[silent].argmax(axis=1)] = True
+        log.info("threshold code: %d of %d sentences had no unit over %g and keep their strongest unit",
+                 len(silent), len(bits), tau)
+    return bits
 
 
 def is_binary(dtype) -> bool:

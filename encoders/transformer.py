@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from encoders.batching import SentenceEncoder, padded, token_budget_batches
-from encoders.binary import is_binary, pack
+from encoders.binary import is_binary, pack, threshold_bits
 from encoders.checkpoint import HUB_ID, CheckpointError, CheckpointLayout, read_checkpoint, resolve_hub_id
 from encoders.language_removal import load_language_removal
 from encoders.lens import load_lens
@@ -136,7 +136,7 @@ class TransformerEncoder(SentenceEncoder):
         if self.lens is None or not is_binary(dtype):
             return super()._vectors(prepared, language, show_progress, progress, dtype)
         raw = self._embed(prepared.texts, prepared.clipped, show_progress, progress, raw=True)
-        return pack(raw > self.lens.spec.binary_threshold)
+        return pack(threshold_bits(raw, self.lens.spec.binary_threshold))
 
     def _embed(self, texts: list[str], clipped: set[int], show_progress: bool, progress=None,
                raw: bool = False) -> np.ndarray:

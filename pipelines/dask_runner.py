@@ -48,6 +48,12 @@ log = logging.getLogger("pipelines.dask_runner")
 # (docs/benchmarks.md). Neither measured 10^6.
 MAX_PARTITIONS = 32
 PARTITIONS_PER_THREAD = 2
+# A job waits on its tasks WATCH_S at a time, and between waits logs progress and looks at the cluster: a cluster
+# whose workers are gone, or all paused at their memory limit (Dask pauses a worker at 80% and waits for memory
+# that a model or a task's own arrays never give back), would otherwise keep the job waiting for ever.
+WATCH_S = 30
+NO_WORKERS_S = 180
+ALL_PAUSED_S = 600
 
 _clients: dict = {}
 MISSING = "--runner DaskRunner needs dask's distributed scheduler: pip install -e '.[dask]'"
@@ -85,6 +91,12 @@ def close_quietly(client) -> None:
     may have closed the stream its logging handler writes to."""
     logging.getLogger("distributed").setLevel(logging.WARNING)
     client.close()
+
+
+def close_clients() -> None:
+    """Close every client this process opened (and the LocalClusters they started)."""
+    while _clients:
+        close_quietly(_clients.popitem()[1])
 
 
 def client_for(options):
@@ -287,6 +299,68 @@ class _Translator(PipelineVisitor):
         return [bag for key, bag in self.bags.items() if key not in self.consumed]
 
 
+def gather_watching(client, futures) -> list:
+    """`client.gather(futures)`, looking at the cluster every WATCH_S: progress logged, and an error (the job's
+    tasks cancelled) when it has had no worker for NO_WORKERS_S or all its workers paused for ALL_PAUSED_S."""
+    from dask import distributed
+
+    watch = ClusterWatch()
+    while True:
+        try:
+            distributed.wait(futures, timeout=WATCH_S)
+            return client.gather(futures)
+        except distributed.TimeoutError:
+            pass
+        try:
+            watch.check(client)
+        except RuntimeError:
+            client.cancel(futures)
+            raise
+
+
+class ClusterWatch:
+    """Since when the cluster has had no worker, or only paused ones; raises once either lasts too long."""
+
+    def __init__(self, clock=None):
+        import time
+
+        self.clock = clock or time.monotonic
+        self.no_workers_since: float | None = None
+        self.all_paused_since: float | None = None
+
+    def check(self, client) -> None:
+        workers = client.scheduler_info(n_workers=-1)["workers"]
+        states = [worker.get("status", "running") for worker in workers.values()]
+        log.info("Dask: %d workers (%s); tasks %s", len(workers), ", ".join(sorted(set(states))) or "none",
+                 _task_states(client))
+        now = self.clock()
+        self.no_workers_since = (self.no_workers_since or now) if not workers else None
+        self.all_paused_since = (self.all_paused_since or now) if workers and set(states) == {"paused"} else None
+        if self.no_workers_since is not None and now - self.no_workers_since >= NO_WORKERS_S:
+            raise RuntimeError(f"DaskRunner: the cluster at {client.scheduler.address} has had no worker for "
+                               f"{now - self.no_workers_since:.0f} s; the job stops rather than wait for ever")
+        if self.all_paused_since is not None and now - self.all_paused_since >= ALL_PAUSED_S:
+            limits = sorted({worker.get("memory_limit", 0) for worker in workers.values()})
+            raise RuntimeError(f"DaskRunner: every worker of {client.scheduler.address} has sat paused at 80% of its "
+                               f"memory limit ({', '.join(f'{limit / 2**30:.1f} GiB' if limit else 'none' for limit in limits)}) for "
+                               f"{now - self.all_paused_since:.0f} s: give workers more memory "
+                               "(--dask_worker_memory) or use fewer of them (--dask_workers)")
+
+
+def _task_states(client) -> str:
+    """The scheduler's tasks counted by state, e.g. 'memory 1200, processing 2, queued 40'."""
+    def count_states(dask_scheduler=None):
+        from collections import Counter
+
+        return dict(Counter(task.state for task in dask_scheduler.tasks.values()))
+
+    try:
+        counts = client.run_on_scheduler(count_states)
+    except (OSError, RuntimeError, ValueError, AttributeError) as error:  # a courtesy: never stop a job for it
+        return f"unknown ({type(error).__name__})"
+    return ", ".join(f"{state} {n}" for state, n in sorted(counts.items()))
+
+
 class DaskMetrics(MetricResults):
     """Counters summed over the partitions that succeeded (committed = attempted)."""
 
@@ -326,7 +400,7 @@ class DaskRunner(PipelineRunner):
         pipeline.visit(translator)
         leaves = [bag.map_partitions(count) for bag in translator.leaves()]
         futures = client.compute([*leaves, *translator.counters])
-        results = client.gather(futures)
+        results = gather_watching(client, futures)
         counters: dict = {}
         for partitions in results[len(leaves):]:
             for partition in partitions:

@@ -151,3 +151,15 @@ def gcs_bucket(gcs_emulator, monkeypatch):
     client.project = "cmlm-test"
     bucket = client.create_bucket(f"cmlm-{uuid.uuid4().hex[:12]}")
     yield f"gs://{bucket.name}"
+
+
+@pytest.fixture
+def dask_clusters_closed():
+    """Each Dask test starts its own LocalCluster and closes it after: idle workers would otherwise heartbeat
+    through the rest of the suite on CI's two cores, and a cluster one test left damaged would reach the next."""
+    pytest.importorskip("dask.distributed", reason="the dask extra is not installed (pip install -e '.[dask]')")
+    from pipelines.dask_runner import close_clients
+
+    close_clients()
+    yield
+    close_clients()

@@ -23,6 +23,14 @@ def test_threshold_code_similarity_is_the_cosine_of_the_sets():
     assert unit[0] @ unit[1] == pytest.approx(2 / np.sqrt(4 * 3))
 
 
+def test_a_sentence_with_no_unit_over_the_threshold_keeps_its_strongest_unit():
+    features = np.array([[0.2, 1.5, 0.0, 3.0], [0.4, 0.9, 0.1, 0.0], [0.0, 0.0, 0.0, 0.0]], dtype=np.float32)
+    bits = binary.threshold_bits(features, 1.0)
+    assert bits.tolist() == [[False, True, False, True],   # units over tau: the paper's code
+                             [False, True, False, False],  # none over tau: its strongest unit
+                             [False, False, False, False]]  # no feature at all: no direction to give it
+
+
 def test_a_threshold_code_with_no_unit_on_is_named_by_row():
     bits = np.ones((3, 8), dtype=bool)
     bits[1] = False

@@ -261,13 +261,13 @@ def test_the_portable_runner_path_gives_the_same_bitext(sample_run, tmp_path):
     assert bitext_bytes(portable) == bitext_bytes(output)
 
 
-def test_the_dask_runner_gives_the_same_bitext_and_counts(sample_run, tmp_path):
+def test_the_dask_runner_gives_the_same_bitext_and_counts(sample_run, tmp_path, dask_clusters_closed):
     """The main job on worker processes of a dask.distributed LocalCluster (pipelines/dask_runner.py): the
     DirectRunner's bytes, and the same counters in the report (Beam's own DaskRunner has no metrics)."""
-    pytest.importorskip("dask.distributed", reason="the dask extra is not installed (pip install -e '.[dask]')")
     output, report = sample_run
     dask = tmp_path / "dask"
-    dask_report = run(settings(dask), PipelineOptions(["--runner=DaskRunner"]), ["extract", "embed", "pairs"])
+    dask_report = run(settings(dask), PipelineOptions(["--runner=DaskRunner", "--dask_workers=2"]),
+                      ["extract", "embed", "pairs"])
     assert bitext_bytes(dask) == bitext_bytes(output)
     assert dask_report["counters"] == report["counters"] and report["counters"]["pairs"]["pairs"]["queries"]
 
