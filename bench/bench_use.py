@@ -13,8 +13,13 @@ crawls, as the issue that asked for this encoder measured), after one warm-up ca
   - ours-cuda (on request): the same on the first GPU, at its default precision (bf16), one replica;
   - student, ensemble (on request): models/cmlm-distilled, and the default models/cmlm-ensemble without a
     language (the default share: both members run), what the default encoder costs against the teacher alone.
-Reported: sentences per CPU-second (user + system time of the process during the call) and per wall-second, and
-the cosine of our vectors to the package's. `--sentences-file` (one sentence a line) replaces FLORES where
+  - student-int8, student-compiled (on request): the student with torch's dynamic int8 quantisation of its Linear
+    layers, or under `torch.compile(dynamic=True)` (compiled during the warm-up call), the two ways to a faster
+    CPU forward pass that keep its weights; their cosine to the student's fp32 vectors is reported.
+Reported: sentences per CPU-second (user + system time of the process during the call) and per wall-second, the
+multiply-adds per sentence torch's profiler counts in matrix products (x2 as FLOP; on 400 sentences after the
+timed call; none for the package's numpy) and the FLOP per CPU-second they make, and the cosine of our vectors to
+the package's. `--sentences-file` (one sentence a line) replaces FLORES where
 ../shared is absent (a lent GPU machine). Results go to bench/results/use.json; docs/benchmarks.md quotes them.
 """
 
@@ -67,14 +72,32 @@ def contender(name: str, texts: list[str], threads: int, out: Path) -> None:
         from encoders import load_encoder
 
         spec = {"student": REPO / "models" / "cmlm-distilled", "ensemble": REPO / "models" / "cmlm-ensemble"}
-        encoder = load_encoder(str(spec.get(name, "use-multilingual")), device="cuda" if name == "ours-cuda" else "cpu")
+        student = name.startswith("student")
+        encoder = load_encoder(str(spec["student"] if student else spec.get(name, "use-multilingual")),
+                               device="cuda" if name == "ours-cuda" else "cpu")
+        if name == "student-int8":
+            replica = encoder.replicas[0]
+            replica.model = torch.ao.quantization.quantize_dynamic(replica.model, {torch.nn.Linear}, torch.qint8)
+        elif name == "student-compiled":
+            encoder.replicas[0].model = torch.compile(encoder.replicas[0].model, dynamic=True)
         encode = encoder.encode
     encode(texts[:200])
     cpu, wall = time.process_time(), time.perf_counter()
     vectors = encode(texts)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     np.save(out, vectors.astype(np.float32))
-    print(json.dumps({"cpu_s": cpu, "wall_s": wall}))
+    print(json.dumps({"cpu_s": cpu, "wall_s": wall, "mflop_per_sentence": None if name == "package" else
+                      counted_mflop(encode, texts[:400])}))
+
+
+def counted_mflop(encode, texts: list[str]) -> float:
+    """Million FLOP per sentence in the matrix products torch's profiler counts (2 per multiply-add)."""
+    import torch
+
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], with_flops=True) as profile:
+        encode(texts)
+    flop = sum(event.flops or 0 for event in profile.key_averages()) / len(texts) / 1e6
+    return flop or None  # quantised kernels are not counted
 
 
 def main() -> None:
@@ -83,7 +106,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--sentences-file", type=Path)
     parser.add_argument("--contenders", nargs="+", default=["package", "ours"],
-                        choices=["package", "ours", "ours-cuda", "student", "ensemble"])
+                        choices=["package", "ours", "ours-cuda", "student", "student-int8", "student-compiled",
+                                 "ensemble"])
     parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "use.json")
     parser.add_argument("--child", nargs=2, metavar=("NAME", "VECTORS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -111,15 +135,21 @@ def main() -> None:
                                                    "cores": os.cpu_count(), "gpu": gpu_name()}, **results}
     if "package" in results and "ours" in results:
         report["ratio"] = results["ours"]["sentences_per_cpu_s"] / results["package"]["sentences_per_cpu_s"]
-    for name in ("ours", "ours-cuda"):
-        if "package" in vectors and name in vectors:
-            cosine = (vectors["package"] * vectors[name]).sum(1)
-            report[f"cosine_{name}"] = {"min": float(cosine.min()), "mean": float(cosine.mean()),
+    for reference, name in (("package", "ours"), ("package", "ours-cuda"), ("student", "student-int8"),
+                            ("student", "student-compiled")):
+        if reference in vectors and name in vectors:
+            cosine = (vectors[reference] * vectors[name]).sum(1)
+            report[f"cosine_{name}"] = {"to": reference, "min": float(cosine.min()), "mean": float(cosine.mean()),
                                         "below_0.999": int((cosine < 0.999).sum())}
     args.output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     for name, r in results.items():
-        print(f"{name:9s} {r['sentences_per_cpu_s']:8.0f} sentences/CPU-s {r['sentences_per_wall_s']:8.0f} "
-              f"sentences/s  {r['wall_s']:6.1f} s wall")
+        flop = r.get("mflop_per_sentence")
+        if flop:
+            r["gflop_per_cpu_s"] = flop * r["sentences_per_cpu_s"] / 1000
+        counted = f"  {flop:6.0f} MFLOP/sentence {r['gflop_per_cpu_s']:5.1f} GFLOP/CPU-s" if flop else ""
+        print(f"{name:16s} {r['sentences_per_cpu_s']:8.0f} sentences/CPU-s {r['sentences_per_wall_s']:8.0f} "
+              f"sentences/s  {r['wall_s']:6.1f} s wall{counted}")
+    args.output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     if "ratio" in report:
         print(f"ours / package per CPU-second: {report['ratio']:.2f}x")
     if "ours" in results and "ensemble" in results:
@@ -128,7 +158,8 @@ def main() -> None:
         args.output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     for key in (k for k in report if k.startswith("cosine_")):
         c = report[key]
-        print(f"{key}: min {c['min']:.4f} mean {c['mean']:.6f} ({c['below_0.999']} of {len(texts)} below 0.999)")
+        print(f"{key} (to {c['to']}): min {c['min']:.6f} mean {c['mean']:.6f} ({c['below_0.999']} of {len(texts)} "
+              "below 0.999)")
 
 
 def gpu_name() -> str | None:
