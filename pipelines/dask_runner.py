@@ -115,6 +115,9 @@ def client_for(options):
             _clients[key] = distributed.Client(distributed.LocalCluster(
                 processes=True, threads_per_worker=1, n_workers=local.dask_workers,
                 memory_limit=local.dask_worker_memory))
+            # its scheduler runs in this process, where the progress check (run_on_scheduler) would log "Run
+            # out-of-band function" at every look; its workers are other processes, with loggers of their own
+            logging.getLogger("distributed.worker").setLevel(logging.WARNING)
         atexit.register(close_quietly, _clients[key])
         log.info("Dask: %s", _clients[key])
     return _clients[key]
@@ -299,12 +302,13 @@ class _Translator(PipelineVisitor):
         return [bag for key, bag in self.bags.items() if key not in self.consumed]
 
 
-def gather_watching(client, futures) -> list:
-    """`client.gather(futures)`, looking at the cluster every WATCH_S: progress logged, and an error (the job's
-    tasks cancelled) when it has had no worker for NO_WORKERS_S or all its workers paused for ALL_PAUSED_S."""
+def gather_watching(client, futures, tasks: int) -> list:
+    """`client.gather(futures)`, looking at the cluster every WATCH_S: progress logged (of about `tasks` tasks),
+    and an error (the job's tasks cancelled) when it has had no worker for NO_WORKERS_S or all its workers paused
+    for ALL_PAUSED_S."""
     from dask import distributed
 
-    watch = ClusterWatch()
+    watch = ClusterWatch(tasks)
     while True:
         try:
             distributed.wait(futures, timeout=WATCH_S)
@@ -321,18 +325,18 @@ def gather_watching(client, futures) -> list:
 class ClusterWatch:
     """Since when the cluster has had no worker, or only paused ones; raises once either lasts too long."""
 
-    def __init__(self, clock=None):
+    def __init__(self, tasks: int, clock=None):
         import time
 
-        self.clock = clock or time.monotonic
+        self.tasks, self.clock = tasks, clock or time.monotonic
         self.no_workers_since: float | None = None
         self.all_paused_since: float | None = None
 
     def check(self, client) -> None:
         workers = client.scheduler_info(n_workers=-1)["workers"]
         states = [worker.get("status", "running") for worker in workers.values()]
-        log.info("Dask: %d workers (%s); tasks %s", len(workers), ", ".join(sorted(set(states))) or "none",
-                 _task_states(client))
+        log.info("Dask: %d workers (%s); %s", len(workers), ", ".join(sorted(set(states))) or "none",
+                 self._progress(client))
         now = self.clock()
         self.no_workers_since = (self.no_workers_since or now) if not workers else None
         self.all_paused_since = (self.all_paused_since or now) if workers and set(states) == {"paused"} else None
@@ -340,25 +344,24 @@ class ClusterWatch:
             raise RuntimeError(f"DaskRunner: the cluster at {client.scheduler.address} has had no worker for "
                                f"{now - self.no_workers_since:.0f} s; the job stops rather than wait for ever")
         if self.all_paused_since is not None and now - self.all_paused_since >= ALL_PAUSED_S:
-            limits = sorted({worker.get("memory_limit", 0) for worker in workers.values()})
+            limits = ", ".join(f"{limit / 2**30:.1f} GiB" if limit else "none"
+                               for limit in sorted({worker.get("memory_limit", 0) for worker in workers.values()}))
             raise RuntimeError(f"DaskRunner: every worker of {client.scheduler.address} has sat paused at 80% of its "
-                               f"memory limit ({', '.join(f'{limit / 2**30:.1f} GiB' if limit else 'none' for limit in limits)}) for "
+                               f"memory limit ({limits}) for "
                                f"{now - self.all_paused_since:.0f} s: give workers more memory "
                                "(--dask_worker_memory) or use fewer of them (--dask_workers)")
 
+    def _progress(self, client) -> str:
+        """'12,345 of ~51,000 tasks done, 204 running', from the scheduler's count of tasks still to run."""
+        def unfinished(dask_scheduler=None):
+            return [sum(1 for task in dask_scheduler.tasks.values() if task.state in states)
+                    for states in (("processing",), ("waiting", "queued", "no-worker"))]
 
-def _task_states(client) -> str:
-    """The scheduler's tasks counted by state, e.g. 'memory 1200, processing 2, queued 40'."""
-    def count_states(dask_scheduler=None):
-        from collections import Counter
-
-        return dict(Counter(task.state for task in dask_scheduler.tasks.values()))
-
-    try:
-        counts = client.run_on_scheduler(count_states)
-    except (OSError, RuntimeError, ValueError, AttributeError) as error:  # a courtesy: never stop a job for it
-        return f"unknown ({type(error).__name__})"
-    return ", ".join(f"{state} {n}" for state, n in sorted(counts.items()))
+        try:
+            running, waiting = client.run_on_scheduler(unfinished)
+        except (OSError, RuntimeError, ValueError, AttributeError) as error:  # a courtesy: never stop a job for it
+            return f"progress unknown ({type(error).__name__})"
+        return f"{max(self.tasks - running - waiting, 0):,} of ~{self.tasks:,} tasks done, {running:,} running"
 
 
 class DaskMetrics(MetricResults):
@@ -391,6 +394,7 @@ class DaskRunner(PipelineRunner):
     """Runs a Beam pipeline on a dask.distributed cluster and waits for it (module docstring)."""
 
     def run_pipeline(self, pipeline, options):
+        import dask
         from apache_beam.runners.dask.overrides import dask_overrides
 
         client = client_for(options)
@@ -399,8 +403,10 @@ class DaskRunner(PipelineRunner):
         translator = _Translator(threads)
         pipeline.visit(translator)
         leaves = [bag.map_partitions(count) for bag in translator.leaves()]
-        futures = client.compute([*leaves, *translator.counters])
-        results = gather_watching(client, futures)
+        collections = dask.optimize(*leaves, *translator.counters)  # optimised here so that its tasks can be counted
+        tasks = len(set().union(*(collection.__dask_graph__().keys() for collection in collections)))
+        futures = client.compute(list(collections), optimize_graph=False)
+        results = gather_watching(client, futures, tasks)
         counters: dict = {}
         for partitions in results[len(leaves):]:
             for partition in partitions:
