@@ -28,6 +28,7 @@ import atexit
 import itertools
 import logging
 import math
+import time
 from dataclasses import dataclass, field
 
 from apache_beam import pvalue
@@ -325,10 +326,8 @@ def gather_watching(client, futures, tasks: int) -> list:
 class ClusterWatch:
     """Since when the cluster has had no worker, or only paused ones; raises once either lasts too long."""
 
-    def __init__(self, tasks: int, clock=None):
-        import time
-
-        self.tasks, self.clock = tasks, clock or time.monotonic
+    def __init__(self, tasks: int):
+        self.tasks = tasks
         self.no_workers_since: float | None = None
         self.all_paused_since: float | None = None
 
@@ -337,7 +336,7 @@ class ClusterWatch:
         states = [worker.get("status", "running") for worker in workers.values()]
         log.info("Dask: %d workers (%s); %s", len(workers), ", ".join(sorted(set(states))) or "none",
                  self._progress(client))
-        now = self.clock()
+        now = time.monotonic()
         self.no_workers_since = (self.no_workers_since or now) if not workers else None
         self.all_paused_since = (self.all_paused_since or now) if workers and set(states) == {"paused"} else None
         if self.no_workers_since is not None and now - self.no_workers_since >= NO_WORKERS_S:

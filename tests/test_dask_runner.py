@@ -91,20 +91,20 @@ def test_a_worker_killed_mid_stage_is_retried_and_counted_once(tmp_path):
     assert {r.key.metric.name: r.committed for r in result.metrics().query()["counters"]} == {"seen": 40}
 
 
-def run_toy(tmp_path, *flags):
+def run_toy(*flags):
     pipeline = beam.Pipeline(runner=DaskRunner(), options=PipelineOptions(list(flags)))
     pipeline | beam.Create(range(4)) | beam.Map(lambda n: n + 1)
     return pipeline.run()
 
 
-def test_a_cluster_without_workers_stops_the_job_with_an_error_instead_of_waiting(tmp_path, monkeypatch):
+def test_a_cluster_without_workers_stops_the_job_with_an_error_instead_of_waiting(monkeypatch):
     monkeypatch.setattr(dask_runner, "WATCH_S", 0.2)
     monkeypatch.setattr(dask_runner, "NO_WORKERS_S", 1)
     with pytest.raises(RuntimeError, match="has had no worker for"):
-        run_toy(tmp_path, "--dask_workers=0")
+        run_toy("--dask_workers=0")
 
 
-def test_workers_all_paused_at_their_memory_limit_stop_the_job_with_an_error(tmp_path, monkeypatch):
+def test_workers_all_paused_at_their_memory_limit_stop_the_job_with_an_error(monkeypatch):
     from distributed.core import Status
 
     monkeypatch.setattr(dask_runner, "WATCH_S", 0.2)
@@ -113,4 +113,4 @@ def test_workers_all_paused_at_their_memory_limit_stop_the_job_with_an_error(tmp
     # what Dask does to a worker at 80% of its memory limit
     dask_runner.client_for(options).run(lambda dask_worker: setattr(dask_worker, "status", Status.paused))
     with pytest.raises(RuntimeError, match=r"sat paused .*\(--dask_worker_memory\)"):
-        run_toy(tmp_path, "--dask_workers=1", "--dask_worker_memory=0")
+        run_toy("--dask_workers=1", "--dask_worker_memory=0")
