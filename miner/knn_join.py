@@ -5,6 +5,7 @@
     db_lists = assign(database, centroids, 1)               # each database row: its one list
     q_lists = assign(queries, centroids, nprobe)            # each query: its nprobe nearest lists
     for list_id, rows in rows_by_list(q_lists): ...         # what a pipeline keys by and groups
+    group = lists_per_group(nlist, nprobe, n_queries, max_rows) # or ranges of lists per key, as the stage does
     part = list_topk(queries, query_refs, database, database_refs, k)   # exact, inside one group
     best = merge_topk([part, ...], k)                       # each query's k best over all its lists
 
@@ -113,6 +114,33 @@ def rows_by_list(lists: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
     for chunk_lists, chunk_rows in zip(np.split(flat, bounds), np.split(rows, bounds)):
         if len(chunk_rows):
             yield int(chunk_lists[0]), chunk_rows
+
+
+def lists_per_group(nlist: int, nprobe: int, n_queries: int, max_rows: int) -> int:
+    """How many consecutive lists one group compares: as many as hold about `max_rows` query rows together (a
+    query probes nprobe of the nlist lists, so a list holds n_queries * nprobe / nlist of them on average).
+
+    A runner pays per element and per group; at 10^6 sentences a language and IVF4096 at nprobe 16, one element
+    per list and shard is ~800,000 elements a direction, one per range of 12 lists ~70,000. The comparisons
+    inside a group stay per list, so the neighbours do not depend on the grouping."""
+    per_list = max(1, n_queries * min(nprobe, nlist) // nlist)
+    return max(1, min(nlist, max_rows // per_list))
+
+
+def rows_by_group(lists: np.ndarray, group_lists: int) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    """(group id, the rows assigned to its lists, each one's list) for each group of `group_lists` consecutive
+    lists that has rows, by group id; within a group, ordered by list, then row (a row probing two of its lists
+    appears twice)."""
+    flat = lists.ravel()
+    rows = np.repeat(np.arange(len(lists)), lists.shape[1])
+    order = np.lexsort((rows, flat))
+    flat, rows = flat[order], rows[order]
+    groups = flat // group_lists
+    bounds = np.flatnonzero(np.diff(groups)) + 1
+    for chunk_groups, chunk_rows, chunk_lists in zip(np.split(groups, bounds), np.split(rows, bounds),
+                                                     np.split(flat, bounds)):
+        if len(chunk_rows):
+            yield int(chunk_groups[0]), chunk_rows, chunk_lists
 
 
 def blocks(refs: np.ndarray, n_blocks: int) -> np.ndarray:

@@ -8,9 +8,9 @@ Per language pair (source, target), with the miner library doing the arithmetic 
      `knn.exact_below` sentences or with fewer sentences than lists;
   2. k-NN as a join (miner.knn_join, METHODS §10): each embedding shard is read once; each row is keyed by its
      list in its own language (as a database row) and by its nprobe nearest lists in the other language's
-     quantizer (as a query); a group by (direction, list) brings each list's database rows and queries together,
-     where they are compared exactly (lists above `knn.max_list_rows` rows are split into blocks, which bounds a
-     worker's memory); a top-k combine keeps each query's k best across its lists. Similarities are exact; the
+     quantizer (as a query); a group by (direction, range of lists) brings each list's database rows and queries
+     together, where they are compared exactly, list by list (a range holds about `knn.max_list_rows` query rows;
+     a list above that many rows on a side is split into blocks, which bounds a worker's memory); a top-k combine keeps each query's k best across its lists. Similarities are exact; the
      rare query whose lists held fewer than k rows is searched exactly, counted;
   3. margins: fwd(x) and bwd(y) are the means of those k similarities; a candidate (x, y) needs the other side's
      mean, so candidates are joined with the means by key, the only place the two directions meet;
@@ -46,7 +46,9 @@ from miner.knn_join import (
     compare_device,
     join_plan,
     list_topk,
+    lists_per_group,
     merge_topk,
+    rows_by_group,
     rows_by_list,
     train_quantizer,
     training_rows,
@@ -162,10 +164,44 @@ def neighbours_wanted(manifest: dict, config: MiningConfig, database_language: s
     return min(config.k, manifest["languages"][database_language]["rows"])
 
 
+def group_lists(manifest: dict, knn: KnnConfig, query_lang: str, db_lang: str) -> int:
+    """Consecutive lists that travel and are compared as one group in this direction (miner.knn_join.
+    lists_per_group): the same number on every worker, from the manifest alone."""
+    languages = manifest["languages"]
+    nlist, nprobe = join_plan(knn, languages[db_lang]["rows"])
+    return lists_per_group(nlist, nprobe, languages[query_lang]["rows"], knn.max_list_rows)
+
+
+@dataclass(frozen=True)
+class ListRows:
+    """Rows of one kind, "q" (queries) or "db" (database rows), for some lists of one direction, ordered by list:
+    `list_ids` ascending with `counts` rows each (run-length: bytes per list, not per row, in the shuffle), then
+    their references and stored rows. A query that probes two of the lists appears once under each."""
+
+    kind: str
+    list_ids: np.ndarray
+    counts: np.ndarray
+    refs: np.ndarray
+    rows: np.ndarray
+
+    @classmethod
+    def of(cls, kind: str, row_lists: np.ndarray, refs: np.ndarray, rows: np.ndarray) -> ListRows:
+        """From each row's list (ascending)."""
+        list_ids, counts = np.unique(row_lists, return_counts=True)
+        return cls(kind, list_ids, counts, refs, rows)
+
+    def row_lists(self) -> np.ndarray:
+        return np.repeat(self.list_ids, self.counts)
+
+    def take(self, keep: np.ndarray) -> ListRows:
+        return ListRows.of(self.kind, self.row_lists()[keep], self.refs[keep], self.rows[keep])
+
+
 class AssignShard(beam.DoFn):
-    """(language, shard) -> the shard's rows keyed by inverted list, read once for every direction that uses them:
-    ((pair, side, list), (kind, refs, stored rows)), kind "db" (its one list of the language's own quantizer) or
-    "q" (its nprobe nearest lists of the other language's quantizer), one element per list that has rows."""
+    """(language, shard) -> the shard's rows keyed by group of inverted lists, read once for every direction that
+    uses them: ((pair, side, group), ListRows), kind "db" (each row in its one list of the language's own
+    quantizer) or "q" (each row in its nprobe nearest lists of the other language's quantizer), one element per
+    group that has rows."""
 
     def __init__(self, manifest: dict, pairs: list, knn: KnnConfig):
         self.manifest, self.pairs, self.knn = manifest, pairs, knn
@@ -181,33 +217,76 @@ class AssignShard(beam.DoFn):
         refs = layout.pack(shard, np.arange(len(rows), dtype=np.int64))
         own_lists, unit = None, comparable(rows, entry.get("binary"), info["embeddings"])
         for pair, side, query_lang, db_lang in directions(self.pairs):
+            per_group = group_lists(self.manifest, self.knn, query_lang, db_lang)
             if db_lang == language:
                 if own_lists is None:
                     own_lists = assign(unit, centroids[language], 1, info["embeddings"])
-                yield from self._keyed(pair, side, "db", own_lists, refs, rows)
+                yield from self._keyed(pair, side, "db", own_lists, per_group, refs, rows)
             if query_lang == language:
                 _, nprobe = join_plan(self.knn, self.manifest["languages"][db_lang]["rows"])
                 lists = assign(unit, centroids[db_lang], nprobe, info["embeddings"])
-                yield from self._keyed(pair, side, "q", lists, refs, rows)
+                yield from self._keyed(pair, side, "q", lists, per_group, refs, rows)
 
-    def _keyed(self, pair, side, kind, lists, refs, rows):
+    def _keyed(self, pair, side, kind, lists, per_group, refs, rows):
         self.copies[kind].inc(lists.size)
-        for list_id, members in rows_by_list(lists):
-            yield (pair, side, list_id), (kind, refs[members], rows[members])
+        for group, members, member_lists in rows_by_group(lists, per_group):
+            yield (pair, side, group), ListRows.of(kind, member_lists, refs[members], rows[members])
 
 
 def list_sizes(element) -> tuple:
-    (pair, side, list_id), (kind, refs, _) = element
-    return ((pair, side, list_id), kind), len(refs)
+    (pair, side, _), chunk = element
+    return (pair, side, chunk.kind), (chunk.list_ids, chunk.counts)
+
+
+class CountByList(beam.CombineFn):
+    """(list ids, counts) parts -> rows per list as a dense array indexed by list id (zero where none)."""
+
+    def create_accumulator(self):
+        return np.zeros(0, dtype=np.int64)
+
+    def add_input(self, totals, part):
+        list_ids, counts = part
+        totals = _grown(totals, int(list_ids.max(initial=-1)) + 1)
+        np.add.at(totals, list_ids, counts)
+        return totals
+
+    def merge_accumulators(self, parts):
+        parts = list(parts)
+        totals = np.zeros(max(len(p) for p in parts), dtype=np.int64)
+        for part in parts:
+            totals[: len(part)] += part
+        return totals
+
+    def extract_output(self, totals):
+        return totals
+
+
+def _grown(totals: np.ndarray, size: int) -> np.ndarray:
+    return totals if len(totals) >= size else np.concatenate([totals, np.zeros(size - len(totals), np.int64)])
+
+
+def rows_in_lists(sizes: dict, pair, side, kind: str, list_ids: np.ndarray) -> np.ndarray:
+    """Rows of `kind` each list holds in this direction, from the list sizes (zero for a list with none)."""
+    totals = sizes.get((pair, side, kind), np.zeros(0, dtype=np.int64))
+    return _grown(totals, int(np.max(list_ids, initial=-1)) + 1)[list_ids]
+
+
+def list_roles(n_queries: np.ndarray, n_database: np.ndarray, max_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per list: compared (it has queries and database rows) and hot (compared, and above max_rows on a side)."""
+    compared = (n_queries > 0) & (n_database > 0)
+    return compared, compared & ((n_queries > max_rows) | (n_database > max_rows))
 
 
 class SplitHotLists(beam.DoFn):
-    """A list's chunk -> its blocks: a list with more than max_rows rows on a side is split into blocks of about
-    that many (by a hash of the row), and each query block meets each database block, so a group holds at most
-    ~2 x max_rows rows. A list without queries or without database rows has nothing to compare.
+    """A group's chunk -> what is compared: its lists' rows under the group's key, less the lists without queries
+    or without database rows (nothing to compare) and the hot lists. A list with more than max_rows rows on a side
+    is hot: it leaves the group and is split into blocks of about that many (by a hash of the row), and each query
+    block meets each database block, so such a group holds at most ~2 x max_rows rows.
 
-    The list sizes (a side input) are checked against the manifest's row counts before use: a missing size would
-    drop a list's rows without a trace, so an incomplete side input is an error, never fewer neighbours."""
+    Keys: (pair, side, group, -1, 0, 0) for a group's ordinary lists, (pair, side, group, list, query block,
+    database block) for a hot list's blocks. The list sizes (a side input) are checked against the manifest's row
+    counts before use: a missing size would drop a list's rows without a trace, so an incomplete side input is an
+    error, never fewer neighbours."""
 
     def __init__(self, manifest: dict, pairs: list, knn: KnnConfig):
         self.manifest, self.pairs, self.knn = manifest, pairs, knn
@@ -217,40 +296,46 @@ class SplitHotLists(beam.DoFn):
         if self.checked is not sizes:
             self._check(sizes)
             self.checked = sizes
-        (pair, side, list_id), (kind, refs, rows) = element
-        n_queries, n_database = (sizes.get(((pair, side, list_id), k), 0) for k in ("q", "db"))
-        if not n_queries or not n_database:
-            return
-        mine, other = (n_queries, n_database) if kind == "q" else (n_database, n_queries)
+        (pair, side, group), chunk = element
+        row_lists = chunk.row_lists()
+        n_queries, n_database = (rows_in_lists(sizes, pair, side, kind, row_lists) for kind in ("q", "db"))
+        compared, hot = list_roles(n_queries, n_database, self.knn.max_list_rows)
+        if (compared & ~hot).any():
+            yield (pair, side, group, -1, 0, 0), chunk.take(compared & ~hot)
+        for list_id in np.unique(row_lists[hot]):
+            yield from self._blocks(pair, side, group, int(list_id), chunk.take(row_lists == list_id), sizes)
+
+    def _blocks(self, pair, side, group, list_id, chunk, sizes):
+        n_queries, n_database = (int(rows_in_lists(sizes, pair, side, kind, np.array([list_id]))[0])
+                                 for kind in ("q", "db"))
+        mine, other = (n_queries, n_database) if chunk.kind == "q" else (n_database, n_queries)
         max_rows = self.knn.max_list_rows
-        own_block = blocks(refs, block_count(mine, max_rows))
+        own_block = blocks(chunk.refs, block_count(mine, max_rows))
         for block in np.unique(own_block):
             members = own_block == block
             for other_block in range(block_count(other, max_rows)):
-                key = (int(block), other_block) if kind == "q" else (other_block, int(block))
-                yield (pair, side, list_id, *key), (kind, refs[members], rows[members])
+                key = (int(block), other_block) if chunk.kind == "q" else (other_block, int(block))
+                yield (pair, side, group, list_id, *key), chunk.take(members)
 
     def _check(self, sizes: dict) -> None:
-        totals: dict = {}
-        for ((pair, side, _), kind), count in sizes.items():
-            totals[pair, side, kind] = totals.get((pair, side, kind), 0) + count
         languages = self.manifest["languages"]
         for pair, side, query_lang, db_lang in directions(self.pairs):
             nlist, nprobe = join_plan(self.knn, languages[db_lang]["rows"])
             expected = {"db": languages[db_lang]["rows"], "q": languages[query_lang]["rows"] * min(nprobe, nlist)}
             for kind, rows in expected.items():
-                if totals.get((pair, side, kind), 0) != rows:
-                    raise RuntimeError(f"{query_lang} -> {db_lang}: the list sizes count "
-                                       f"{totals.get((pair, side, kind), 0)} {kind} rows, {rows} expected: the "
-                                       "runner gave an incomplete side input")
+                counted = int(sizes.get((pair, side, kind), np.zeros(0)).sum())
+                if counted != rows:
+                    raise RuntimeError(f"{query_lang} -> {db_lang}: the list sizes count {counted} {kind} rows, "
+                                       f"{rows} expected: the runner gave an incomplete side input")
 
 
 class CompareList(beam.DoFn):
-    """The queries and database rows of one (direction, list, block) -> each query's k best among them, exactly,
-    as one partial result per query shard: ((pair, side, query shard), Neighbours).
+    """The queries and database rows of one group of lists (or one block of a hot list) -> each query's k best
+    among the rows of the lists it probed, exactly, compared list by list and merged, as one partial result per
+    query shard: ((pair, side, query shard), Neighbours).
 
-    A group of a list that was not split must hold all of the list's rows (the list sizes say how many): a group
-    the runner delivered in parts would give its queries fewer candidates without a trace, so it is an error."""
+    A group must hold all of its lists' rows (the list sizes say how many): a group the runner delivered in parts
+    would give its queries fewer candidates without a trace, so it is an error."""
 
     def __init__(self, manifest: dict, config: MiningConfig):
         self.manifest, self.config = manifest, config
@@ -265,46 +350,60 @@ class CompareList(beam.DoFn):
             log.info("k-NN join: comparing lists on %s", self.device)
 
     def process(self, element, sizes: dict):
-        (pair, side, list_id, _, _), chunks = element
+        (pair, side, group, hot_list, _, _), chunks = element
         chunks = list(chunks)
-        q_refs, queries = _stacked(c for c in chunks if c[0] == "q")
-        db_refs, database = _stacked(c for c in chunks if c[0] == "db")
-        expected = [sizes[(pair, side, list_id), kind] for kind in ("q", "db")]
-        max_rows = self.config.knn.max_list_rows
-        if all(block_count(n, max_rows) == 1 for n in expected):
-            if [len(q_refs), len(db_refs)] != expected:
-                raise RuntimeError(f"{pair} {side} list {list_id}: the group holds {len(q_refs)} queries and "
-                                   f"{len(db_refs)} database rows, the list has {expected[0]} and {expected[1]}: "
-                                   "the runner delivered the group incomplete or in parts")
-        else:
+        q_lists, q_refs, queries = _stacked(c for c in chunks if c.kind == "q")
+        db_lists, db_refs, database = _stacked(c for c in chunks if c.kind == "db")
+        if hot_list >= 0:
             self.split.inc()
-        if len(q_refs) and len(db_refs):  # else a block the hash left without rows of one kind
-            yield from self._compare(pair, side, q_refs, queries, db_refs, database)
-
-    def _compare(self, pair, side, q_refs, queries, db_refs, database):
+        else:
+            self._check_whole(pair, side, group, q_lists, db_lists, sizes)
         self.largest.update(len(q_refs) + len(db_refs))
-        self.similarities.inc(len(q_refs) * len(db_refs))
         query_lang, db_lang = pair if side == "src" else pair[::-1]
         k = neighbours_wanted(self.manifest, self.config, db_lang)
-        languages = self.manifest["languages"]
-        code = languages[db_lang].get("binary")
-        found = as_cosines(list_topk(comparable(queries, code, f"{query_lang} queries"), q_refs,
-                                     comparable(database, code, f"{db_lang} database rows"), db_refs, k,
-                                     self.device), code)
-        shards = q_refs >> layout.ROW_BITS
+        parts = []
+        for list_id in np.intersect1d(q_lists, db_lists):  # a hot list's block may lack one kind
+            q, db = np.flatnonzero(q_lists == list_id), np.flatnonzero(db_lists == list_id)
+            parts.append(self._compare(query_lang, db_lang, k, q_refs[q], queries[q], db_refs[db], database[db]))
+        if not parts:
+            return
+        found = parts[0] if len(parts) == 1 else merge_topk(parts, k)  # a query may probe several of the lists
+        shards = found.queries >> layout.ROW_BITS
         for shard in np.unique(shards):
             at = shards == shard
             yield (pair, side, int(shard)), Neighbours(found.queries[at], found.sims[at], found.refs[at])
 
+    def _check_whole(self, pair, side, group, q_lists, db_lists, sizes):
+        query_lang, db_lang = pair if side == "src" else pair[::-1]
+        per_group = group_lists(self.manifest, self.config.knn, query_lang, db_lang)
+        ids = np.arange(group * per_group, (group + 1) * per_group)
+        n_queries, n_database = (rows_in_lists(sizes, pair, side, kind, ids) for kind in ("q", "db"))
+        compared, hot = list_roles(n_queries, n_database, self.config.knn.max_list_rows)
+        ordinary = compared & ~hot
+        for kind, held, counts in (("q", q_lists, n_queries), ("db", db_lists, n_database)):
+            if not np.array_equal(held, np.repeat(ids[ordinary], counts[ordinary])):
+                raise RuntimeError(f"{pair} {side} list group {group}: the group holds {len(held)} {kind} rows, "
+                                   f"its lists have {int(counts[ordinary].sum())}: the runner delivered the group "
+                                   "incomplete or in parts")
 
-def _stacked(chunks) -> tuple[np.ndarray, np.ndarray]:
-    """Chunks of one kind as one matrix in reference order (the group's order is Beam's, not defined)."""
+    def _compare(self, query_lang, db_lang, k, q_refs, queries, db_refs, database) -> Neighbours:
+        self.similarities.inc(len(q_refs) * len(db_refs))
+        code = self.manifest["languages"][db_lang].get("binary")
+        return as_cosines(list_topk(comparable(queries, code, f"{query_lang} queries"), q_refs,
+                                    comparable(database, code, f"{db_lang} database rows"), db_refs, k,
+                                    self.device), code)
+
+
+def _stacked(chunks) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Chunks of one kind as (each row's list, references, stored rows), ordered by list then reference (the
+    group's order is Beam's, not defined)."""
     chunks = list(chunks)
     if not chunks:
-        return np.empty(0, dtype=np.int64), None
-    refs = np.concatenate([c[1] for c in chunks])
-    order = np.argsort(refs, kind="stable")
-    return refs[order], np.concatenate([c[2] for c in chunks])[order]
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), None
+    row_lists = np.concatenate([c.row_lists() for c in chunks])
+    refs = np.concatenate([c.refs for c in chunks])
+    order = np.lexsort((refs, row_lists))
+    return row_lists[order], refs[order], np.concatenate([c.rows for c in chunks])[order]
 
 
 class MergeTopK(beam.CombineFn):
@@ -409,7 +508,7 @@ class KnnJoin(beam.PTransform):
         chunks = (begin | "Shards" >> beam.Create(shards) | "SpreadShards" >> beam.Reshuffle()
                   | "Assign" >> beam.ParDo(AssignShard(manifest, self.pairs, config.knn), centroids))
         sizes = beam.pvalue.AsDict(chunks | "ListSize" >> beam.Map(list_sizes)
-                                   | "ListSizes" >> beam.CombinePerKey(sum))
+                                   | "ListSizes" >> beam.CombinePerKey(CountByList()))
         k_of = {(pair, side): neighbours_wanted(manifest, config, db) for pair, side, _, db in
                 directions(self.pairs)}
         # every query appears in the merge, also one whose lists were all empty (it then goes to exact search);
@@ -419,7 +518,7 @@ class KnnJoin(beam.PTransform):
                        for s, info in enumerate(manifest["languages"][query_lang]["shards"])]
         tables = ((begin | "QueryShards" >> beam.Create(shard_sizes) | "AllQueries" >> beam.Map(no_neighbours_yet),
                    chunks | "Blocks" >> beam.ParDo(SplitHotLists(manifest, self.pairs, config.knn), sizes)
-                   | "ByList" >> beam.GroupByKey()
+                   | "ByListGroup" >> beam.GroupByKey()
                    | "Compare" >> beam.ParDo(CompareList(manifest, config), sizes))
                   | "Parts" >> beam.Flatten()
                   | "MergeTopK" >> beam.CombinePerKey(MergeTopK())

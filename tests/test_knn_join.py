@@ -13,7 +13,9 @@ from miner.knn_join import (
     compare_device,
     join_plan,
     list_topk,
+    lists_per_group,
     merge_topk,
+    rows_by_group,
     rows_by_list,
     search_by_lists,
     train_quantizer,
@@ -114,6 +116,19 @@ def test_the_dense_table_merges_parts_as_merge_topk_does_in_any_order():
         found = table.neighbours()
         for name in ("queries", "sims", "refs"):
             np.testing.assert_array_equal(getattr(found, name), getattr(expected, name))
+
+
+def test_rows_by_group_keeps_consecutive_lists_together_ordered_by_list_then_row():
+    lists = np.array([[0, 3], [1, 2], [3, 0], [4, 1]])  # 4 rows, 2 probes each
+    grouped = [(g, rows.tolist(), row_lists.tolist()) for g, rows, row_lists in rows_by_group(lists, 2)]
+    assert grouped == [(0, [0, 2, 1, 3], [0, 0, 1, 1]), (1, [1, 0, 2], [2, 3, 3]), (2, [3], [4])]
+    assert [len(rows) for _, rows, _ in rows_by_group(lists, 5)] == [8]
+
+
+def test_a_group_of_lists_holds_about_max_rows_queries():
+    assert lists_per_group(4096, 16, 1_000_000, 50_000) == 12  # 3,906 query rows a list
+    assert lists_per_group(4096, 1024, 1_000_000, 50_000) == 1  # lists above max_rows: one a group, split later
+    assert lists_per_group(64, 16, 100, 50_000) == 64  # never more than all the lists
 
 
 def test_rows_by_list_groups_every_probe():

@@ -291,23 +291,47 @@ def test_margins_are_the_library_margins_of_the_same_neighbour_lists_bit_for_bit
 
 
 def test_a_group_the_runner_delivered_in_parts_is_an_error_not_fewer_neighbours():
+    from miner.index import KnnConfig
+    from miner.knn_join import list_topk
     from miner.mining import MiningConfig
-    from pipelines.pairs import CompareList, SplitHotLists
+    from pipelines.pairs import CompareList, ListRows, SplitHotLists
 
     pair, manifest = ("deu_Latn", "eng_Latn"), {"languages": {"deu_Latn": {"rows": 3}, "eng_Latn": {"rows": 6}}}
+    config = MiningConfig(knn=KnnConfig(index="IVF2,Flat", nprobe=2))  # both lists in one group
     rng = np.random.default_rng(0)
-    q = ("q", np.arange(3, dtype=np.int64), rng.standard_normal((3, 8)).astype(np.float32))
-    db = ("db", np.arange(2, dtype=np.int64), rng.standard_normal((2, 8)).astype(np.float32))
-    sizes = {((pair, "src", 0), "q"): 3, ((pair, "src", 0), "db"): 6}  # the list has 6 database rows, 2 came
-    compare = CompareList(manifest, MiningConfig())
-    with pytest.raises(RuntimeError, match="list 0: the group holds 3 queries and 2 database rows, the list has 3 "
-                                           "and 6"):
-        list(compare.process(((pair, "src", 0, 0, 0), [q, db]), sizes))
-    sizes[(pair, "src", 0), "db"] = 2
-    assert len(list(compare.process(((pair, "src", 0, 0, 0), [q, db]), sizes))) == 1
-    split = SplitHotLists(manifest, [pair], MiningConfig().knn)  # exact search: one list per direction
-    with pytest.raises(RuntimeError, match="incomplete side input"):
-        list(split.process(((pair, "src", 0), q), sizes))
+    queries, database = (rng.standard_normal((n, 8)).astype(np.float32) for n in (3, 6))
+    q = ListRows.of("q", np.repeat([0, 1], 3), np.tile(np.arange(3), 2), np.tile(queries, (2, 1)))
+    db = ListRows.of("db", np.repeat([0, 1], 3), np.arange(6), database)
+    sizes = {(pair, "src", "q"): np.array([3, 3]), (pair, "src", "db"): np.array([3, 3]),
+             (pair, "tgt", "q"): np.array([6, 6]), (pair, "tgt", "db"): np.array([2, 1])}
+    compare = CompareList(manifest, config)
+    (key, found), = compare.process(((pair, "src", 0, -1, 0, 0), [q, db]), sizes)
+    exact = list_topk(queries, np.arange(3), database, np.arange(6), 4)
+    assert key == (pair, "src", 0) and np.array_equal(found.refs, exact.refs)  # each query met both lists
+    with pytest.raises(RuntimeError, match="list group 0: the group holds 3 db rows, its lists have 6"):
+        list(compare.process(((pair, "src", 0, -1, 0, 0), [q, db.take(np.arange(6) < 3)]), sizes))
+    split = SplitHotLists(manifest, [pair], config.knn)
+    assert len(list(split.process(((pair, "src", 0), q), sizes))) == 1
+    with pytest.raises(RuntimeError, match="deu_Latn -> eng_Latn: the list sizes count 5 q rows, 6 expected: the "
+                                           "runner gave an incomplete side input"):
+        list(split.process(((pair, "src", 0), q), {**sizes, (pair, "src", "q"): np.array([3, 2])}))
+
+
+def test_a_hot_list_leaves_its_group_in_blocks_and_the_others_stay_together():
+    from miner.index import KnnConfig
+    from pipelines.pairs import ListRows, SplitHotLists
+
+    pair, manifest = ("deu_Latn", "eng_Latn"), {"languages": {"deu_Latn": {"rows": 8}, "eng_Latn": {"rows": 6}}}
+    knn = KnnConfig(index="IVF4,Flat", nprobe=1, max_list_rows=4)  # ~2 queries a list: groups of 2 lists
+    db = ListRows.of("db", np.array([0, 0, 0, 0, 0, 1]), np.arange(6), np.ones((6, 8), np.float32))
+    sizes = {(pair, "src", "q"): np.array([2, 2, 2, 2]), (pair, "src", "db"): np.array([5, 1]),
+             (pair, "tgt", "q"): np.array([6]), (pair, "tgt", "db"): np.array([8])}  # the side input checked whole
+    out = list(SplitHotLists(manifest, [pair], knn).process(((pair, "src", 0), db), sizes))
+    ordinary = [chunk for key, chunk in out if key[3] == -1]
+    assert len(ordinary) == 1 and ordinary[0].list_ids.tolist() == [1] and ordinary[0].refs.tolist() == [5]
+    hot = {key: chunk for key, chunk in out if key[3] == 0}
+    assert {key[4:] for key in hot} == {(0, 0), (0, 1)}  # list 0's 5 database rows in 2 blocks
+    assert sorted(r for chunk in hot.values() for r in chunk.refs.tolist()) == [0, 1, 2, 3, 4]
 
 
 def test_binary_vectors_are_stored_packed_and_mined_as_the_library_mines_their_codes(tmp_path):
