@@ -146,6 +146,18 @@ def unify(sentences: Sentences) -> UniqueTexts:
     return UniqueTexts(rows, texts, ids)
 
 
+def gold_similarities(gold, src_unique: UniqueTexts, tgt_unique: UniqueTexts, src_vectors: np.ndarray,
+                      tgt_vectors: np.ndarray) -> np.ndarray:
+    """The similarity (dot product of the mined unit vectors) of each gold pair whose texts are unambiguous: the
+    lowest says how high `mining.min_cosine` may be set without cutting a true pair."""
+    src_at = {i: n for n, i in enumerate(src_unique.ids) if i is not None}
+    tgt_at = {i: n for n, i in enumerate(tgt_unique.ids) if i is not None}
+    rows = np.array([(src_at[s], tgt_at[t]) for s, t in gold if s in src_at and t in tgt_at], dtype=np.int64)
+    if not len(rows):
+        return np.empty(0, dtype=np.float32)
+    return np.einsum("ij,ij->i", src_vectors[rows[:, 0]], tgt_vectors[rows[:, 1]])
+
+
 @dataclass(frozen=True)
 class ScoredCandidates:
     """Id-level candidates sorted by score descending, with the gold they are judged against."""

@@ -135,6 +135,19 @@ def test_suite_tables_xsim_per_language_and_bucc_per_pair(tmp_path, capsys):
     assert "| deu_Latn |" in table and "| de-en |" in table and "mean of 1" in table
 
 
+def test_suite_reports_the_lowest_gold_pair_similarity_the_cosine_floor_may_not_pass(tmp_path, capsys):
+    from encoders import load_encoder
+    from tests.conftest import sample_gold_pairs
+
+    assert main(["suite", "--encoder", "char-ngram", "--bucc", str(SAMPLE), "--pairs", "de-en", "--split",
+                 "training", "--report", str(tmp_path / "suite.json")]) == 0
+    lowest = json.loads((tmp_path / "suite.json").read_text())["bucc"]["de-en"]["lowest_gold_similarity"]
+    pairs = sample_gold_pairs("training")
+    encoder = load_encoder("char-ngram")
+    src, tgt = (encoder.encode([p[side] for p in pairs]) for side in (0, 1))
+    assert lowest == pytest.approx(float(np.einsum("ij,ij->i", src, tgt).min()), abs=1e-6)
+
+
 def test_suite_compares_encoders_side_by_side(tmp_path, capsys):
     flores = flores_like(tmp_path)
     assert main(["suite", "--encoder", "char-ngram", "--compare", "char-ngram:64", "--flores", str(flores),
@@ -143,6 +156,7 @@ def test_suite_compares_encoders_side_by_side(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "| | char-ngram | char-ngram:64 |" in out
     assert "| xsim error deu_Latn<->eng_Latn (%) |" in out and "| BUCC de-en F1, 2-fold |" in out
+    assert "| BUCC de-en lowest gold-pair similarity |" in out
     reports = json.loads((tmp_path / "suite.json").read_text())["encoders"]
     assert [r["encoder"]["encoder"] for r in reports] == ["char-ngram", "char-ngram:64"]
 
