@@ -86,7 +86,34 @@ def train_quantizer(sample: np.ndarray, nlist: int, config: KnnConfig, name: str
     if nlist == 1:
         return np.zeros((1, sample.shape[1]), dtype=np.float32)
     index = trained_index(sample.shape[1], f"IVF{nlist},Flat", config, unit_rows(sample, name))
-    return faiss.extract_index_ivf(index).quantizer.reconstruct_n(0, nlist)
+    centroids = faiss.extract_index_ivf(index).quantizer.reconstruct_n(0, nlist)
+    return centroids[spatial_order(centroids)]
+
+
+def spatial_order(points: np.ndarray, power_steps: int = 20) -> np.ndarray:
+    """An order of `points` in which neighbours in space are mostly neighbours in the order: recursive halving at
+    the median of the leading principal direction (found by power iteration from a fixed start, so the order is
+    the same on every run).
+
+    The join groups consecutive lists (lists_per_group), and a query travels once to each group it probes: with
+    k-means' own numbering a query's 16 nearest of 512 lists fall in 13 of 32 groups, in this order in 6.7
+    (real sentence vectors, docs/benchmarks.md). Which rows a list holds does not change, so neither do the
+    neighbours."""
+    order = np.arange(len(points))
+    spans = [(0, len(points))]
+    while spans:
+        start, stop = spans.pop()
+        if stop - start < 3:
+            continue
+        centred = points[order[start:stop]] - points[order[start:stop]].mean(axis=0)
+        direction = np.full(points.shape[1], 1 / np.sqrt(points.shape[1]), dtype=np.float64)
+        for _ in range(power_steps):
+            direction = centred.T @ (centred @ direction)
+            direction /= max(np.linalg.norm(direction), 1e-30)
+        order[start:stop] = order[start:stop][np.argsort(centred @ direction, kind="stable")]
+        middle = (start + stop) // 2
+        spans += [(start, middle), (middle, stop)]
+    return order
 
 
 def assign(vectors: np.ndarray, centroids: np.ndarray, nprobe: int, name: str = "vectors") -> np.ndarray:

@@ -174,27 +174,36 @@ def group_lists(manifest: dict, knn: KnnConfig, query_lang: str, db_lang: str) -
 
 @dataclass(frozen=True)
 class ListRows:
-    """Rows of one kind, "q" (queries) or "db" (database rows), for some lists of one direction, ordered by list:
-    `list_ids` ascending with `counts` rows each (run-length: bytes per list, not per row, in the shuffle), then
-    their references and stored rows. A query that probes two of the lists appears once under each."""
+    """Rows of one kind, "q" (queries) or "db" (database rows), for some lists of one direction: each row once
+    (`refs`, stored `rows`) and its memberships ordered by list, `list_ids` ascending with `counts` memberships each
+    (run-length) and `members` the row each membership is (an index into refs). A query that probes three of the
+    group's lists travels once, with three memberships of 4 bytes each."""
 
     kind: str
     list_ids: np.ndarray
     counts: np.ndarray
+    members: np.ndarray
     refs: np.ndarray
     rows: np.ndarray
 
     @classmethod
-    def of(cls, kind: str, row_lists: np.ndarray, refs: np.ndarray, rows: np.ndarray) -> ListRows:
-        """From each row's list (ascending)."""
-        list_ids, counts = np.unique(row_lists, return_counts=True)
-        return cls(kind, list_ids, counts, refs, rows)
+    def of(cls, kind: str, member_lists: np.ndarray, member_rows: np.ndarray, refs: np.ndarray,
+           rows: np.ndarray) -> ListRows:
+        """From each membership's list (ascending) and row (an index into refs and rows; rows no membership names
+        are left out)."""
+        used, members = np.unique(member_rows, return_inverse=True)
+        list_ids, counts = np.unique(member_lists, return_counts=True)
+        return cls(kind, list_ids, counts, members.astype(np.int32), refs[used], rows[used])
 
-    def row_lists(self) -> np.ndarray:
+    def member_lists(self) -> np.ndarray:
         return np.repeat(self.list_ids, self.counts)
 
+    def member_refs(self) -> np.ndarray:
+        return self.refs[self.members]
+
     def take(self, keep: np.ndarray) -> ListRows:
-        return ListRows.of(self.kind, self.row_lists()[keep], self.refs[keep], self.rows[keep])
+        """The memberships where `keep` is true (a boolean per membership), with the rows they name."""
+        return ListRows.of(self.kind, self.member_lists()[keep], self.members[keep], self.refs, self.rows)
 
 
 class AssignShard(beam.DoFn):
@@ -228,9 +237,10 @@ class AssignShard(beam.DoFn):
                 yield from self._keyed(pair, side, "q", lists, per_group, refs, rows)
 
     def _keyed(self, pair, side, kind, lists, per_group, refs, rows):
-        self.copies[kind].inc(lists.size)
         for group, members, member_lists in rows_by_group(lists, per_group):
-            yield (pair, side, group), ListRows.of(kind, member_lists, refs[members], rows[members])
+            chunk = ListRows.of(kind, member_lists, members, refs, rows)
+            self.copies[kind].inc(len(chunk.refs))
+            yield (pair, side, group), chunk
 
 
 def list_sizes(element) -> tuple:
@@ -297,7 +307,7 @@ class SplitHotLists(beam.DoFn):
             self._check(sizes)
             self.checked = sizes
         (pair, side, group), chunk = element
-        row_lists = chunk.row_lists()
+        row_lists = chunk.member_lists()
         n_queries, n_database = (rows_in_lists(sizes, pair, side, kind, row_lists) for kind in ("q", "db"))
         compared, hot = list_roles(n_queries, n_database, self.knn.max_list_rows)
         if (compared & ~hot).any():
@@ -310,7 +320,7 @@ class SplitHotLists(beam.DoFn):
                                  for kind in ("q", "db"))
         mine, other = (n_queries, n_database) if chunk.kind == "q" else (n_database, n_queries)
         max_rows = self.knn.max_list_rows
-        own_block = blocks(chunk.refs, block_count(mine, max_rows))
+        own_block = blocks(chunk.member_refs(), block_count(mine, max_rows))
         for block in np.unique(own_block):
             members = own_block == block
             for other_block in range(block_count(other, max_rows)):
@@ -352,19 +362,21 @@ class CompareList(beam.DoFn):
     def process(self, element, sizes: dict):
         (pair, side, group, hot_list, _, _), chunks = element
         chunks = list(chunks)
-        q_lists, q_refs, queries = _stacked(c for c in chunks if c.kind == "q")
-        db_lists, db_refs, database = _stacked(c for c in chunks if c.kind == "db")
+        query_lang, db_lang = pair if side == "src" else pair[::-1]
+        code = self.manifest["languages"][db_lang].get("binary")
+        queries = _stacked([c for c in chunks if c.kind == "q"], code, f"{query_lang} queries")
+        database = _stacked([c for c in chunks if c.kind == "db"], code, f"{db_lang} database rows")
         if hot_list >= 0:
             self.split.inc()
         else:
-            self._check_whole(pair, side, group, q_lists, db_lists, sizes)
-        self.largest.update(len(q_refs) + len(db_refs))
-        query_lang, db_lang = pair if side == "src" else pair[::-1]
+            self._check_whole(pair, side, group, queries.lists, database.lists, sizes)
+        self.largest.update(len(queries.refs) + len(database.refs))
         k = neighbours_wanted(self.manifest, self.config, db_lang)
         parts = []
-        for list_id in np.intersect1d(q_lists, db_lists):  # a hot list's block may lack one kind
-            q, db = np.flatnonzero(q_lists == list_id), np.flatnonzero(db_lists == list_id)
-            parts.append(self._compare(query_lang, db_lang, k, q_refs[q], queries[q], db_refs[db], database[db]))
+        for list_id in np.intersect1d(queries.lists, database.lists):  # a hot list's block may lack one kind
+            (q_refs, q_rows), (db_refs, db_rows) = queries.of_list(list_id), database.of_list(list_id)
+            self.similarities.inc(len(q_refs) * len(db_refs))
+            parts.append(as_cosines(list_topk(q_rows, q_refs, db_rows, db_refs, k, self.device), code))
         if not parts:
             return
         found = parts[0] if len(parts) == 1 else merge_topk(parts, k)  # a query may probe several of the lists
@@ -386,24 +398,33 @@ class CompareList(beam.DoFn):
                                    f"its lists have {int(counts[ordinary].sum())}: the runner delivered the group "
                                    "incomplete or in parts")
 
-    def _compare(self, query_lang, db_lang, k, q_refs, queries, db_refs, database) -> Neighbours:
-        self.similarities.inc(len(q_refs) * len(db_refs))
-        code = self.manifest["languages"][db_lang].get("binary")
-        return as_cosines(list_topk(comparable(queries, code, f"{query_lang} queries"), q_refs,
-                                    comparable(database, code, f"{db_lang} database rows"), db_refs, k,
-                                    self.device), code)
+@dataclass(frozen=True)
+class GroupRows:
+    """One kind's rows of a group, as compared: each row once (widened from its code where it is binary), and its
+    memberships ordered by list, then reference (the group's order is Beam's, not defined)."""
+
+    lists: np.ndarray
+    refs: np.ndarray
+    index: np.ndarray
+    rows: np.ndarray | None
+
+    def of_list(self, list_id: int) -> tuple[np.ndarray, np.ndarray]:
+        """(references, rows) of one list's memberships, ascending by reference."""
+        at = slice(*np.searchsorted(self.lists, [list_id, list_id + 1]))
+        return self.refs[at], self.rows[self.index[at]]
 
 
-def _stacked(chunks) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """Chunks of one kind as (each row's list, references, stored rows), ordered by list then reference (the
-    group's order is Beam's, not defined)."""
-    chunks = list(chunks)
+def _stacked(chunks: list[ListRows], code: str | None, name: str) -> GroupRows:
     if not chunks:
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), None
-    row_lists = np.concatenate([c.row_lists() for c in chunks])
-    refs = np.concatenate([c.refs for c in chunks])
-    order = np.lexsort((refs, row_lists))
-    return row_lists[order], refs[order], np.concatenate([c.rows for c in chunks])[order]
+        empty = np.empty(0, dtype=np.int64)
+        return GroupRows(empty, empty, empty, None)
+    starts = np.cumsum([0] + [len(c.refs) for c in chunks[:-1]])
+    lists = np.concatenate([c.member_lists() for c in chunks])
+    refs = np.concatenate([c.member_refs() for c in chunks])
+    index = np.concatenate([c.members.astype(np.int64) + start for c, start in zip(chunks, starts)])
+    order = np.lexsort((refs, lists))
+    rows = comparable(np.concatenate([c.rows for c in chunks]), code, name)  # row by row: the same bits per row
+    return GroupRows(lists[order], refs[order], index[order], rows)
 
 
 class MergeTopK(beam.CombineFn):

@@ -18,6 +18,7 @@ from miner.knn_join import (
     rows_by_group,
     rows_by_list,
     search_by_lists,
+    spatial_order,
     train_quantizer,
 )
 
@@ -123,6 +124,17 @@ def test_rows_by_group_keeps_consecutive_lists_together_ordered_by_list_then_row
     grouped = [(g, rows.tolist(), row_lists.tolist()) for g, rows, row_lists in rows_by_group(lists, 2)]
     assert grouped == [(0, [0, 2, 1, 3], [0, 0, 1, 1]), (1, [1, 0, 2], [2, 3, 3]), (2, [3], [4])]
     assert [len(rows) for _, rows, _ in rows_by_group(lists, 5)] == [8]
+
+
+def test_lists_are_numbered_so_that_neighbours_in_space_are_neighbours_in_the_order():
+    rng = np.random.default_rng(0)
+    positions = rng.permutation(64).astype(np.float32)
+    points = positions[:, None] * rng.standard_normal(8).astype(np.float32)  # on a line through the origin
+    order = spatial_order(points)
+    assert sorted(order.tolist()) == list(range(64))
+    assert np.all(np.diff(positions[order]) > 0) or np.all(np.diff(positions[order]) < 0)
+    centroids = train_quantizer(rng.standard_normal((4096, 16)).astype(np.float32), 64, KnnConfig())
+    assert np.array_equal(spatial_order(centroids), np.arange(64))  # the quantizer's lists come in that order
 
 
 def test_a_group_of_lists_holds_about_max_rows_queries():

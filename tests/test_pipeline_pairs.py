@@ -300,8 +300,9 @@ def test_a_group_the_runner_delivered_in_parts_is_an_error_not_fewer_neighbours(
     config = MiningConfig(knn=KnnConfig(index="IVF2,Flat", nprobe=2))  # both lists in one group
     rng = np.random.default_rng(0)
     queries, database = (rng.standard_normal((n, 8)).astype(np.float32) for n in (3, 6))
-    q = ListRows.of("q", np.repeat([0, 1], 3), np.tile(np.arange(3), 2), np.tile(queries, (2, 1)))
-    db = ListRows.of("db", np.repeat([0, 1], 3), np.arange(6), database)
+    q = ListRows.of("q", np.repeat([0, 1], 3), np.tile(np.arange(3), 2), np.arange(3), queries)  # each in both
+    db = ListRows.of("db", np.repeat([0, 1], 3), np.arange(6), np.arange(6), database)
+    assert len(q.refs) == 3 and len(q.members) == 6  # a query travels once per group, whatever it probes there
     sizes = {(pair, "src", "q"): np.array([3, 3]), (pair, "src", "db"): np.array([3, 3]),
              (pair, "tgt", "q"): np.array([6, 6]), (pair, "tgt", "db"): np.array([2, 1])}
     compare = CompareList(manifest, config)
@@ -323,7 +324,7 @@ def test_a_hot_list_leaves_its_group_in_blocks_and_the_others_stay_together():
 
     pair, manifest = ("deu_Latn", "eng_Latn"), {"languages": {"deu_Latn": {"rows": 8}, "eng_Latn": {"rows": 6}}}
     knn = KnnConfig(index="IVF4,Flat", nprobe=1, max_list_rows=4)  # ~2 queries a list: groups of 2 lists
-    db = ListRows.of("db", np.array([0, 0, 0, 0, 0, 1]), np.arange(6), np.ones((6, 8), np.float32))
+    db = ListRows.of("db", np.array([0, 0, 0, 0, 0, 1]), np.arange(6), np.arange(6), np.ones((6, 8), np.float32))
     sizes = {(pair, "src", "q"): np.array([2, 2, 2, 2]), (pair, "src", "db"): np.array([5, 1]),
              (pair, "tgt", "q"): np.array([6]), (pair, "tgt", "db"): np.array([8])}  # the side input checked whole
     out = list(SplitHotLists(manifest, [pair], knn).process(((pair, "src", 0), db), sizes))
