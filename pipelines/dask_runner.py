@@ -57,6 +57,7 @@ NO_WORKERS_S = 180
 ALL_PAUSED_S = 600
 
 _clients: dict = {}
+_malloc_trim = None  # glibc's, once looked up; False where there is none
 MISSING = "--runner DaskRunner needs dask's distributed scheduler: pip install -e '.[dask]'"
 
 
@@ -205,9 +206,29 @@ def run_bundle(items, spec: ParDoSpec, *side_values) -> BundleResult:
             invoker.invoke_teardown()
     finally:
         statesampler.set_current_tracker(None)
+        release_freed_memory()
     result.counters = {(key.metric.namespace, key.metric.name): value
                        for key, value in container.get_cumulative().counters.items()}
     return result
+
+
+def release_freed_memory() -> None:
+    """Hand the heap memory a bundle freed back to the operating system (glibc's malloc_trim; nothing elsewhere).
+
+    glibc keeps what a thread's arena freed, and Dask runs tasks in worker threads: at 10^6 sentences a language
+    both 4 GiB workers of the pairs stage sat paused at 3.4 GB resident with 25-33 MB of data that Dask held;
+    malloc_trim(0) gave back 2.4-2.6 GB each (Dask's own MALLOC_TRIM_THRESHOLD_ setting reaches only the main
+    arena). A trim costs milliseconds, a bundle seconds."""
+    global _malloc_trim
+    if _malloc_trim is None:
+        try:
+            import ctypes
+
+            _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _malloc_trim = False
+    if _malloc_trim:
+        _malloc_trim(0)
 
 
 def outputs_of(result: BundleResult, tag) -> list:
