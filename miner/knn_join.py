@@ -95,9 +95,9 @@ def spatial_order(points: np.ndarray, power_steps: int = 20) -> np.ndarray:
     the median of the leading principal direction (found by power iteration from a fixed start, so the order is
     the same on every run).
 
-    The join groups consecutive lists (lists_per_group), and a query travels once to each group it probes: with
-    k-means' own numbering a query's 16 nearest of 512 lists fall in 13 of 32 groups, in this order in 6.7
-    (real sentence vectors, docs/benchmarks.md). Which rows a list holds does not change, so neither do the
+    The join groups consecutive lists (lists_per_group), and a query travels once to each group it probes: on
+    real sentence vectors a query's 16 nearest of 512 lists fall in 12.8 of 32 groups numbered without order, in
+    this order in 6.6 (bench/bench_list_ranges.py, docs/benchmarks.md). Which rows a list holds does not change, so neither do the
     neighbours."""
     order = np.arange(len(points))
     spans = [(0, len(points))]
