@@ -29,6 +29,7 @@ import itertools
 import logging
 import math
 import time
+import weakref
 from dataclasses import dataclass, field
 
 from apache_beam import pvalue
@@ -58,6 +59,7 @@ ALL_PAUSED_S = 600
 
 _clients: dict = {}
 _malloc_trim = None  # glibc's, once looked up; False where there is none
+_worker_dofns: dict = {}  # id(ParDoSpec) -> (a weak reference to it, this process's copy of its DoFn)
 MISSING = "--runner DaskRunner needs dask's distributed scheduler: pip install -e '.[dask]'"
 
 
@@ -189,7 +191,7 @@ def run_bundle(items, spec: ParDoSpec, *side_values) -> BundleResult:
     handler = _OutputHandler(window_fn=window_fn, main_receivers=receivers[None], tagged_receivers=receivers,
                              per_element_output_counter=None, output_batch_converter=None,
                              process_yields_batches=False, process_batch_yields_elements=False)
-    invoker = DoFnInvoker.create_invoker(DoFnSignature(spec.fn), handler,
+    invoker = DoFnInvoker.create_invoker(DoFnSignature(worker_dofn(spec)), handler,
                                          context=DoFnContext(label, state=None), side_inputs=side_inputs,
                                          input_args=list(spec.args), input_kwargs=spec.kwargs, user_state_context=None,
                                          bundle_finalizer_param=DoFn.BundleFinalizerParam())
@@ -229,6 +231,23 @@ def release_freed_memory() -> None:
             _malloc_trim = False
     if _malloc_trim:
         _malloc_trim(0)
+
+
+def worker_dofn(spec: ParDoSpec):
+    """This worker process's own copy of the spec's DoFn, made once and reused by its bundles (as Beam's workers
+    reuse a DoFn after its setup).
+
+    Setup must never run on the spec's DoFn itself: the spec is one Dask value that a worker sends on to the
+    others, and a DoFn after setup can hold what does not pickle (a lock, a model). Dask then failed to send it
+    ("cannot pickle '_thread.lock' object"), the task that needed it waited for ever and the job hung: the CI
+    stall in the Dask pipeline test, caught here with the stacks of its workers."""
+    held = _worker_dofns.get(id(spec))
+    if held is None or held[0]() is not spec:
+        from apache_beam.internal import pickler
+
+        held = (weakref.ref(spec), pickler.loads(pickler.dumps(spec.fn)))
+        _worker_dofns[id(spec)] = held
+    return held[1]
 
 
 def outputs_of(result: BundleResult, tag) -> list:

@@ -143,3 +143,29 @@ def test_a_bundle_hands_the_heap_memory_its_thread_freed_back_to_the_system():
     before = resident_mb()
     dask_runner.release_freed_memory()
     assert before - resident_mb() > 200
+
+
+class HoldsALockAfterSetup(beam.DoFn):
+    def setup(self):
+        import threading
+
+        self.lock = threading.Lock()  # as a model or a client would: it does not pickle
+
+    def process(self, element):
+        yield element + 1
+
+
+def test_a_bundle_leaves_the_pardo_spec_it_shares_with_other_workers_picklable():
+    """Dask sends a ParDo's spec from worker to worker. Set up in place, its DoFn held a lock, the send failed and
+    the job waited for ever (the Dask pipeline test's CI stall)."""
+    import pickle
+
+    from apache_beam.transforms.window import GlobalWindows
+
+    spec = dask_runner.ParDoSpec("HoldsALock", HoldsALockAfterSetup(), (), {}, (), GlobalWindows())
+    first = dask_runner.run_bundle([1, 2], spec)
+    second = dask_runner.run_bundle([3], spec)
+    assert first.outputs[None] == [2, 3] and second.outputs[None] == [4]
+    assert not hasattr(spec.fn, "lock")
+    pickle.loads(pickle.dumps(spec))  # what a worker does to send it on
+    assert dask_runner.worker_dofn(spec) is dask_runner.worker_dofn(spec)  # set up once per worker, as Beam does
