@@ -94,7 +94,10 @@ def close_quietly(client) -> None:
     """Close a client (and the LocalCluster it started) at exit without its info lines: by then a test runner
     may have closed the stream its logging handler writes to."""
     logging.getLogger("distributed").setLevel(logging.WARNING)
+    cluster = client.cluster  # a LocalCluster handed to the client: closing the client leaves it running
     client.close()
+    if cluster is not None:
+        cluster.close()
 
 
 def close_clients() -> None:

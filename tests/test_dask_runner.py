@@ -117,6 +117,13 @@ def test_workers_all_paused_at_their_memory_limit_stop_the_job_with_an_error(mon
         run_toy("--dask_workers=1", "--dask_worker_memory=0")
 
 
+def test_closing_the_clients_closes_the_local_clusters_they_started():
+    """Closing a client leaves a LocalCluster handed to it running: CI's suite held five clusters' workers."""
+    cluster = dask_runner.client_for(PipelineOptions(["--dask_workers=1"])).cluster
+    dask_runner.close_clients()
+    assert cluster.status.name == "closed"
+
+
 def resident_mb() -> float:
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
