@@ -133,14 +133,8 @@ def assign(vectors: np.ndarray, centroids: np.ndarray, nprobe: int, name: str = 
 
 def rows_by_list(lists: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
     """(list id, the rows assigned to it, ascending) for each list that has rows, by list id."""
-    flat = lists.ravel()
-    rows = np.repeat(np.arange(len(lists)), lists.shape[1])
-    order = np.argsort(flat, kind="stable")
-    flat, rows = flat[order], rows[order]
-    bounds = np.flatnonzero(np.diff(flat)) + 1
-    for chunk_lists, chunk_rows in zip(np.split(flat, bounds), np.split(rows, bounds)):
-        if len(chunk_rows):
-            yield int(chunk_lists[0]), chunk_rows
+    for list_id, rows, _ in rows_by_group(lists, 1):
+        yield list_id, rows
 
 
 def lists_per_group(nlist: int, nprobe: int, n_queries: int, max_rows: int) -> int:

@@ -248,8 +248,9 @@ def worker_dofn(spec: ParDoSpec):
     if held is None or held[0]() is not spec:
         from apache_beam.internal import pickler
 
-        held = (weakref.ref(spec), pickler.loads(pickler.dumps(spec.fn)))
-        _worker_dofns[id(spec)] = held
+        key = id(spec)  # the entry goes with the spec: a finished job's DoFns (models...) are not kept
+        held = (weakref.ref(spec, lambda _: _worker_dofns.pop(key, None)), pickler.loads(pickler.dumps(spec.fn)))
+        _worker_dofns[key] = held
     return held[1]
 
 

@@ -370,7 +370,7 @@ class CompareList(beam.DoFn):
         if hot_list >= 0:
             self.split.inc()
         else:
-            self._check_whole(pair, side, group, queries.lists, database.lists, sizes)
+            self._check_whole(pair, side, (query_lang, db_lang), group, queries.lists, database.lists, sizes)
         self.largest.update(len(queries.refs) + len(database.refs))
         k = neighbours_wanted(self.manifest, self.config, db_lang)
         parts = []
@@ -386,9 +386,8 @@ class CompareList(beam.DoFn):
             at = shards == shard
             yield (pair, side, int(shard)), Neighbours(found.queries[at], found.sims[at], found.refs[at])
 
-    def _check_whole(self, pair, side, group, q_lists, db_lists, sizes):
-        query_lang, db_lang = pair if side == "src" else pair[::-1]
-        per_group = group_lists(self.manifest, self.config.knn, query_lang, db_lang)
+    def _check_whole(self, pair, side, languages, group, q_lists, db_lists, sizes):
+        per_group = group_lists(self.manifest, self.config.knn, *languages)
         ids = np.arange(group * per_group, (group + 1) * per_group)
         n_queries, n_database = (rows_in_lists(sizes, pair, side, kind, ids) for kind in ("q", "db"))
         compared, hot = list_roles(n_queries, n_database, self.config.knn.max_list_rows)
@@ -398,6 +397,7 @@ class CompareList(beam.DoFn):
                 raise RuntimeError(f"{pair} {side} list group {group}: the group holds {len(held)} {kind} rows, "
                                    f"its lists have {int(counts[ordinary].sum())}: the runner delivered the group "
                                    "incomplete or in parts")
+
 
 @dataclass(frozen=True)
 class GroupRows:
