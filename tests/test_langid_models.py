@@ -176,6 +176,17 @@ def test_weights_are_swept_on_held_out_pairs(tmp_path, combined):
         read_pairs(tmp_path)
 
 
+def test_a_peer_can_be_swept_as_the_second_opinion(tmp_path, capsys):
+    """`--tune-parts combined+lingua-low`: lingua mixed into the default where it is unsure (docs/text.md)."""
+    pairs = write_pairs(tmp_path / "tune")
+    output = tmp_path / "sweep.json"
+    assert evaluate_main(["--tune-weights", "0,0.3", "--tune-parts", "combined+lingua-low", "--pairs", str(pairs),
+                          "--output", str(output)]) == 0
+    assert "| 0.3 |" in capsys.readouterr().out
+    report = json.loads(output.read_text())
+    assert set(report["as they are"]) == {"0.0", "0.3"} and report["as they are"]["0.0"] >= 75
+
+
 # -- sentences too short to identify ----------------------------------------------------------------------------
 
 def test_short_sentences_take_their_documents_language_or_are_left_out():

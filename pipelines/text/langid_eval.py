@@ -391,7 +391,7 @@ def evaluate_command(args: argparse.Namespace) -> dict:
 
     languages = args.languages.split(",") if args.languages else None
     if args.tune_weights:
-        first, second = (load_identifier(part) for part in args.tune_parts.split("+"))
+        first, second = (load_contender(part) for part in args.tune_parts.split("+"))
         weights = [float(w) for w in args.tune_weights.split(",")]
         pairs = read_pairs(args.pairs)
         report = {"pairs": str(args.pairs), "as they are": sweep_weights(first, second, pairs, weights),
@@ -438,7 +438,8 @@ def main(argv: list[str] | None = None) -> int:
                         f"(comma-separated; default {DEFAULT_CONTENDERS}; lingua-low is its low-accuracy mode)")
     parser.add_argument("--pairs", type=Path, help="held-out short pairs (data/train/heldout-short/tune or test)")
     parser.add_argument("--tune-weights", help="comma-separated weights of the combined identifier to try on --pairs")
-    parser.add_argument("--tune-parts", default="cmlm-lid+lid.176")
+    parser.add_argument("--tune-parts", default="cmlm-lid+lid.176", help="FIRST+SECOND: the two identifiers "
+                        "combined (e.g. combined+lingua: lingua as a second opinion where the default is unsure)")
     parser.add_argument("--output", type=Path, help="write the full JSON report here")
     args = parser.parse_args(argv)
     setup_logging(args.verbose)
