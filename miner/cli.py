@@ -7,11 +7,13 @@ Settings come from a YAML file (`--config`), then `--set section.key=value` over
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from encoders.binary import CENTERS
 from miner.bucc import Sentences
 from miner.config import load_config, section
 from miner.mining import MiningConfig
@@ -43,6 +45,9 @@ def add_vector_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--binary", action="store_true",
                         help="compare the encoder's binary vectors (encoders.binary: a lens's thresholded features, "
                         "else signs), as `embed.dtype: binary` mines, instead of its float vectors")
+    parser.add_argument("--binary-center", choices=CENTERS, default="language",
+                        help="sign codes of the vectors less their language's mean over each evaluated set, as the "
+                        "pipeline makes them over a crawl (default), or of the vectors as they are")
     parser.add_argument("--no-language", action="store_true",
                         help="do not tell the encoder the texts' languages (an ensemble then uses its default "
                         "shares): what a caller of encode() without a language gets")
@@ -68,14 +73,18 @@ class VectorSource:
     """Vectors for lines of a text file: from `DIR/<file name>.npy`, or by running an encoder on the texts."""
 
     def __init__(self, embeddings_dir: Path | None = None, encoder_spec: str | None = None,
-                 encoder_options: dict | None = None, pass_language: bool = True, binary: bool = False):
+                 encoder_options: dict | None = None, pass_language: bool = True, binary: bool = False,
+                 binary_center: str = "language"):
         if (embeddings_dir is None) == (encoder_spec is None):
             raise ValueError("give either precomputed embeddings (--embeddings DIR) or an encoder (--encoder)")
         self.embeddings_dir, self.encoder_spec = embeddings_dir, encoder_spec
         self.encoder_options = encoder_options or {}
         self.pass_language = pass_language
-        self.binary = binary
+        if binary_center not in CENTERS:
+            raise ValueError(f"binary centre must be one of {', '.join(CENTERS)}, got {binary_center!r}")
+        self.binary, self.binary_center = binary, binary_center
         self._encoder = None
+        self._floats: dict = {}  # float vectors by (file, rows, language): shared with as_binary's sources
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, config: dict) -> VectorSource:
@@ -93,13 +102,14 @@ class VectorSource:
             if beside_config is not None and beside_config.exists():
                 spec = str(beside_config)
         return cls(encoder_spec=spec, encoder_options=encoder_options(args, section(config, "encoder_options")),
-                   pass_language=not getattr(args, "no_language", False), binary=getattr(args, "binary", False))
+                   pass_language=not getattr(args, "no_language", False), binary=getattr(args, "binary", False),
+                   binary_center=getattr(args, "binary_center", "language"))
 
     def describe(self) -> dict:
         if self.encoder_spec:
             return {"encoder": self.encoder_spec, **self.encoder_options,
                     **({} if self.pass_language else {"language": "not given"}),
-                    **({"vectors": f"binary ({self._binary_code()} code)"} if self.binary else {})}
+                    **({"vectors": f"binary ({self._code_name()})"} if self.binary else {})}
         return {"embeddings": str(self.embeddings_dir)}
 
     def vectors(self, sentences: Sentences, rows: np.ndarray, language: str | None = None) -> np.ndarray:
@@ -111,10 +121,14 @@ class VectorSource:
             if self.binary:
                 from encoders import binary
 
-                packed = self._load_encoder().encode(texts, language=language, show_progress=sys.stderr.isatty(),
-                                                     dtype=binary.DTYPE)
+                if self._centres():  # from the float vectors: one encoding serves float and binary columns
+                    floats = self._float_vectors(sentences, rows, texts, language)
+                    packed = binary.pack(binary.sign_bits(floats, binary.language_mean(floats)))
+                else:
+                    packed = self._load_encoder().encode(texts, language=language, dtype=binary.DTYPE,
+                                                         show_progress=sys.stderr.isatty())
                 return binary.unit_rows(packed, self._binary_code(), str(sentences.path))
-            return self._load_encoder().encode(texts, language=language, show_progress=sys.stderr.isatty())
+            return self._float_vectors(sentences, rows, texts, language)
         path = self.embeddings_dir / f"{sentences.path.name}.npy"
         matrix = load_embeddings(path)
         if matrix.shape[0] != sentences.line_count:
@@ -124,13 +138,28 @@ class VectorSource:
             )
         return np.asarray(matrix[sentences.lines_of(rows)])
 
-    def as_binary(self) -> VectorSource:
-        """The same encoder (loaded once), compared through its binary vectors."""
+    def _float_vectors(self, sentences: Sentences, rows: np.ndarray, texts: list[str], language: str | None):
+        key = (str(sentences.path), hashlib.sha256(np.ascontiguousarray(rows).tobytes()).hexdigest(), language)
+        if key not in self._floats:
+            self._floats[key] = self._load_encoder().encode(texts, language=language,
+                                                            show_progress=sys.stderr.isatty())
+        return self._floats[key]
+
+    def _centres(self) -> bool:
+        return self.binary_center == "language" and self._binary_code() == "sign"
+
+    def _code_name(self) -> str:
+        return f"{self._binary_code()} code" + (", less the language's mean" if self._centres() else "")
+
+    def as_binary(self, center: str | None = None) -> VectorSource:
+        """The same encoder (loaded once, its float vectors shared), compared through its binary vectors; `center`:
+        encoders.binary.CENTERS (default: this source's)."""
         if not self.encoder_spec:
             raise ValueError("binary vectors need an encoder (--encoder), not precomputed embeddings")
         other = VectorSource(encoder_spec=self.encoder_spec, encoder_options=self.encoder_options,
-                             pass_language=self.pass_language, binary=True)
-        other._encoder = self._encoder
+                             pass_language=self.pass_language, binary=True,
+                             binary_center=center or self.binary_center)
+        other._encoder, other._floats = self._load_encoder(), self._floats
         return other
 
     @property

@@ -372,8 +372,10 @@ def main(argv: list[str] | None = None) -> int:
     suite_args.add_argument("--compare", action="append", default=[], metavar="SPEC",
                             help="another encoder to measure with the same settings (repeatable): the figures are "
                             "then printed side by side, one column per encoder")
-    suite_args.add_argument("--also-binary", action="store_true",
-                            help="also measure the encoder's binary vectors (encoders.binary), side by side")
+    suite_args.add_argument("--also-binary", nargs="?", const="language", metavar="CENTERS",
+                            help="also measure the encoder's binary vectors (encoders.binary), side by side: sign "
+                            "codes less each language's mean (language, the default) and/or as they are (none), "
+                            "comma-separated for both")
     for sub in (bucc_args, xsim_args, suite_args):
         add_settings_arguments(sub)
         add_vector_arguments(sub)
@@ -394,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
             text = format_suite(report)
             others = [VectorSource(encoder_spec=spec, pass_language=source.pass_language) for spec in args.compare]
             if args.also_binary:
-                others.insert(0, source.as_binary())
+                others[:0] = [source.as_binary(center) for center in args.also_binary.split(",")]
             if others:
                 reports = [report] + [suite_report(args, other, config) for other in others]
                 report = {"encoders": reports}

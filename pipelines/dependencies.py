@@ -7,7 +7,7 @@ A stage depends on everything an earlier stage depends on, plus its own settings
 - extract: the input files (path, size, modification time or object generation time), the settings sections that
   shape sentences (languages, read, extract, lid, split, filters, shards) and the LID model file;
 - embed: the encoder (a built-in's name and package version; a folder's files with their sizes and times, and an
-  ensemble's members too; a cloud path as given), `encoder_options` and `embed`;
+  ensemble's members too; a cloud path as given), `encoder_options`, `embed` and the binary code it writes;
 - pairs: the pairing (`languages`, `pairs`, `pivot`) and `mining`, `knn`, `pair_filter`.
 Sizes and times, not contents, identify files: reading every crawl file again to hash it would cost as much as the
 stage itself. A file rewritten with the same size within the same second is not noticed: `--rerun` is for that.
@@ -46,10 +46,21 @@ def stage_dependencies(stage: str, settings: dict) -> dict:
             depends["LID model"] = lid_files(lid_model) if lid_model else None
         if name == "embed":
             depends["encoder files"] = encoder_identity(settings.get("encoder"))
+            depends["binary code"] = binary_code_written(settings)
     return depends
 
 
 NOT_RECORDED = "(not recorded)"
+
+
+def binary_code_written(settings: dict) -> str | None:
+    """Which binary code the embed stage writes (None: float vectors): codes written another way (before sign codes
+    were centred per language, say) are stale even when no setting names the difference."""
+    from pipelines.embed import centres_languages, code_of, embed_settings
+
+    if embed_settings(settings)["dtype"] != "binary" or not settings.get("encoder"):
+        return None
+    return "sign, less the language's mean" if centres_languages(settings) else code_of(settings["encoder"])
 
 
 def changed_keys(recorded: dict | None, current: dict) -> list[str]:

@@ -9,7 +9,10 @@ with its own token-budget batching inside (sorted by length, so padding stays sm
 RunInference's own batching, because a vector's last bits depend on which sentences share its batch, and
 bundles differ between runners and runs: this way every runner writes the same bytes. Vectors are written per
 sentence shard, row i = row i, as `.npy` (float16 by default: half the storage, and well inside the precision the
-margin needs; `embed.dtype: binary` stores packed binary codes, 1 bit a dimension: encoders.binary).
+margin needs; `embed.dtype: binary` stores packed binary codes, 1 bit a dimension: encoders.binary). Sign codes
+are made after each language's mean vector is removed (`embed.binary_center: language`, the default): the float
+vectors' column sums are added up per language in fixed point first (exact in any order, so the same bits on every
+runner), and the shards are written once that mean is known.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from miner.console import PROGRESS_EVERY_S, Progress
 from pipelines import layout, storage
 
 log = logging.getLogger("pipelines.embed")
-EMBED_DEFAULTS = {"batch_size": 1024, "dtype": "float16", "share_model": "auto"}
+EMBED_DEFAULTS = {"batch_size": 1024, "dtype": "float16", "share_model": "auto", "binary_center": "language"}
 
 
 def embed_settings(settings: dict) -> dict:
@@ -40,7 +43,17 @@ def embed_settings(settings: dict) -> dict:
     values = {**EMBED_DEFAULTS, **values}
     if values["dtype"] not in ("float16", "float32", binary.DTYPE):
         raise ValueError(f"embed.dtype must be float16, float32 or binary, got {values['dtype']!r}")
+    if values["binary_center"] not in binary.CENTERS:
+        raise ValueError(f"embed.binary_center must be one of {', '.join(binary.CENTERS)}, "
+                         f"got {values['binary_center']!r}")
     return values
+
+
+def centres_languages(settings: dict) -> bool:
+    """Whether sign codes are made from vectors less their language's mean (the shards then wait for the means)."""
+    values = embed_settings(settings)
+    return (values["dtype"] == binary.DTYPE and values["binary_center"] == "language"
+            and code_of(settings["encoder"]) == "sign")
 
 
 class EncoderModelHandler(ModelHandler[list, PredictionResult, object]):
@@ -91,7 +104,8 @@ def handler_from_settings(settings: dict) -> KeyedModelHandler:
     share = values["share_model"]
     if share == "auto":  # one model per GPU machine, not one per process: GPU memory is the scarce thing
         share = options.get("device", "auto") != "cpu" and _gpu_visible()
-    dtype = values["dtype"] if values["dtype"] == binary.DTYPE else "float32"  # floats are cast when written
+    # floats are cast when written; centred sign codes are made when written too, once the language means are known
+    dtype = values["dtype"] if values["dtype"] == binary.DTYPE and not centres_languages(settings) else "float32"
     return KeyedModelHandler(EncoderModelHandler(settings["encoder"], options, bool(share), dtype))
 
 
@@ -112,20 +126,23 @@ def read_shard_chunks(task: dict, chunk: int) -> Iterable[tuple[tuple[str, int, 
 
 
 class WriteEmbeddingShard(beam.DoFn):
-    """All vectors of one shard, in row order, to one `.npy` (atomically); emits the shard's manifest entry."""
+    """All vectors of one shard, in row order, to one `.npy` (atomically); emits the shard's manifest entry. With
+    `means` (language -> mean vector), float vectors arrive and leave as sign codes of v - mean."""
 
     def __init__(self, output: str, dtype: str):
         self.output, self.dtype = output, dtype
         self.shards = Metrics.counter("embed", "shards")
         self.rows = Metrics.counter("embed", "sentences")
 
-    def process(self, element, sentence_paths: dict):
+    def process(self, element, sentence_paths: dict, means: dict | None = None):
         (language, shard), chunks = element
         chunks = sorted(chunks, key=lambda c: c[0])
         starts = [start for start, _ in chunks]
         if starts != [sum(len(m) for _, m in chunks[:i]) for i in range(len(chunks))]:
             raise RuntimeError(f"{language} shard {shard}: rows missing from the embedded output")
         matrix = np.concatenate([m for _, m in chunks])
+        if means is not None:
+            matrix = binary.pack(binary.sign_bits(matrix, binary.mean_from_sum(*means[language])))
         matrix = matrix if self.dtype == binary.DTYPE else matrix.astype(self.dtype)
         path = layout.embedding_shard(self.output, language, sentence_paths[(language, shard)])
         buffer = io.BytesIO()
@@ -147,14 +164,30 @@ class EmbedShards(beam.PTransform):
 
     def expand(self, tasks):
         values = embed_settings(self.settings)
-        return (tasks
-                | "ReadChunks" >> beam.FlatMap(read_shard_chunks, values["batch_size"])
-                | "Spread" >> beam.Reshuffle()
-                | "Encode" >> RunInference(handler_from_settings(self.settings))
-                | "ByShard" >> beam.Map(lambda kv: ((kv[0][0], kv[0][1]), (kv[0][2], kv[1].inference)))
+        chunks = (tasks
+                  | "ReadChunks" >> beam.FlatMap(read_shard_chunks, values["batch_size"])
+                  | "Spread" >> beam.Reshuffle()
+                  | "Encode" >> RunInference(handler_from_settings(self.settings))
+                  | "ByShard" >> beam.Map(lambda kv: ((kv[0][0], kv[0][1]), (kv[0][2], kv[1].inference))))
+        means = None
+        if centres_languages(self.settings):
+            means = beam.pvalue.AsDict(
+                chunks
+                | "LanguageSums" >> beam.Map(lambda kv: (kv[0][0], (binary.fixed_point_sum(kv[1][1]), len(kv[1][1]))))
+                | "LanguageMeans" >> beam.CombinePerKey(add_sums))
+        return (chunks
                 | "GroupShard" >> beam.GroupByKey()
                 | "Write" >> beam.ParDo(WriteEmbeddingShard(self.settings["output"], values["dtype"]),
-                                        self.sentence_paths))
+                                        self.sentence_paths, means))
+
+
+def add_sums(sums: Iterable[tuple[np.ndarray, int]]) -> tuple[np.ndarray, int]:
+    """Fixed-point column sums and row counts added up (integers: any order gives the same total)."""
+    total, count = None, 0
+    for part, rows in sums:
+        if part is not None:  # a runner may merge an empty accumulator
+            total, count = (part if total is None else total + part), count + rows
+    return total, count
 
 
 def tasks_from_manifest(manifest: dict) -> list[dict]:

@@ -68,6 +68,34 @@ def test_a_zero_block_does_not_become_a_constant_block_of_bits():
     assert 0.3 < bits.mean(0).min() and bits.mean(0).max() < 0.7
 
 
+def test_a_language_mean_is_the_same_bits_however_its_rows_are_summed():
+    """The pipeline adds shards' fixed-point sums in whatever order its workers give them."""
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((1000, 64)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    whole = binary.language_mean(vectors)
+    parts = [binary.fixed_point_sum(vectors[i:i + 137]) for i in range(0, 1000, 137)]
+    for order in (parts, parts[::-1], [parts[i] for i in rng.permutation(len(parts))]):
+        assert np.array_equal(binary.mean_from_sum(sum(order), 1000), whole)
+    np.testing.assert_allclose(whole, vectors.mean(axis=0, dtype=np.float64), atol=1e-7)
+    with pytest.raises(binary.BinaryVectorError, match="at least one vector"):
+        binary.mean_from_sum(parts[0], 0)
+
+
+def test_sign_codes_of_centred_vectors_code_what_sets_sentences_apart():
+    """A component every sentence shares (the language's direction) takes no bits once its mean is removed."""
+    rng = np.random.default_rng(4)
+    own = rng.standard_normal((200, 64))
+    shared = 3.0 * rng.standard_normal(64)
+    vectors = own + shared
+    centred = binary.sign_bits(vectors, binary.language_mean(vectors))
+    assert np.array_equal(centred, binary.sign_bits(own, own.mean(axis=0)))
+    constant = lambda bits: int((bits.all(axis=0) | ~bits.any(axis=0)).sum())  # bits that tell no row apart
+    assert constant(binary.sign_bits(vectors)) > 5 and constant(centred) == 0
+    with pytest.raises(binary.BinaryVectorError, match="a mean vector of shape \\(32,\\) cannot centre vectors of width 64"):
+        binary.sign_bits(vectors, np.zeros(32))
+
+
 def test_encoders_give_packed_codes_for_dtype_binary():
     encoder = CharNgramEncoder(256)
     codes = encoder.encode(["Guten Morgen.", "Good morning."], dtype="binary")

@@ -227,13 +227,15 @@ def test_a_plot_that_cannot_be_drawn_keeps_the_report(tmp_path, capsys, monkeypa
 
 def test_suite_measures_the_binary_vectors_beside_the_float_ones(tmp_path, capsys):
     flores = flores_like(tmp_path)
-    assert main(["suite", "--encoder", "char-ngram", "--also-binary", "--flores", str(flores), "--languages",
-                 "deu_Latn", "--bucc", str(SAMPLE), "--pairs", "de-en", "--split", "training",
+    assert main(["suite", "--encoder", "char-ngram", "--also-binary", "language,none", "--flores", str(flores),
+                 "--languages", "deu_Latn", "--bucc", str(SAMPLE), "--pairs", "de-en", "--split", "training",
                  "--report", str(tmp_path / "suite.json")]) == 0
-    assert "| | char-ngram | char-ngram (binary (sign code)) |" in capsys.readouterr().out
-    floats, codes = json.loads((tmp_path / "suite.json").read_text())["encoders"]
+    assert ("| | char-ngram | char-ngram (binary (sign code, less the language's mean)) | char-ngram (binary (sign "
+            "code)) |") in capsys.readouterr().out
+    floats, centred, codes = json.loads((tmp_path / "suite.json").read_text())["encoders"]
     assert codes["encoder"]["vectors"] == "binary (sign code)"
     assert codes["bucc"]["de-en"]["f1"] > 0.2 and codes["bucc"]["de-en"]["f1"] != floats["bucc"]["de-en"]["f1"]
+    assert centred["bucc"]["de-en"]["f1"] > 0.2 and centred["bucc"]["de-en"] != codes["bucc"]["de-en"]
 
 
 def test_binary_needs_an_encoder(tmp_path, capsys):

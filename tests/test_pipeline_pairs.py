@@ -337,7 +337,8 @@ def test_a_hot_list_leaves_its_group_in_blocks_and_the_others_stay_together():
 
 def test_binary_vectors_are_stored_packed_and_mined_as_the_library_mines_their_codes(tmp_path):
     """embed.dtype binary: 16x fewer bytes than float16 on disk and in every shuffle, and the pairs the library
-    gives on the widened codes (encoders.binary), whatever the sharding."""
+    gives on the widened codes (encoders.binary: sign codes less each language's mean over all its shards),
+    whatever the sharding."""
     from encoders import binary
 
     output = str(tmp_path / "out")
@@ -349,12 +350,33 @@ def test_binary_vectors_are_stored_packed_and_mined_as_the_library_mines_their_c
     assert stored.dtype == np.uint8 and entry["dim"] == 8 * stored.shape[1] == 1024 and entry["binary"] == "sign"
     encoder = load_encoder("char-ngram")
     src, tgt = texts["deu_Latn"], texts["eng_Latn"]
-    widened = [binary.unit_rows(encoder.encode(side, dtype="binary"), "sign") for side in (src, tgt)]
+    floats = [encoder.encode(side) for side in (src, tgt)]
+    codes = [binary.pack(binary.sign_bits(v, binary.language_mean(v))) for v in floats]
+    for shard, written in enumerate(entry["shards"]):  # rows went round-robin over the 2 shards
+        assert np.array_equal(np.load(written["embeddings"]), codes[1][shard::2])
+    assert not np.array_equal(codes[1], encoder.encode(tgt, dtype="binary"))  # the mean made a difference
+    widened = [binary.unit_rows(code, "sign") for code in codes]
     pairs = mine(*widened, MiningConfig(k=4, selection="max", threshold=1.0), code="sign")
     expected = {(src[s], tgt[t], round(float(m), 4)) for s, t, m in zip(pairs.src, pairs.tgt, pairs.margin)}
     table = storage.read_parquet(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0]).to_pydict()
     assert {(s, t, round(m, 4)) for s, t, m in zip(table["src_text"], table["tgt_text"], table["score"])} == expected
     assert len(expected) > 20
+
+
+def test_uncentred_sign_codes_are_what_the_encoder_gives_and_changing_the_centre_embeds_again(tmp_path):
+    output = str(tmp_path / "out")
+    texts = write_shards(output, 2)
+    settings = {**settings_for(output, "max"), "embed": {"dtype": "binary", "batch_size": 16}}
+    run(settings, PipelineOptions([]), ["embed"])
+    centred = np.load(manifests.read(output, "embed")["languages"]["deu_Latn"]["shards"][0]["embeddings"])
+    settings["embed"]["binary_center"] = "none"
+    run(settings, PipelineOptions([]), ["embed"])  # the setting changed: the stage runs again
+    shards = manifests.read(output, "embed")["languages"]["deu_Latn"]["shards"]
+    stored = np.load(shards[0]["embeddings"])
+    assert np.array_equal(stored, load_encoder("char-ngram").encode(texts["deu_Latn"][0::2], dtype="binary"))
+    assert not np.array_equal(stored, centred)
+    with pytest.raises(ValueError, match="embed.binary_center must be one of language, none, got 'mean'"):
+        run({**settings, "embed": {"dtype": "binary", "binary_center": "mean"}}, PipelineOptions([]), ["embed"])
 
 
 def test_binary_vectors_of_another_bit_count_in_one_shard_are_an_error_naming_it(tmp_path):
