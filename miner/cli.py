@@ -121,10 +121,11 @@ class VectorSource:
             if self.binary:
                 from encoders import binary
 
-                if self._centres():  # from the float vectors: one encoding serves float and binary columns
+                if self._binary_code() == "sign":  # from the float vectors: one encoding serves every column
                     floats = self._float_vectors(sentences, rows, texts, language)
-                    packed = binary.pack(binary.sign_bits(floats, binary.language_mean(floats)))
-                else:
+                    center = binary.language_mean(floats) if self.binary_center == "language" else None
+                    packed = binary.pack(binary.sign_bits(floats, center))
+                else:  # a lens's threshold code comes from its features, not its unit vectors
                     packed = self._load_encoder().encode(texts, language=language, dtype=binary.DTYPE,
                                                          show_progress=sys.stderr.isatty())
                 return binary.unit_rows(packed, self._binary_code(), str(sentences.path))
