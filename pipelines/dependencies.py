@@ -27,6 +27,7 @@ from encoders.use_multilingual import PACKAGE as USE_PACKAGE
 from miner.io import folder_files
 from pipelines import storage
 from pipelines.options import STAGES
+from pipelines.settings import binary_code_written
 
 SECTIONS = {
     "extract": ("input", "languages", "read", "extract", "lid", "split", "filters", "shards"),
@@ -46,21 +47,13 @@ def stage_dependencies(stage: str, settings: dict) -> dict:
             depends["LID model"] = lid_files(lid_model) if lid_model else None
         if name == "embed":
             depends["encoder files"] = encoder_identity(settings.get("encoder"))
+            # codes written another way (before sign codes were centred per language, say) are stale even when
+            # no setting names the difference
             depends["binary code"] = binary_code_written(settings)
     return depends
 
 
 NOT_RECORDED = "(not recorded)"
-
-
-def binary_code_written(settings: dict) -> str | None:
-    """Which binary code the embed stage writes (None: float vectors): codes written another way (before sign codes
-    were centred per language, say) are stale even when no setting names the difference."""
-    from pipelines.embed import centres_languages, code_of, embed_settings
-
-    if embed_settings(settings)["dtype"] != "binary" or not settings.get("encoder"):
-        return None
-    return "sign, less the language's mean" if centres_languages(settings) else code_of(settings["encoder"])
 
 
 def changed_keys(recorded: dict | None, current: dict) -> list[str]:

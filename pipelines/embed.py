@@ -26,36 +26,12 @@ import numpy as np
 from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import KeyedModelHandler, ModelHandler, PredictionResult, RunInference
 
-from encoders import binary, binary_code
-from encoders.lens import FILE as LENS_FILE
+from encoders import binary
 from miner.console import PROGRESS_EVERY_S, Progress
 from pipelines import layout, storage
+from pipelines.settings import centres_languages, code_of, embed_settings
 
 log = logging.getLogger("pipelines.embed")
-EMBED_DEFAULTS = {"batch_size": 1024, "dtype": "float16", "share_model": "auto", "binary_center": "language"}
-
-
-def embed_settings(settings: dict) -> dict:
-    values = dict(settings.get("embed") or {})
-    unknown = set(values) - set(EMBED_DEFAULTS)
-    if unknown:
-        raise ValueError(f"embed: unknown setting(s) {sorted(unknown)}; known: {sorted(EMBED_DEFAULTS)}")
-    values = {**EMBED_DEFAULTS, **values}
-    if values["dtype"] not in ("float16", "float32", binary.DTYPE):
-        raise ValueError(f"embed.dtype must be float16, float32 or binary, got {values['dtype']!r}")
-    if values["binary_center"] not in binary.CENTERS:
-        raise ValueError(f"embed.binary_center must be one of {', '.join(binary.CENTERS)}, "
-                         f"got {values['binary_center']!r}")
-    return values
-
-
-def centres_languages(settings: dict) -> bool:
-    """Whether sign codes are made from vectors less their language's mean (the shards then wait for the means)."""
-    values = embed_settings(settings)
-    return (values["dtype"] == binary.DTYPE and values["binary_center"] == "language"
-            and code_of(settings["encoder"]) == "sign")
-
-
 class EncoderModelHandler(ModelHandler[list, PredictionResult, object]):
     """RunInference's view of an encoder: a chunk of texts in, its unit vectors (a matrix) out. Each worker logs
     its progress (`embed: n sentences in s (rate/s)`) at most every `progress_every_s` seconds."""
@@ -215,14 +191,6 @@ def embeddings_manifest(entries: list[dict], sentences: dict, settings: dict) ->
         if code:
             languages[language]["binary"] = code
     return {"stage": "embed", "encoder": settings["encoder"], "languages": languages}
-
-
-def code_of(spec: str) -> str:
-    """The binary code the encoder gives (encoders.binary_code), for a local folder or one staged on cloud
-    storage (a remote runner's)."""
-    if storage.is_remote(spec):
-        return "threshold" if storage.exists(storage.join(spec, LENS_FILE)) else "sign"
-    return binary_code(spec)
 
 
 class EmbedStage:

@@ -83,3 +83,52 @@ def language_pairs(languages: list[str], pairing: str, pivot: str) -> list[tuple
     if pairing == "pivot":
         return [(lang, pivot) for lang in languages if lang != pivot] if pivot in languages else []
     return [(a, b) for i, a in enumerate(languages) for b in languages[i + 1:]]
+
+
+# -- the embed section --------------------------------------------------------------------------------------------
+
+EMBED_DEFAULTS = {"batch_size": 1024, "dtype": "float16", "share_model": "auto", "binary_center": "language"}
+
+
+def embed_settings(settings: dict) -> dict:
+    """The embed section with its defaults, checked."""
+    from encoders import binary
+
+    values = dict(settings.get("embed") or {})
+    unknown = set(values) - set(EMBED_DEFAULTS)
+    if unknown:
+        raise ValueError(f"embed: unknown setting(s) {sorted(unknown)}; known: {sorted(EMBED_DEFAULTS)}")
+    values = {**EMBED_DEFAULTS, **values}
+    if values["dtype"] not in ("float16", "float32", binary.DTYPE):
+        raise ValueError(f"embed.dtype must be float16, float32 or binary, got {values['dtype']!r}")
+    if values["binary_center"] not in binary.CENTERS:
+        raise ValueError(f"embed.binary_center must be one of {', '.join(binary.CENTERS)}, "
+                         f"got {values['binary_center']!r}")
+    return values
+
+
+def code_of(spec: str) -> str:
+    """The binary code the encoder gives (encoders.binary_code), for a local folder or one staged on cloud
+    storage (a remote runner's)."""
+    from encoders import binary_code
+    from encoders.lens import FILE as LENS_FILE
+    from pipelines import storage
+
+    if storage.is_remote(spec):
+        return "threshold" if storage.exists(storage.join(spec, LENS_FILE)) else "sign"
+    return binary_code(spec)
+
+
+def centres_languages(settings: dict) -> bool:
+    """Whether the embed stage makes sign codes of vectors less their language's mean (the shards then wait for
+    the means)."""
+    values = embed_settings(settings)
+    return (values["dtype"] == "binary" and values["binary_center"] == "language"
+            and code_of(settings["encoder"]) == "sign")
+
+
+def binary_code_written(settings: dict) -> str | None:
+    """Which binary code the embed stage writes (None: float vectors)."""
+    if embed_settings(settings)["dtype"] != "binary" or not settings.get("encoder"):
+        return None
+    return "sign, less the language's mean" if centres_languages(settings) else code_of(settings["encoder"])

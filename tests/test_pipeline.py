@@ -277,8 +277,8 @@ def test_a_lens_is_staged_with_its_frozen_encoder_and_loads_from_there(gcs_bucke
 
     from encoders import load_encoder
     from encoders.lens import LensSpec, build_lens, save_lens
-    from pipelines.embed import code_of
     from pipelines.job import prepare_for_runner
+    from pipelines.settings import code_of
 
     torch.manual_seed(0)
     local = str(save_lens(build_lens(LensSpec("gated-conv", input_dim=64, output_dim=32, gate_dim=8)),
