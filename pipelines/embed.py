@@ -103,7 +103,8 @@ def read_shard_chunks(task: dict, chunk: int) -> Iterable[tuple[tuple[str, int, 
 
 class WriteEmbeddingShard(beam.DoFn):
     """All vectors of one shard, in row order, to one `.npy` (atomically); emits the shard's manifest entry. With
-    `means` (language -> mean vector), float vectors arrive and leave as sign codes of v - mean."""
+    `means` (language -> its vectors' fixed-point column sum and row count), float vectors arrive and leave as
+    sign codes of v less the language's mean."""
 
     def __init__(self, output: str, dtype: str):
         self.output, self.dtype = output, dtype
