@@ -84,7 +84,7 @@ class VectorSource:
             raise ValueError(f"binary centre must be one of {', '.join(CENTERS)}, got {binary_center!r}")
         self.binary, self.binary_center = binary, binary_center
         self._encoder = None
-        self._floats: dict = {}  # float vectors by (file, rows, language): shared with as_binary's sources
+        self._floats: dict | None = None  # float vectors by (file, rows, language), kept once as_binary shares them
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, config: dict) -> VectorSource:
@@ -140,6 +140,8 @@ class VectorSource:
         return np.asarray(matrix[sentences.lines_of(rows)])
 
     def _float_vectors(self, sentences: Sentences, rows: np.ndarray, texts: list[str], language: str | None):
+        if self._floats is None:  # nobody shares them: nothing to keep
+            return self._load_encoder().encode(texts, language=language, show_progress=sys.stderr.isatty())
         key = (str(sentences.path), hashlib.sha256(np.ascontiguousarray(rows).tobytes()).hexdigest(), language)
         if key not in self._floats:
             self._floats[key] = self._load_encoder().encode(texts, language=language,
@@ -153,13 +155,15 @@ class VectorSource:
         return f"{self._binary_code()} code" + (", less the language's mean" if self._centres() else "")
 
     def as_binary(self, center: str | None = None) -> VectorSource:
-        """The same encoder (loaded once, its float vectors shared), compared through its binary vectors; `center`:
-        encoders.binary.CENTERS (default: this source's)."""
+        """The same encoder (loaded once, its float vectors shared from here on), compared through its binary
+        vectors; `center`: encoders.binary.CENTERS (default: this source's)."""
         if not self.encoder_spec:
             raise ValueError("binary vectors need an encoder (--encoder), not precomputed embeddings")
         other = VectorSource(encoder_spec=self.encoder_spec, encoder_options=self.encoder_options,
                              pass_language=self.pass_language, binary=True,
                              binary_center=center or self.binary_center)
+        if self._floats is None:
+            self._floats = {}
         other._encoder, other._floats = self._load_encoder(), self._floats
         return other
 

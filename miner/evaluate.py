@@ -392,11 +392,12 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("--tune-corpus tunes a threshold; it cannot be combined with --threshold")
         config, source = mining_config(settings), VectorSource.from_args(args, settings)
         if args.task == "suite":
+            # binary sources first: they share the float source's vectors, which it then keeps as it encodes
+            binaries = [source.as_binary(center) for center in args.also_binary.split(",")] if args.also_binary else []
             report = suite_report(args, source, config)
             text = format_suite(report)
-            others = [VectorSource(encoder_spec=spec, pass_language=source.pass_language) for spec in args.compare]
-            if args.also_binary:
-                others[:0] = [source.as_binary(center) for center in args.also_binary.split(",")]
+            others = binaries + [VectorSource(encoder_spec=spec, pass_language=source.pass_language)
+                                 for spec in args.compare]
             if others:
                 reports = [report] + [suite_report(args, other, config) for other in others]
                 report = {"encoders": reports}

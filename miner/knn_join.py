@@ -97,8 +97,8 @@ def spatial_order(points: np.ndarray, power_steps: int = 20) -> np.ndarray:
 
     The join groups consecutive lists (lists_per_group), and a query travels once to each group it probes: on
     real sentence vectors a query's 16 nearest of 512 lists fall in 12.8 of 32 groups numbered without order, in
-    this order in 6.6 (bench/bench_list_ranges.py, docs/benchmarks.md). Which rows a list holds does not change, so neither do the
-    neighbours."""
+    this order in 6.6 (bench/bench_list_ranges.py, docs/benchmarks.md). Which rows a list holds does not change,
+    so neither do the neighbours."""
     order = np.arange(len(points))
     spans = [(0, len(points))]
     while spans:

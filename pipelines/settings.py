@@ -122,13 +122,17 @@ def code_of(spec: str) -> str:
 def centres_languages(settings: dict) -> bool:
     """Whether the embed stage makes sign codes of vectors less their language's mean (the shards then wait for
     the means)."""
+    from encoders.binary import DTYPE
+
     values = embed_settings(settings)
-    return (values["dtype"] == "binary" and values["binary_center"] == "language"
+    return (values["dtype"] == DTYPE and values["binary_center"] == "language"
             and code_of(settings["encoder"]) == "sign")
 
 
 def binary_code_written(settings: dict) -> str | None:
     """Which binary code the embed stage writes (None: float vectors)."""
-    if embed_settings(settings)["dtype"] != "binary" or not settings.get("encoder"):
+    from encoders.binary import DTYPE
+
+    if embed_settings(settings)["dtype"] != DTYPE or not settings.get("encoder"):
         return None
     return "sign, less the language's mean" if centres_languages(settings) else code_of(settings["encoder"])

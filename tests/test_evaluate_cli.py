@@ -238,6 +238,24 @@ def test_suite_measures_the_binary_vectors_beside_the_float_ones(tmp_path, capsy
     assert centred["bucc"]["de-en"]["f1"] > 0.2 and centred["bucc"]["de-en"] != codes["bucc"]["de-en"]
 
 
+def test_binary_sources_code_the_float_vectors_they_share_instead_of_encoding_again():
+    from encoders import binary
+    from miner.bucc import Sentences
+    from miner.cli import VectorSource
+
+    source = VectorSource(encoder_spec="char-ngram")
+    centred, plain = source.as_binary("language"), source.as_binary("none")
+    texts = ["ein Haus am See", "the house by the lake", "eine kleine Katze", "a small cat"]
+    rows, sentences = np.arange(4), Sentences("/tmp/texts.txt", [str(i) for i in range(4)], texts)
+    floats = source.vectors(sentences, rows, "deu_Latn")
+    encoder = source._load_encoder()
+    encoder.encode = None  # any further encoding would fail
+    np.testing.assert_array_equal(plain.vectors(sentences, rows, "deu_Latn"),
+                                  binary.unit_rows(binary.pack(binary.sign_bits(floats)), "sign"))
+    np.testing.assert_array_equal(centred.vectors(sentences, rows, "deu_Latn"),
+                                  binary.unit_rows(binary.pack(binary.sign_bits(floats, binary.language_mean(floats))), "sign"))
+
+
 def test_binary_needs_an_encoder(tmp_path, capsys):
     assert main(["xsim", "--src-text", str(tmp_path / "a.txt"), "--tgt-text", str(tmp_path / "b.txt"),
                  "--embeddings", str(tmp_path), "--binary"]) != 0
