@@ -1,0 +1,93 @@
+"""Binary codes against float vectors on the train pool's held-out sets: how `embed.binary_center` was chosen.
+
+A quality measurement, not a speed one: the sets the ensemble's shares are fitted on (training.ensemble: NTREX's
+held-out documents among distractors, and heldout-short/tune), each member's vectors from training.ensemble's
+cache (embedded there first when missing), blended with an ensemble's shares, then compared as float vectors,
+plain sign codes and sign codes less each language's mean (encoders.binary). The dev pool is never read.
+
+    python bench/heldout_binary_codes.py --ensemble models/cmlm-ensemble \
+        --members use-multilingual models/cmlm-distilled [--cache data/ensemble-cache]
+
+Prints xsim accuracy (NTREX held-out rows; short pairs) and the best mining F1 (NTREX among 600 / 1,200
+distractors) with the ratio and the distance margin, each the mean over languages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(variable, "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np
+
+from encoders import binary
+from training.ensemble import ENGLISH, _all_vectors, blend, mining_sets, short_key, short_sets, xsim_accuracy
+
+CODES = {
+    "float": lambda v: v,
+    "sign code": lambda v: binary.unit_rows(binary.pack(binary.sign_bits(v)), "sign"),
+    "sign code, less the language's mean": lambda v: binary.unit_rows(
+        binary.pack(binary.sign_bits(v, binary.language_mean(v))), "sign"),
+}
+
+
+def best_f1(src: np.ndarray, tgt: np.ndarray, n_gold: int, margin: str, code: str | None) -> float:
+    """Best F1 (%) over thresholds: row i of src translates row i of tgt for i < n_gold (training.ensemble's
+    mining_f1, with the margin and the code's cosine estimates as the pipeline uses them)."""
+    from miner.mining import MiningConfig, mine
+
+    pairs = mine(src, tgt, MiningConfig(k=4, margin=margin, selection="max", threshold=None), code=code)
+    correct = np.cumsum((pairs.src == pairs.tgt) & (pairs.src < n_gold))
+    return float(100.0 * (2 * correct / (np.arange(1, len(correct) + 1) + n_gold)).max()) if len(correct) else 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ensemble", type=Path, default=Path("models/cmlm-ensemble"), help="its shares are used")
+    parser.add_argument("--members", nargs=2, default=["use-multilingual", "models/cmlm-distilled"])
+    parser.add_argument("--cache", type=Path, default=Path("data/ensemble-cache"))
+    parser.add_argument("--train-pool", type=Path, default=Path("../shared/data/train"))
+    parser.add_argument("--short", type=Path, default=Path("data/train/heldout-short/tune"))
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+
+    shares = json.loads((args.ensemble / "ensemble.json").read_text())
+    share = lambda language: shares["languages"].get(language, shares["default"])[0]
+    texts, n_gold = mining_sets(args.train_pool, 600, 1200)
+    short = short_sets(args.short, 1000, 100)
+    members = [_all_vectors(spec, texts, {"tune": short}, args.cache) for spec in args.members]
+    vectors = lambda name, language: blend([m[name] for m in members], share(language))
+
+    english = vectors(ENGLISH, ENGLISH)
+    rows = {name: {"NTREX xsim": [], "short xsim": [], "NTREX F1 ratio": [], "NTREX F1 distance": []}
+            for name in CODES}
+    for language in (lang for lang in texts if lang != ENGLISH):
+        own = vectors(language, language)
+        for name, code_of in CODES.items():
+            a, b = code_of(own), code_of(english)
+            code = None if name == "float" else "sign"
+            rows[name]["NTREX xsim"].append(xsim_accuracy(a[:n_gold], b[:n_gold], texts[language][:n_gold],
+                                                          texts[ENGLISH][:n_gold]))
+            for margin in ("ratio", "distance"):
+                rows[name][f"NTREX F1 {margin}"].append(best_f1(a, b, n_gold, margin, code))
+    for language, (own_texts, english_texts) in short.items():
+        a = vectors(short_key("tune", language), language)
+        b = vectors(short_key("tune", language, ENGLISH), ENGLISH)
+        for name, code_of in CODES.items():
+            rows[name]["short xsim"].append(xsim_accuracy(code_of(a), code_of(b), own_texts, english_texts))
+
+    columns = list(next(iter(rows.values())))
+    print(f"| | {' | '.join(columns)} |\n|---|{'---|' * len(columns)}")
+    for name, row in rows.items():
+        print(f"| {name} | " + " | ".join(f"{np.mean(row[c]):.2f} ({len(row[c])})" for c in columns) + " |")
+
+
+if __name__ == "__main__":
+    main()
