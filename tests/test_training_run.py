@@ -141,15 +141,21 @@ def test_export_writes_the_encoder_of_the_newest_checkpoint(training_inputs, tmp
 
     from training.train import export_newest_checkpoint
 
-    config = recipe(training_inputs, tmp_path, "stages.1.steps=4")
+    config = recipe(training_inputs, tmp_path, "stages.1.steps=4", "run.eval_every=2")
     _, folder = train(config)
     exported_at_end = load_file(str(folder / "model.safetensors"))
+    evaluated_at_end = json.loads((folder / "training.json").read_text())["final"]
     shutil.rmtree(folder)
     assert main(["--config", str(training_inputs / "recipe.yaml"), "--set", f"output={tmp_path / 'run'}",
-                 "--set", "stages.1.steps=4", "--export"]) == 0
+                 "--set", "stages.1.steps=4", "--set", "run.eval_every=2", "--export"]) == 0
     again = load_file(str(folder / "model.safetensors"))
     assert again.keys() == exported_at_end.keys()
     for name in again:
         np.testing.assert_array_equal(again[name], exported_at_end[name], err_msg=name)
+    evaluated = json.loads((folder / "training.json").read_text())["final"]  # the logged held-out figures come along
+    assert evaluated["exported_from"] == "step-00000010"
+    assert "xsim_error/mean" in evaluated_at_end
+    assert {k: v for k, v in evaluated.items() if k.startswith("xsim_error/")} == {
+        k: v for k, v in evaluated_at_end.items() if k.startswith("xsim_error/")}
     with pytest.raises(ValueError, match="no checkpoint to export"):
         export_newest_checkpoint(recipe(training_inputs, tmp_path / "empty"))

@@ -116,6 +116,19 @@ def run(config, resume: bool = False) -> Path | None:
     return trainer.run(start, fit_output=model.output_is_new)
 
 
+def logged_evaluation(output: Path, global_step: int) -> dict:
+    """The held-out figures the run logged at `global_step` (empty when it logged none there), so an encoder
+    exported from a checkpoint carries the same record as one exported at the end of training."""
+    log_path = output / "train_log.jsonl"
+    found = {}
+    if log_path.exists():
+        for line in log_path.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line) if line.strip() else {}
+            if record.get("global_step") == global_step and any(k.startswith("xsim_error/") for k in record):
+                found = {k: v for k, v in record.items() if k.startswith("xsim_error/") or k == "stage"}
+    return found
+
+
 def export_newest_checkpoint(config) -> Path:
     """<output>/encoder from the newest checkpoint, without training further: a run stopped early (or still
     running) gives a usable encoder. Only the tokenizer and the network are built; the data is not read."""
@@ -131,7 +144,8 @@ def export_newest_checkpoint(config) -> Path:
     model = build_model(config, tokenizer)
     checkpoints.load_model(newest, model)
     trainer = Trainer(config, TrainingData(), tokenizer, model)
-    trainer.history.append({"exported_from": newest.name, "global_step": position.global_step})
+    trainer.history.append({"exported_from": newest.name, "global_step": position.global_step,
+                            **logged_evaluation(Path(config.output), position.global_step)})
     log.info("exporting %s (global step %d)", newest, position.global_step)
     return trainer.export()
 
