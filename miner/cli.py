@@ -48,6 +48,10 @@ def add_vector_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--binary-center", choices=CENTERS, default="language",
                         help="sign codes of the vectors less their language's mean over each evaluated set, as the "
                         "pipeline makes them over a crawl (default), or of the vectors as they are")
+    parser.add_argument("--rescore", type=int, metavar="K",
+                        help="with --binary: rank each code's K nearest by their float vectors' cosine (kept beside "
+                        "the codes, as one machine can; the pipeline's pairs stage compares the codes), so margins "
+                        "are the float vectors' own; in the suite, a rescored column beside each binary one")
     parser.add_argument("--no-language", action="store_true",
                         help="do not tell the encoder the texts' languages (an ensemble then uses its default "
                         "shares): what a caller of encode() without a language gets")
@@ -74,7 +78,7 @@ class VectorSource:
 
     def __init__(self, embeddings_dir: Path | None = None, encoder_spec: str | None = None,
                  encoder_options: dict | None = None, pass_language: bool = True, binary: bool = False,
-                 binary_center: str = "language"):
+                 binary_center: str = "language", rescore: int | None = None):
         if (embeddings_dir is None) == (encoder_spec is None):
             raise ValueError("give either precomputed embeddings (--embeddings DIR) or an encoder (--encoder)")
         self.embeddings_dir, self.encoder_spec = embeddings_dir, encoder_spec
@@ -82,15 +86,20 @@ class VectorSource:
         self.pass_language = pass_language
         if binary_center not in CENTERS:
             raise ValueError(f"binary centre must be one of {', '.join(CENTERS)}, got {binary_center!r}")
-        self.binary, self.binary_center = binary, binary_center
+        if rescore is not None and (not binary or rescore < 1):
+            raise ValueError("--rescore K needs --binary (the codes' K nearest are rescored by the float vectors) "
+                             f"and K >= 1, got {rescore}")
+        self.binary, self.binary_center, self.rescore = binary, binary_center, rescore
         self._encoder = None
-        self._floats: dict | None = None  # float vectors by (file, rows, language), kept once as_binary shares them
+        # float vectors by (file, rows, language), kept once as_binary shares them or rescoring reads them again
+        self._floats: dict | None = {} if rescore else None
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace, config: dict) -> VectorSource:
-        """--embeddings, else --encoder, else the config's `encoder` (a folder relative to the config file)."""
+    def from_args(cls, args: argparse.Namespace, config: dict, rescore: bool = True) -> VectorSource:
+        """--embeddings, else --encoder, else the config's `encoder` (a folder relative to the config file);
+        `rescore`: whether --rescore is this source's (the suite's float source leaves it to its binary ones)."""
         if args.embeddings is not None:
-            if getattr(args, "binary", False):
+            if getattr(args, "binary", False) or getattr(args, "rescore", None):
                 raise ValueError("--binary needs --encoder: precomputed embeddings are compared as they are")
             return cls(embeddings_dir=args.embeddings)
         from encoders.options import encoder_options
@@ -103,13 +112,16 @@ class VectorSource:
                 spec = str(beside_config)
         return cls(encoder_spec=spec, encoder_options=encoder_options(args, section(config, "encoder_options")),
                    pass_language=not getattr(args, "no_language", False), binary=getattr(args, "binary", False),
-                   binary_center=getattr(args, "binary_center", "language"))
+                   binary_center=getattr(args, "binary_center", "language"),
+                   rescore=getattr(args, "rescore", None) if rescore else None)
 
     def describe(self) -> dict:
         if self.encoder_spec:
             return {"encoder": self.encoder_spec, **self.encoder_options,
                     **({} if self.pass_language else {"language": "not given"}),
-                    **({"vectors": f"binary ({self._code_name()})"} if self.binary else {})}
+                    **({"vectors": f"binary ({self._code_name()})"} if self.binary else {}),
+                    **({"rescored": f"float similarities of the {self.rescore} nearest by the code"}
+                       if self.rescore else {})}
         return {"embeddings": str(self.embeddings_dir)}
 
     def vectors(self, sentences: Sentences, rows: np.ndarray, language: str | None = None) -> np.ndarray:
@@ -139,6 +151,21 @@ class VectorSource:
             )
         return np.asarray(matrix[sentences.lines_of(rows)])
 
+    def rescoring(self, *sides: tuple) -> tuple:
+        """What mine / xsim / retrieve take after `code` when this source rescores its codes' short lists: the
+        float vectors of each side's (sentences, rows, language) and the short list's length; else nothing."""
+        if not self.rescore:
+            return ()
+        return tuple(self.exact_vectors(*side) for side in sides), self.rescore
+
+    def exact_vectors(self, sentences: Sentences, rows: np.ndarray, language: str | None = None) -> np.ndarray | None:
+        """The float vectors behind `vectors`' codes when this source rescores (`rescore`), else None: kept from
+        the encoding the codes came from, not encoded again."""
+        if not self.rescore:
+            return None
+        language = language if self.pass_language else None
+        return self._float_vectors(sentences, rows, [sentences.texts[r] for r in rows], language)
+
     def _float_vectors(self, sentences: Sentences, rows: np.ndarray, texts: list[str], language: str | None):
         if self._floats is None:  # nobody shares them: nothing to keep
             return self._load_encoder().encode(texts, language=language, show_progress=sys.stderr.isatty())
@@ -154,14 +181,14 @@ class VectorSource:
     def _code_name(self) -> str:
         return f"{self._binary_code()} code" + (", less the language's mean" if self._centres() else "")
 
-    def as_binary(self, center: str | None = None) -> VectorSource:
+    def as_binary(self, center: str | None = None, rescore: int | None = None) -> VectorSource:
         """The same encoder (loaded once, its float vectors shared from here on), compared through its binary
-        vectors; `center`: encoders.binary.CENTERS (default: this source's)."""
+        vectors; `center`: encoders.binary.CENTERS (default: this source's); `rescore`: exact_vectors."""
         if not self.encoder_spec:
             raise ValueError("binary vectors need an encoder (--encoder), not precomputed embeddings")
         other = VectorSource(encoder_spec=self.encoder_spec, encoder_options=self.encoder_options,
                              pass_language=self.pass_language, binary=True,
-                             binary_center=center or self.binary_center)
+                             binary_center=center or self.binary_center, rescore=rescore)
         if self._floats is None:
             self._floats = {}
         other._encoder, other._floats = self._load_encoder(), self._floats

@@ -53,7 +53,8 @@ def mine_bucc_candidates(corpus: bucc.BuccCorpus, source: VectorSource, config: 
     src_vectors = source.vectors(corpus.src, src_unique.rows, src_lang)
     tgt_vectors = source.vectors(corpus.tgt, tgt_unique.rows, tgt_lang)
     pairs = mine(src_vectors, tgt_vectors, dataclasses.replace(config, threshold=None),
-                 (str(corpus.src.path), str(corpus.tgt.path)), source.code)
+                 (str(corpus.src.path), str(corpus.tgt.path)), source.code,
+                 *source.rescoring((corpus.src, src_unique.rows, src_lang), (corpus.tgt, tgt_unique.rows, tgt_lang)))
     candidates = bucc.candidates_to_ids(pairs, src_unique, tgt_unique, corpus.gold or ())
     stats = {
         "index": config.describe(len(src_unique.texts), len(tgt_unique.texts))["index"],
@@ -135,10 +136,13 @@ def xsim_report(src_text: Path, tgt_text: Path, source: VectorSource, margin: st
         raise InputFormatError(f"xsim needs aligned files: {src_text} has {len(src_texts)} lines, "
                                f"{tgt_text} has {len(tgt_texts)}")
     everything = np.arange(len(src_texts))
-    src = source.vectors(bucc.Sentences(src_text, [str(i) for i in everything], src_texts), everything, src_lang)
-    tgt = source.vectors(bucc.Sentences(tgt_text, [str(i) for i in everything], tgt_texts), everything, tgt_lang)
+    src_sentences = bucc.Sentences(src_text, [str(i) for i in everything], src_texts)
+    tgt_sentences = bucc.Sentences(tgt_text, [str(i) for i in everything], tgt_texts)
+    src = source.vectors(src_sentences, everything, src_lang)
+    tgt = source.vectors(tgt_sentences, everything, tgt_lang)
     texts = (src_texts, tgt_texts) if match_texts else (None, None)
-    result = xsim(src, tgt, margin, config.k, config.knn, *texts)
+    result = xsim(src, tgt, margin, config.k, config.knn, *texts,
+                  *source.rescoring((src_sentences, everything, src_lang), (tgt_sentences, everything, tgt_lang)))
     return {"task": "xsim", "source": str(src_text), "target": str(tgt_text),
             "settings": {"margin": margin, "k": result["k"], "index": config.knn.index,
                          "identical_text_counts_as_correct": match_texts, **source.describe()},
@@ -213,9 +217,12 @@ def short_report(folder: Path, source: VectorSource, limit: int, languages: list
             continue
         src_texts, tgt_texts = read_pair_lines(path, limit)
         rows = np.arange(len(src_texts))
-        src = source.vectors(bucc.Sentences(path, [str(i) for i in rows], src_texts), rows, language)
-        tgt = source.vectors(bucc.Sentences(path, [str(i) for i in rows], tgt_texts), rows, "eng_Latn")
-        forward, backward = retrieve(src, tgt, "absolute", 1, KnnConfig(index="Flat"))
+        src_sentences = bucc.Sentences(path, [str(i) for i in rows], src_texts)
+        tgt_sentences = bucc.Sentences(path, [str(i) for i in rows], tgt_texts)
+        src = source.vectors(src_sentences, rows, language)
+        tgt = source.vectors(tgt_sentences, rows, "eng_Latn")
+        exact = source.rescoring((src_sentences, rows, language), (tgt_sentences, rows, "eng_Latn"))
+        forward, backward = retrieve(src, tgt, "absolute", 1, KnnConfig(index="Flat"), *exact)
         correct = (correct_rows(forward, tgt_texts).astype(float) + correct_rows(backward, src_texts)) / 2
         bands = np.array([length_band(t) for t in tgt_texts])
         report[language] = {"n": len(rows), "accuracy": float(correct.mean()),
@@ -279,7 +286,8 @@ def format_side_by_side(reports: list[dict]) -> str:
     """Several encoders' suite figures as one table: xsim error (mean of both directions) per language, the mean,
     BUCC F1 per pair (2-fold threshold) and at one threshold shared by all pairs (tuned on the other pairs)."""
     names = [(r["encoder"].get("encoder") or r["encoder"].get("embeddings"))
-             + (f" ({r['encoder']['vectors']})" if r["encoder"].get("vectors") else "") for r in reports]
+             + (f" ({r['encoder']['vectors']})" if r["encoder"].get("vectors") else "")
+             + (f", {r['encoder']['rescored']}" if r["encoder"].get("rescored") else "") for r in reports]
     lines = ["| | " + " | ".join(str(n) for n in names) + " |", "|---" * (len(names) + 1) + "|"]
     languages = list(dict.fromkeys(lang for r in reports for lang in r["xsim"]))
     pivot = reports[0]["settings"]["pivot"]
@@ -390,10 +398,15 @@ def main(argv: list[str] | None = None) -> int:
             settings.setdefault("knn", {}).setdefault("index", "Flat")
         if args.task == "bucc" and args.tune_corpus is not None and args.threshold is not None:
             raise ValueError("--tune-corpus tunes a threshold; it cannot be combined with --threshold")
-        config, source = mining_config(settings), VectorSource.from_args(args, settings)
+        if args.task == "suite" and args.rescore and not args.also_binary:
+            raise ValueError("--rescore in the suite rescores the --also-binary columns: give --also-binary too")
+        config = mining_config(settings)
+        source = VectorSource.from_args(args, settings, rescore=args.task != "suite")
         if args.task == "suite":
             # binary sources first: they share the float source's vectors, which it then keeps as it encodes
-            binaries = [source.as_binary(center) for center in args.also_binary.split(",")] if args.also_binary else []
+            centers = args.also_binary.split(",") if args.also_binary else []
+            binaries = [source.as_binary(center, rescore) for center in centers
+                        for rescore in ([None, args.rescore] if args.rescore else [None])]
             report = suite_report(args, source, config)
             text = format_suite(report)
             others = binaries + [VectorSource(encoder_spec=spec, pass_language=source.pass_language)

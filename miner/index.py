@@ -211,6 +211,22 @@ def search(
     return sims, ids
 
 
+def knn_refined(queries: np.ndarray, database: np.ndarray, k: int, candidates: int,
+                exact: tuple[np.ndarray, np.ndarray], config: KnnConfig = KnnConfig(),
+                names: tuple[str, str] = ("queries", "database")) -> tuple[np.ndarray, np.ndarray]:
+    """The k nearest by `exact` float vectors (queries', database's) among the `candidates` nearest by `queries`
+    and `database` (a binary code's unit rows): a short list from the codes, ranked by exact cosines, as `knn`
+    returns them. Only a caller holding both the codes and the float vectors can ask for it."""
+    for rows, (code_rows, name) in zip(exact, ((queries, names[0]), (database, names[1]))):
+        if rows.shape[0] != code_rows.shape[0]:
+            raise ValueError(f"{name}: {rows.shape[0]} float vectors to rescore {code_rows.shape[0]} codes")
+    if candidates < k:
+        raise IndexConfigError(f"rescoring needs at least k = {k} candidates, got {candidates}")
+    _, ids = knn(queries, database, candidates, config, names)
+    sims, ids = _sorted_rows(rescore(unit_rows(exact[0], names[0]), exact[1], ids, names[1]), ids)
+    return sims[:, :k], ids[:, :k]
+
+
 def rescore(queries: np.ndarray, database: np.ndarray, ids: np.ndarray, name: str = "database",
             unit: bool = False) -> np.ndarray:
     """Exact cos(query_i, database[ids[i, j]]) for unit `queries`, in chunks of bounded memory; `unit` says the

@@ -15,12 +15,16 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from encoders.binary import cosine_estimate
-from miner.index import KnnConfig, knn, resolve_factory
+from miner.index import KnnConfig, knn, knn_refined, resolve_factory
 from miner.margin import MARGINS, candidate_margins, default_ratio_floor, neighbourhood_mean
 from miner.selection import SELECTIONS, Candidates, Pairs, select
 from miner.vectors import check_same_dim
 
 log = logging.getLogger(__name__)
+
+# Binary codes' nearest rescored by float vectors: 16 for k = 4 (the Hamming short list's recall of the float
+# k-NN is what it buys; docs/evaluation.md, binary vectors).
+RESCORE_CANDIDATES = 16
 
 
 @dataclass(frozen=True)
@@ -85,16 +89,23 @@ class MiningConfig:
 
 
 def score_neighbours(src: np.ndarray, tgt: np.ndarray, config: MiningConfig = MiningConfig(),
-                     names: tuple[str, str] = ("source", "target"), code: str | None = None
+                     names: tuple[str, str] = ("source", "target"), code: str | None = None,
+                     exact: tuple[np.ndarray, np.ndarray] | None = None, candidates: int = RESCORE_CANDIDATES,
                      ) -> tuple[Candidates, Candidates]:
     """Forward (source -> target) and backward (target -> source) k-NN candidates with their margins. `code`:
-    the rows are a binary code's unit rows (encoders.binary), whose similarities become cosine estimates first."""
+    the rows are a binary code's unit rows (encoders.binary), whose similarities become cosine estimates first;
+    `exact`: the float vectors of those rows (source's, target's), which rank and score the `candidates` nearest by
+    the code instead (miner.index.knn_refined), so margins are the float vectors' own."""
     check_same_dim(src, names[0], tgt, names[1])
     started = time.perf_counter()
-    fwd_sims, fwd_ids = knn(src, tgt, config.k, config.knn, names)
-    bwd_sims, bwd_ids = knn(tgt, src, config.k, config.knn, names[::-1])
-    if code:
-        fwd_sims, bwd_sims = cosine_estimate(fwd_sims, code), cosine_estimate(bwd_sims, code)
+    if exact is not None:
+        fwd_sims, fwd_ids = knn_refined(src, tgt, config.k, candidates, exact, config.knn, names)
+        bwd_sims, bwd_ids = knn_refined(tgt, src, config.k, candidates, exact[::-1], config.knn, names[::-1])
+    else:
+        fwd_sims, fwd_ids = knn(src, tgt, config.k, config.knn, names)
+        bwd_sims, bwd_ids = knn(tgt, src, config.k, config.knn, names[::-1])
+        if code:
+            fwd_sims, bwd_sims = cosine_estimate(fwd_sims, code), cosine_estimate(bwd_sims, code)
     fwd_mean, bwd_mean = neighbourhood_mean(fwd_sims), neighbourhood_mean(bwd_sims)
     floor = config.floor_for(src.shape[1])
     forward = Candidates(fwd_ids, candidate_margins(fwd_sims, fwd_ids, fwd_mean, bwd_mean, config.margin,
@@ -106,9 +117,11 @@ def score_neighbours(src: np.ndarray, tgt: np.ndarray, config: MiningConfig = Mi
 
 
 def mine(src: np.ndarray, tgt: np.ndarray, config: MiningConfig = MiningConfig(),
-         names: tuple[str, str] = ("source", "target"), code: str | None = None) -> Pairs:
-    """Sentence pairs (row indices into src and tgt) with their margins, best first (`code`: score_neighbours)."""
-    forward, backward = score_neighbours(src, tgt, config, names, code)
+         names: tuple[str, str] = ("source", "target"), code: str | None = None,
+         exact: tuple[np.ndarray, np.ndarray] | None = None, candidates: int = RESCORE_CANDIDATES) -> Pairs:
+    """Sentence pairs (row indices into src and tgt) with their margins, best first (`code`, `exact`,
+    `candidates`: score_neighbours)."""
+    forward, backward = score_neighbours(src, tgt, config, names, code, exact, candidates)
     pairs = select(forward, backward, config.selection, config.threshold, config.min_cosine)
     log.info("%s selection kept %d pairs (threshold %s)", config.selection, len(pairs), config.threshold)
     return pairs

@@ -11,18 +11,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from miner.index import KnnConfig, knn
+from miner.index import KnnConfig, knn, knn_refined
 from miner.margin import check_margin
-from miner.mining import MiningConfig, score_neighbours
+from miner.mining import RESCORE_CANDIDATES, MiningConfig, score_neighbours
 from miner.vectors import EmbeddingError, check_same_dim
 
 
-def retrieve(src: np.ndarray, tgt: np.ndarray, margin: str, k: int, knn_config: KnnConfig):
-    """Best target for every source and best source for every target."""
+def retrieve(src: np.ndarray, tgt: np.ndarray, margin: str, k: int, knn_config: KnnConfig,
+             exact: tuple[np.ndarray, np.ndarray] | None = None, candidates: int = RESCORE_CANDIDATES):
+    """Best target for every source and best source for every target (`exact`, `candidates`: binary codes'
+    short lists rescored by float vectors, miner.mining.score_neighbours)."""
     if margin == "absolute":
-        return knn(src, tgt, 1, knn_config, ("source", "target"))[1][:, 0], knn(
-            tgt, src, 1, knn_config, ("target", "source"))[1][:, 0]
-    forward, backward = score_neighbours(src, tgt, MiningConfig(k=k, margin=margin, knn=knn_config))
+        if exact is None:
+            forward = knn(src, tgt, 1, knn_config, ("source", "target"))
+            backward = knn(tgt, src, 1, knn_config, ("target", "source"))
+        else:
+            forward = knn_refined(src, tgt, 1, candidates, exact, knn_config, ("source", "target"))
+            backward = knn_refined(tgt, src, 1, candidates, exact[::-1], knn_config, ("target", "source"))
+        return forward[1][:, 0], backward[1][:, 0]
+    forward, backward = score_neighbours(src, tgt, MiningConfig(k=k, margin=margin, knn=knn_config),
+                                         exact=exact, candidates=candidates)
     return forward.best()[0], backward.best()[0]
 
 
@@ -52,14 +60,15 @@ def direction_report(predicted: np.ndarray, result_texts=None) -> dict:
 
 
 def xsim(src: np.ndarray, tgt: np.ndarray, margin: str = "absolute", k: int = 4,
-         knn_config: KnnConfig = KnnConfig(), src_texts=None, tgt_texts=None) -> dict:
+         knn_config: KnnConfig = KnnConfig(), src_texts=None, tgt_texts=None,
+         exact: tuple[np.ndarray, np.ndarray] | None = None, candidates: int = RESCORE_CANDIDATES) -> dict:
     check_same_dim(src, "source", tgt, "target")
     check_margin(margin)
     if len(src) != len(tgt):
         raise EmbeddingError(f"xsim needs aligned pairs: {len(src)} source vs {len(tgt)} target vectors")
     if (src_texts is None) != (tgt_texts is None):
         raise ValueError("give texts for both sides or for neither")
-    fwd, bwd = retrieve(src, tgt, margin, k, knn_config)
+    fwd, bwd = retrieve(src, tgt, margin, k, knn_config, exact, candidates)
     return {
         "n": len(src),
         "margin": margin,

@@ -238,6 +238,26 @@ def test_suite_measures_the_binary_vectors_beside_the_float_ones(tmp_path, capsy
     assert centred["bucc"]["de-en"]["f1"] > 0.2 and centred["bucc"]["de-en"] != codes["bucc"]["de-en"]
 
 
+def test_suite_rescores_binary_short_lists_with_the_float_vectors_beside_the_codes(tmp_path, capsys):
+    flores = flores_like(tmp_path)
+    common = ["--flores", str(flores), "--languages", "deu_Latn", "--bucc", str(SAMPLE), "--pairs", "de-en",
+              "--split", "training"]
+    # a short list longer than every corpus holds all rows: the float vectors' own figures, reached from codes
+    assert main(["suite", "--encoder", "char-ngram", "--also-binary", "language", "--rescore", "100000", *common,
+                 "--report", str(tmp_path / "suite.json")]) == 0
+    assert ("char-ngram (binary (sign code, less the language's mean)), float similarities of the 100000 nearest "
+            "by the code |") in capsys.readouterr().out
+    floats, codes, rescored = json.loads((tmp_path / "suite.json").read_text())["encoders"]
+    assert "rescored" not in codes["encoder"] and rescored["encoder"]["vectors"] == codes["encoder"]["vectors"]
+    assert rescored["bucc"]["de-en"]["f1"] == floats["bucc"]["de-en"]["f1"] != codes["bucc"]["de-en"]["f1"]
+    assert rescored["xsim"] == floats["xsim"]
+    assert main(["suite", "--encoder", "char-ngram", "--rescore", "16", *common]) == 2
+    assert "give --also-binary too" in capsys.readouterr().err
+    assert main(["bucc", "--corpus", str(SAMPLE), "--pair", "de-en", "--split", "test", "--encoder", "char-ngram",
+                 "--rescore", "16"]) == 2
+    assert "--rescore K needs --binary" in capsys.readouterr().err
+
+
 def test_binary_sources_code_the_float_vectors_they_share_instead_of_encoding_again():
     from encoders import binary
     from miner.bucc import Sentences

@@ -147,3 +147,63 @@ def test_cpu_fallback_and_required_gpu():
     assert use_gpu(KnnConfig()) is False  # auto falls back to CPU
     with pytest.raises(IndexConfigError, match="no GPU"):
         use_gpu(KnnConfig(gpu=True))
+
+
+def _codes_and_floats(n: int, dim: int = 64, seed: int = 0):
+    floats = unit(np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32))
+    return _codes_from(floats), floats
+
+
+def test_a_short_list_as_long_as_the_database_gives_the_float_vectors_own_neighbours():
+    from miner.index import knn_refined
+
+    (src_codes, src), (tgt_codes, tgt) = _codes_and_floats(50), _codes_and_floats(80, seed=1)
+    sims, ids = knn_refined(src_codes, tgt_codes, 4, 80, (src, tgt))
+    exact_sims, exact_ids = knn(src, tgt, 4, KnnConfig(index="Flat"))
+    np.testing.assert_array_equal(ids, exact_ids)
+    np.testing.assert_allclose(sims, exact_sims, atol=1e-6)
+
+
+def test_a_short_list_is_ranked_by_the_float_vectors_not_by_the_code():
+    from miner.index import knn_refined
+
+    (src_codes, src), (tgt_codes, tgt) = _codes_and_floats(200), _codes_and_floats(300, seed=1)
+    _, code_ids = knn(src_codes, tgt_codes, 8, KnnConfig(index="Flat"))
+    sims, ids = knn_refined(src_codes, tgt_codes, 3, 8, (src, tgt))
+    assert all(set(row) <= set(candidates) for row, candidates in zip(ids, code_ids))  # from the short list only
+    np.testing.assert_allclose(sims, np.einsum("qd,qkd->qk", src, tgt[ids]), atol=1e-6)  # exact cosines
+    assert (np.diff(sims, axis=1) <= 0).all() and (ids[:, 0] != code_ids[:, 0]).any()  # reordered somewhere
+
+
+def test_rescoring_refuses_float_vectors_that_do_not_match_the_codes():
+    from miner.index import knn_refined
+
+    codes, floats = _codes_and_floats(20)
+    with pytest.raises(ValueError, match="database: 19 float vectors to rescore 20 codes"):
+        knn_refined(codes, codes, 2, 8, (floats, floats[:19]))
+    with pytest.raises(IndexConfigError, match="at least k = 4 candidates"):
+        knn_refined(codes, codes, 4, 2, (floats, floats))
+
+
+def test_mining_binary_codes_with_rescored_short_lists_scores_margins_on_the_float_vectors():
+    from miner.mining import MiningConfig, mine
+
+    (src_codes, src), (tgt_codes, tgt) = _codes_and_floats(60), _codes_and_floats(60, seed=1)
+    tgt[:30] = unit(src[:30] + 0.3 * tgt[:30])  # half of them translations
+    tgt_codes = _codes_from(tgt)
+    config = MiningConfig(k=4, selection="max")
+    floats = mine(src, tgt, config)
+    rescored = mine(src_codes, tgt_codes, config, code="sign", exact=(src, tgt), candidates=60)
+    estimated = mine(src_codes, tgt_codes, config, code="sign")
+    np.testing.assert_array_equal(rescored.src, floats.src)
+    np.testing.assert_array_equal(rescored.tgt, floats.tgt)
+    np.testing.assert_allclose(rescored.margin, floats.margin, rtol=1e-5)
+    np.testing.assert_allclose(rescored.cos, floats.cos, atol=1e-6)
+    shared = min(len(estimated), len(floats))
+    assert not np.allclose(estimated.cos[:shared], floats.cos[:shared], atol=1e-3)  # what rescoring changes
+
+
+def _codes_from(floats):
+    from encoders import binary
+
+    return binary.unit_rows(binary.pack(binary.sign_bits(floats)), "sign")

@@ -114,3 +114,18 @@ def test_a_file_without_newlines_is_refused_after_a_bounded_read(tmp_path):
         list(iter_lines(path, max_line_bytes=1000))
     path.write_bytes(b"short\n" + b"y" * 1000 + b"\nlast")
     assert [len(line) for line in iter_lines(path, max_line_bytes=1000)] == [5, 1000, 4]
+
+
+def test_binary_codes_are_mined_on_cosine_estimates_or_on_rescored_float_similarities(tmp_path):
+    common = ("--encoder", "char-ngram", "--set", "mining.threshold=null", "--set", "mining.min_cosine=null")
+    assert run_main("--output", str(tmp_path / "float"), *common) == 0
+    assert run_main("--output", str(tmp_path / "codes"), "--binary", *common) == 0
+    # a short list longer than the corpus holds every row: the float vectors' pairs and scores, found from codes
+    assert run_main("--output", str(tmp_path / "rescored"), "--binary", "--rescore", "100000", *common) == 0
+    floats, codes, rescored = (pq.read_table(tmp_path / name / "de-en.parquet").to_pydict()
+                               for name in ("float", "codes", "rescored"))
+    assert rescored["src_id"] == floats["src_id"] and rescored["tgt_id"] == floats["tgt_id"]
+    np.testing.assert_allclose(rescored["score"], floats["score"], rtol=1e-5)
+    assert codes["cosine"] != floats["cosine"]  # the codes' own cosine estimates
+    report = json.loads((tmp_path / "rescored" / "report.json").read_text())
+    assert report["settings"]["rescored"] == "float similarities of the 100000 nearest by the code"
