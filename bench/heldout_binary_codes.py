@@ -9,7 +9,9 @@ plain sign codes and sign codes less each language's mean (encoders.binary). The
         --members use-multilingual models/cmlm-distilled [--cache data/ensemble-cache]
 
 Prints xsim accuracy (NTREX held-out rows; short pairs) and the best mining F1 (NTREX among 600 / 1,200
-distractors) with the ratio and the distance margin, each the mean over languages.
+distractors) with the ratio and the distance margin, each the mean over languages. `--learned-rotation` adds
+the centred sign code after a rotation learned by iterative quantisation (ITQ: Gong and Lazebnik 2011) on the short
+pairs' other half (heldout-short/test) instead of the fixed randomised Hadamard one.
 """
 
 from __future__ import annotations
@@ -38,6 +40,19 @@ CODES = {
 }
 
 
+def learned_rotation(vectors: list[np.ndarray], iterations: int = 50) -> np.ndarray:
+    """ITQ's orthogonal R minimising ||B - V R||, B = sign(V R), over each set's rows less its own mean, started
+    from encoders.binary's fixed rotation: alternately the codes for R, and R for the codes (orthogonal Procrustes)."""
+    rows = np.concatenate([v - v.mean(axis=0) for v in vectors]).astype(np.float64)
+    dim = rows.shape[1]
+    rotation = np.diag(binary._random_signs(dim)) @ binary._hadamard(dim)
+    for _ in range(iterations):
+        codes = np.where(rows @ rotation > 0, 1.0, -1.0)
+        u, _, vt = np.linalg.svd(rows.T @ codes)
+        rotation = u @ vt
+    return rotation
+
+
 def best_f1(src: np.ndarray, tgt: np.ndarray, n_gold: int, margin: str, code: str | None) -> float:
     """Best F1 (%) over thresholds: row i of src translates row i of tgt for i < n_gold (training.ensemble's
     mining_f1, with the margin and the code's cosine estimates as the pipeline uses them)."""
@@ -55,6 +70,9 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path("data/ensemble-cache"))
     parser.add_argument("--train-pool", type=Path, default=Path("../shared/data/train"))
     parser.add_argument("--short", type=Path, default=Path("data/train/heldout-short/tune"))
+    parser.add_argument("--learned-rotation", type=Path, metavar="OTHER_HALF", nargs="?",
+                        const=Path("data/train/heldout-short/test"),
+                        help="also the centred code after an ITQ rotation learned on these short pairs")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
@@ -62,15 +80,22 @@ def main() -> None:
     share = lambda language: shares["languages"].get(language, shares["default"])[0]
     texts, n_gold = mining_sets(args.train_pool, 600, 1200)
     short = short_sets(args.short, 1000, 100)
-    members = [_all_vectors(spec, texts, {"tune": short}, args.cache) for spec in args.members]
+    other = short_sets(args.learned_rotation, 1000, 100) if args.learned_rotation else {}
+    members = [_all_vectors(spec, texts, {"tune": short, "test": other}, args.cache) for spec in args.members]
     vectors = lambda name, language: blend([m[name] for m in members], share(language))
+    codes = dict(CODES)
+    if other:
+        rotation = learned_rotation([vectors(short_key("test", language, side), side or language)
+                                     for language in other for side in (None, ENGLISH)])
+        codes["sign code, less the language's mean, ITQ rotation"] = lambda v: binary.unit_rows(
+            binary.pack((v - binary.language_mean(v)) @ rotation > 0), "sign")
 
     english = vectors(ENGLISH, ENGLISH)
     rows = {name: {"NTREX xsim": [], "short xsim": [], "NTREX F1 ratio": [], "NTREX F1 distance": []}
-            for name in CODES}
+            for name in codes}
     for language in (lang for lang in texts if lang != ENGLISH):
         own = vectors(language, language)
-        for name, code_of in CODES.items():
+        for name, code_of in codes.items():
             a, b = code_of(own), code_of(english)
             code = None if name == "float" else "sign"
             rows[name]["NTREX xsim"].append(xsim_accuracy(a[:n_gold], b[:n_gold], texts[language][:n_gold],
@@ -80,7 +105,7 @@ def main() -> None:
     for language, (own_texts, english_texts) in short.items():
         a = vectors(short_key("tune", language), language)
         b = vectors(short_key("tune", language, ENGLISH), ENGLISH)
-        for name, code_of in CODES.items():
+        for name, code_of in codes.items():
             rows[name]["short xsim"].append(xsim_accuracy(code_of(a), code_of(b), own_texts, english_texts))
 
     columns = list(next(iter(rows.values())))
