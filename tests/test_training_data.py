@@ -44,6 +44,8 @@ def test_recipe_overrides_base_and_stage_index(training_inputs):
     ("br.batch_size=big", "expected int"),
     ("stages.5.steps=3", "has 2 stage"),
     ("data.bitext=[]", "data.bitext is empty"),
+    ("data.bitext_weights=[2,1]", "one positive weight per data.bitext entry (1)"),
+    ("data.bitext_weights=[0]", "one positive weight per data.bitext entry"),
 ])
 def test_bad_recipes_are_refused_naming_the_key(training_inputs, override, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
@@ -122,3 +124,37 @@ def test_identical_texts_share_keys_across_files(tmp_path, tiny_tokenizer):
     write(tmp_path / "fr-en.tsv", "maison\thouse\n")
     de, fr = load_bitext([str(tmp_path / "*.tsv")], Tokenize(tiny_tokenizer, 16), Skips(), None)
     assert de.tgt_keys[0] == fr.tgt_keys[0] != de.tgt_keys[1]
+
+
+def test_bitext_weights_draw_a_source_as_often_as_if_it_were_repeated(tmp_path, tiny_tokenizer):
+    import numpy as np
+
+    from training.batches import BitextSampler, SpecialTokens
+
+    for folder in ("news", "short"):
+        (tmp_path / folder).mkdir()
+    write(tmp_path / "news" / "de-en.tsv", "Haus\thouse\n")
+    write(tmp_path / "short" / "de-en.tsv", "Baum\ttree\nKatze\tcat\n")
+    write(tmp_path / "short" / "fr-en.tsv", "maison\thouse\n")
+    specs = [str(tmp_path / "news" / "*.tsv"), str(tmp_path / "short" / "*.tsv")]
+    de, fr = load_bitext(specs, Tokenize(tiny_tokenizer, 16), Skips(), None, weights=[4.0, 1.0])
+    assert de.weights.tolist() == [4.0, 1.0, 1.0] and de.mass == 6.0 and fr.mass == 1.0
+    sampler = BitextSampler([de, fr], 1.0, SpecialTokens(pad=0, cls=1, sep=2, mask=3, vocab_size=10, first_regular=4))
+    np.testing.assert_allclose(sampler.probabilities, [6 / 7, 1 / 7])
+    picks = sampler.draw(np.random.default_rng(0), 20000)
+    rows = np.bincount([row for group, row in picks if group == 0], minlength=3) / sum(g == 0 for g, _ in picks)
+    np.testing.assert_allclose(rows, [4 / 6, 1 / 6, 1 / 6], atol=0.015)
+    # equal weights draw as no weights do: the same batches as a recipe without them
+    same = load_bitext(specs, Tokenize(tiny_tokenizer, 16), Skips(), None, weights=[2.0, 2.0])
+    assert all(b.weights is None for b in same)
+
+
+def test_a_setting_added_since_a_checkpoint_and_left_empty_lets_its_run_resume():
+    from training.checkpoints import recipe_differences
+
+    saved = {"data": {"bitext": ["news"], "language_alpha": 0.7}, "run": {"threads": 1}}
+    assert recipe_differences(saved, {"data": {"bitext": ["news"], "language_alpha": 0.7, "bitext_weights": []},
+                                      "run": {"threads": 2}}) == []
+    assert recipe_differences(saved, {"data": {"bitext": ["news"], "language_alpha": 0.7,
+                                               "bitext_weights": [2.0]}}) == ["data"]
+    assert recipe_differences(saved, {"data": {"bitext": ["news"], "language_alpha": 0.5}}) == ["data"]

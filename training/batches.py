@@ -107,11 +107,20 @@ class BitextSampler:
 
     def __init__(self, bitext: list[BitextSet], alpha: float, special: SpecialTokens):
         self.bitext, self.special = bitext, special
-        self.probabilities = smoothed_probabilities([len(b.src) for b in bitext], alpha)
+        self.probabilities = smoothed_probabilities([b.mass for b in bitext], alpha)
+        # weighted sets: a row is found by where a uniform draw falls in the running sum of the weights
+        self.cumulative = [None if b.weights is None else np.cumsum(b.weights) for b in bitext]
 
     def draw(self, rng: np.random.Generator, size: int) -> list[tuple[int, int]]:
         groups = rng.choice(len(self.bitext), size=size, p=self.probabilities)
-        return [(int(g), int(rng.integers(len(self.bitext[g].src)))) for g in groups]
+        return [(int(g), self._row(rng, int(g))) for g in groups]
+
+    def _row(self, rng: np.random.Generator, group: int) -> int:
+        cumulative = self.cumulative[group]
+        if cumulative is None:
+            return int(rng.integers(len(self.bitext[group].src)))
+        row = int(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right"))
+        return min(row, len(cumulative) - 1)  # a draw rounded up to the total
 
     def batch(self, rng: np.random.Generator, size: int) -> dict:
         return self.collate(self.draw(rng, size))

@@ -87,6 +87,15 @@ def load_optimizer(folder: Path, optimizer, schedule) -> None:
 
 
 def recipe_differences(saved: dict, current: dict) -> list[str]:
-    """Settings that change what is trained (everything but `run`, which says how and where)."""
+    """Settings that change what is trained (everything but `run`, which says how and where). A setting added to
+    the recipe since the checkpoint was saved, left empty (None, [] or {}), changes nothing: that run resumes."""
     return sorted(key for key in set(saved) | set(current)
-                  if key not in ("run", "output") and saved.get(key) != current.get(key))
+                  if key not in ("run", "output") and _without_new_empty(saved.get(key), current.get(key))
+                  != saved.get(key))
+
+
+def _without_new_empty(saved, current):
+    if not (isinstance(saved, dict) and isinstance(current, dict)):
+        return current
+    return {key: _without_new_empty(saved.get(key), value) for key, value in current.items()
+            if key in saved or value not in (None, [], {})}

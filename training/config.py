@@ -47,6 +47,9 @@ class DataConfig:
     documents: list[str] = field(default_factory=list)
     # "GLOB" of SRC-TGT*.tsv[.gz] (source, target or score, source, target) or mined Parquet; "SRC-TGT=GLOB" to name
     bitext: list[str] = field(default_factory=list)
+    # One weight per `bitext` entry (empty: all 1): its pairs are drawn that many times as often as a weight-1
+    # entry's, as if repeated, within their language pair and in the language pair's size for language_alpha.
+    bitext_weights: list[float] = field(default_factory=list)
     min_score: float | None = None  # scored bitext (mined pairs) below this margin is left out
     heldout: list[str] = field(default_factory=list)  # bitext for the periodic xsim check, never trained on
     heldout_pairs: int = 500  # per language pair
@@ -220,6 +223,10 @@ def check(config: TrainConfig) -> None:
     objectives = config.objectives()
     if "cmlm" in objectives and not config.data.documents:
         problems.append("a stage trains cmlm but data.documents is empty")
+    weights = config.data.bitext_weights
+    if weights and (len(weights) != len(config.data.bitext) or min(weights) <= 0):
+        problems.append(f"data.bitext_weights: one positive weight per data.bitext entry ({len(config.data.bitext)}), "
+                        f"got {weights}")
     if "br" in objectives and not config.data.bitext:
         problems.append("a stage trains br but data.bitext is empty")
     if "distill" in objectives:

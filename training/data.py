@@ -107,6 +107,12 @@ class BitextSet:
     tgt_keys: np.ndarray
     texts: tuple[list[str], list[str]] | None = None  # kept for held-out pairs (xsim counts identical texts)
     teacher_rows: np.ndarray | None = None  # per pair, the row of TrainingData.teacher (distillation targets)
+    weights: np.ndarray | None = None  # per pair, its source's data.bitext_weights entry (None: all 1)
+
+    @property
+    def mass(self) -> float:
+        """How many pairs the set counts as when language pairs are drawn: its weights' sum."""
+        return float(len(self.src) if self.weights is None else self.weights.sum())
 
     @property
     def name(self) -> str:
@@ -316,25 +322,35 @@ class TextKeys:
 
 
 def bitext_set(langs: tuple[str, str], pairs: list[tuple[str, str]], tokenize: Tokenize, keys: TextKeys,
-               keep_texts: bool = False) -> BitextSet:
+               keep_texts: bool = False, weights: np.ndarray | None = None) -> BitextSet:
     sources, targets = [p[0] for p in pairs], [p[1] for p in pairs]
     return BitextSet(langs[0], langs[1], tokenize(sources), tokenize(targets), keys(langs[0], sources),
-                     keys(langs[1], targets), (sources, targets) if keep_texts else None)
+                     keys(langs[1], targets), (sources, targets) if keep_texts else None, weights=weights)
 
 
 def load_bitext(specs: list[str], tokenize: Tokenize, skips: Skips, min_score: float | None,
-                keep_texts: bool = False, limit: int | None = None) -> list[BitextSet]:
+                keep_texts: bool = False, limit: int | None = None,
+                weights: list[float] | None = None) -> list[BitextSet]:
+    """Every spec's pairs grouped by language pair; `weights` (one per spec) become each pair's draw weight."""
     by_pair: dict[tuple[str, str], list[tuple[str, str]]] = {}
-    for spec in specs:
+    pair_weights: dict[tuple[str, str], list[float]] = {}
+
+    def add(langs: tuple[str, str], pairs: list[tuple[str, str]], weight: float) -> None:
+        by_pair.setdefault(langs, []).extend(pairs)
+        pair_weights.setdefault(langs, []).extend([weight] * len(pairs))
+
+    for spec, weight in zip(specs, weights or [1.0] * len(specs), strict=True):
         label, files = expand(spec, "bitext")
         for path in files:
             if path.suffix == ".parquet":
                 for langs, pairs in read_parquet_bitext(path, min_score).items():
-                    by_pair.setdefault(pair_of(path, label) if label else langs, []).extend(pairs)
+                    add(pair_of(path, label) if label else langs, pairs, weight)
             else:
-                by_pair.setdefault(pair_of(path, label), []).extend(read_tsv_bitext(path, skips, min_score))
+                add(pair_of(path, label), read_tsv_bitext(path, skips, min_score), weight)
     keys = TextKeys()
-    return [bitext_set(langs, pairs[:limit], tokenize, keys, keep_texts)
+    uniform = not weights or len(set(weights)) == 1  # equal weights draw as none: the same batches as before
+    return [bitext_set(langs, pairs[:limit], tokenize, keys, keep_texts,
+                       None if uniform else np.asarray(pair_weights[langs][:limit], dtype=np.float64))
             for langs, pairs in sorted(by_pair.items()) if pairs]
 
 
@@ -386,7 +402,8 @@ def load_training_data(config, tokenizer) -> TrainingData:
         if not result.documents:
             raise ConfigError("data.documents: no document with two or more sentences")
     if objectives & {"br", "distill"}:
-        result.bitext = load_bitext(data.bitext, tokenize, skips, data.min_score, keep_texts="distill" in objectives)
+        result.bitext = load_bitext(data.bitext, tokenize, skips, data.min_score, keep_texts="distill" in objectives,
+                                    weights=data.bitext_weights or None)
         if not result.bitext:
             raise ConfigError("data.bitext: no usable translation pair")
     if "distill" in objectives:
