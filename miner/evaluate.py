@@ -52,9 +52,9 @@ def mine_bucc_candidates(corpus: bucc.BuccCorpus, source: VectorSource, config: 
     src_lang, tgt_lang = bucc.split_pair(corpus.pair)
     src_vectors = source.vectors(corpus.src, src_unique.rows, src_lang)
     tgt_vectors = source.vectors(corpus.tgt, tgt_unique.rows, tgt_lang)
+    rescoring = source.rescoring((corpus.src, src_unique.rows, src_lang), (corpus.tgt, tgt_unique.rows, tgt_lang))
     pairs = mine(src_vectors, tgt_vectors, dataclasses.replace(config, threshold=None),
-                 (str(corpus.src.path), str(corpus.tgt.path)), source.code,
-                 *source.rescoring((corpus.src, src_unique.rows, src_lang), (corpus.tgt, tgt_unique.rows, tgt_lang)))
+                 (str(corpus.src.path), str(corpus.tgt.path)), source.code, *rescoring)
     candidates = bucc.candidates_to_ids(pairs, src_unique, tgt_unique, corpus.gold or ())
     stats = {
         "index": config.describe(len(src_unique.texts), len(tgt_unique.texts))["index"],
@@ -66,8 +66,10 @@ def mine_bucc_candidates(corpus: bucc.BuccCorpus, source: VectorSource, config: 
         "gold_pairs_with_ambiguous_text": _unreachable_gold(corpus, src_unique, tgt_unique),
         "candidates": len(candidates.pairs),
     }
-    if source.code is None and corpus.gold:  # codes are compared by their own similarity, not a dot product
-        sims = bucc.gold_similarities(corpus.gold, src_unique, tgt_unique, src_vectors, tgt_vectors)
+    # codes are compared by their own similarity, not a dot product; rescored codes by their float vectors'
+    scored_by = (src_vectors, tgt_vectors) if source.code is None else rescoring[0] if rescoring else None
+    if scored_by is not None and corpus.gold:
+        sims = bucc.gold_similarities(corpus.gold, src_unique, tgt_unique, *scored_by)
         stats["lowest_gold_similarity"] = float(sims.min()) if len(sims) else None
     return candidates, stats
 

@@ -250,6 +250,8 @@ def test_suite_rescores_binary_short_lists_with_the_float_vectors_beside_the_cod
     floats, codes, rescored = json.loads((tmp_path / "suite.json").read_text())["encoders"]
     assert "rescored" not in codes["encoder"] and rescored["encoder"]["vectors"] == codes["encoder"]["vectors"]
     assert rescored["bucc"]["de-en"]["f1"] == floats["bucc"]["de-en"]["f1"] != codes["bucc"]["de-en"]["f1"]
+    lowest = [r["bucc"]["de-en"]["lowest_gold_similarity"] for r in (floats, codes, rescored)]
+    assert lowest[0] is not None and lowest[1] is None and lowest[2] == pytest.approx(lowest[0], abs=1e-6)
     assert rescored["xsim"] == floats["xsim"]
     assert main(["suite", "--encoder", "char-ngram", "--rescore", "16", *common]) == 2
     assert "give --also-binary too" in capsys.readouterr().err
