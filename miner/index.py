@@ -223,7 +223,9 @@ def knn_refined(queries: np.ndarray, database: np.ndarray, k: int, candidates: i
     if candidates < k:
         raise IndexConfigError(f"rescoring needs at least k = {k} candidates, got {candidates}")
     _, ids = knn(queries, database, candidates, config, names)
-    sims, ids = _sorted_rows(rescore(unit_rows(exact[0], names[0]), exact[1], ids, names[1]), ids)
+    # the database's float rows made unit once (not each time a short list gathers them), named by their own row
+    unit_queries, unit_database = unit_rows(exact[0], names[0]), unit_rows(exact[1], names[1])
+    sims, ids = _sorted_rows(rescore(unit_queries, unit_database, ids, names[1], unit=True), ids)
     return sims[:, :k], ids[:, :k]
 
 
