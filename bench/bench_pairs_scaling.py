@@ -27,6 +27,7 @@ import argparse
 import contextlib
 import io
 import json
+import logging
 import os
 import platform
 import shutil
@@ -229,6 +230,8 @@ def peer(src: np.ndarray, tgt: np.ndarray, planted: dict, nlist: int, args) -> d
 
 
 def main() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s:%(name)s:%(message)s")
+    logging.getLogger("pipelines.dask_runner").setLevel(logging.INFO)  # what each ParDo cost, at each run's end
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 40_000, 160_000, 640_000])
     parser.add_argument("--dim", type=int, default=256)

@@ -282,7 +282,10 @@ def _topk_rows(sims, refs: np.ndarray, k: int) -> np.ndarray:
     """Column indices of each row's k best, by similarity then smaller reference among rows tied at the k-th.
 
     `sims` is a numpy array or a torch tensor on any device; the selection runs where it is (torch's topk: 1.3-1.5x
-    faster than numpy's argpartition on the host, docs/benchmarks.md) and the rare crowded rows on the host."""
+    faster than numpy's argpartition on the host, docs/benchmarks.md). topk picks arbitrarily among values tied
+    with the k-th best: such crowded rows are selected again on the host, all at once (_untied_topk). Float
+    vectors crowd a row rarely; binary codes, whose similarities take d + 1 values, crowd most rows (redone row by
+    row, they were two thirds of the stage's CPU)."""
     import torch
 
     if k >= sims.shape[1]:
@@ -295,11 +298,22 @@ def _topk_rows(sims, refs: np.ndarray, k: int) -> np.ndarray:
     else:
         crowded = ((matrix >= kth).sum(dim=1) > k).nonzero().flatten().cpu().numpy()
     top = top.cpu().numpy()
-    # topk picks arbitrarily among rows tied with the k-th best; such (rare) rows are redone exactly
-    for row in crowded:
-        row_sims = matrix[row].cpu().numpy()
-        candidates = np.flatnonzero(row_sims >= row_sims[top[row]].min())
-        top[row] = candidates[np.lexsort((refs[candidates], -row_sims[candidates]))[:k]]
+    if len(crowded):
+        index = torch.from_numpy(crowded).to(matrix.device)
+        top[crowded] = _untied_topk(matrix[index].cpu().numpy(), kth[index].cpu().numpy(), refs, k)
+    return top
+
+
+def _untied_topk(sims: np.ndarray, kth: np.ndarray, refs: np.ndarray, k: int) -> np.ndarray:
+    """Each row's k best columns by similarity, then smaller reference, among the columns at or above its k-th
+    best value `kth` [m, 1]: the few candidates of all rows sorted together."""
+    rows, columns = np.nonzero(sims >= kth)
+    order = np.lexsort((refs[columns], -sims[rows, columns], rows))
+    rows, columns = rows[order], columns[order]
+    place = np.arange(len(rows)) - np.searchsorted(rows, rows)
+    keep = place < k
+    top = np.empty((len(sims), k), dtype=np.int64)
+    top[rows[keep], place[keep]] = columns[keep]
     return top
 
 

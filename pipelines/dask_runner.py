@@ -132,10 +132,12 @@ def client_for(options):
 
 @dataclass
 class BundleResult:
-    """What one partition of a ParDo gives: its outputs by tag (None: the main output) and its counters."""
+    """What one partition of a ParDo gives: its outputs by tag (None: the main output), its counters, and what it
+    cost (the ParDo's label -> [elements in, CPU seconds of the task's thread, wall seconds])."""
 
     outputs: dict = field(default_factory=dict)
     counters: dict = field(default_factory=dict)
+    cost: dict = field(default_factory=dict)
 
 
 def receivers_into(result: BundleResult) -> dict:
@@ -201,12 +203,14 @@ def run_bundle(items, spec: ParDoSpec, *side_values) -> BundleResult:
     sampler = statesampler.StateSampler("", CounterFactory())
     statesampler.set_current_tracker(sampler)
     container = MetricsContainer(label)
+    elements, cpu, wall = 0, time.thread_time(), time.perf_counter()
     try:
         with sampler.scoped_state(label, "process", metrics_container=container):
             invoker.invoke_setup()
             invoker.invoke_start_bundle()
             for item in items:
                 invoker.invoke_process(get_windowed_value(item, window_fn))
+                elements += 1
             invoker.invoke_finish_bundle()
             invoker.invoke_teardown()
     finally:
@@ -214,6 +218,7 @@ def run_bundle(items, spec: ParDoSpec, *side_values) -> BundleResult:
         release_freed_memory()
     result.counters = {(key.metric.namespace, key.metric.name): value
                        for key, value in container.get_cumulative().counters.items()}
+    result.cost = {label: [elements, time.thread_time() - cpu, time.perf_counter() - wall]}
     return result
 
 
@@ -259,7 +264,7 @@ def outputs_of(result: BundleResult, tag) -> list:
 
 
 def counters_of(result: BundleResult) -> list:
-    return [result.counters]
+    return [(result.counters, result.cost)]
 
 
 def everything(*partitions) -> list:
@@ -422,15 +427,33 @@ class DaskMetrics(MetricResults):
 
 
 class DaskResult(PipelineResult):
-    def __init__(self, counters: dict):
+    """A finished job: its counters (`metrics()`), and `costs`: per ParDo label, [partitions, elements in, CPU
+    seconds, wall seconds] summed over its tasks (Dask's own grouping and transfer tasks are not in it: they are
+    the rest of the job's time)."""
+
+    def __init__(self, counters: dict, costs: dict | None = None):
         super().__init__(PipelineState.DONE)
         self._metrics = DaskMetrics(counters)
+        self.costs = costs or {}
 
     def wait_until_finish(self, duration=None):
         return self._state
 
     def metrics(self):
         return self._metrics
+
+
+def log_costs(costs: dict, wall: float, threads: int, top: int = 8) -> None:
+    """The ParDos that cost the most CPU, and what the job's tasks outside them (Dask's groupings, transfers,
+    spilling, waiting) took of the workers' time: where to look when a job is slower than its size says."""
+    if not costs:
+        return
+    spent = sum(cost[2] for cost in costs.values())
+    log.info("Dask: %.1f s wall on %d worker threads; ParDos %.1f CPU-s, the rest of the workers' time %.1f s "
+             "(groupings, transfers, spilling, idle)", wall, threads, spent, max(wall * threads - spent, 0.0))
+    for label, (partitions, elements, cpu, task_wall) in sorted(costs.items(), key=lambda item: -item[1][2])[:top]:
+        log.info("Dask:   %8.1f CPU-s %8.1f s  %6d tasks %10d elements  %s", cpu, task_wall, partitions, elements,
+                 label)
 
 
 class DaskRunner(PipelineRunner):
@@ -449,10 +472,19 @@ class DaskRunner(PipelineRunner):
         collections = dask.optimize(*leaves, *translator.counters)  # optimised here so that its tasks can be counted
         tasks = len(set().union(*(collection.__dask_graph__().keys() for collection in collections)))
         futures = client.compute(list(collections), optimize_graph=False)
+        start = time.perf_counter()
         results = gather_watching(client, futures, tasks)
         counters: dict = {}
+        costs: dict = {}
         for partitions in results[len(leaves):]:
-            for partition in partitions:
-                for key, value in partition.items():
+            for partition_counters, partition_cost in partitions:
+                for key, value in partition_counters.items():
                     counters[key] = counters.get(key, 0) + value
-        return DaskResult(counters)
+                for label, (elements, cpu, wall) in partition_cost.items():
+                    total = costs.setdefault(label, [0, 0, 0.0, 0.0])
+                    total[0] += 1
+                    total[1] += elements
+                    total[2] += cpu
+                    total[3] += wall
+        log_costs(costs, time.perf_counter() - start, threads)
+        return DaskResult(counters, costs)

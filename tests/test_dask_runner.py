@@ -176,3 +176,10 @@ def test_a_bundle_leaves_the_pardo_spec_it_shares_with_other_workers_picklable()
     assert not hasattr(spec.fn, "lock")
     pickle.loads(pickle.dumps(spec))  # what a worker does to send it on
     assert dask_runner.worker_dofn(spec) is dask_runner.worker_dofn(spec)  # set up once per worker, as Beam does
+
+
+def test_the_result_says_what_each_pardo_cost():
+    """Per ParDo: tasks, elements in, CPU and wall seconds, summed over its partitions (logged at the job's end)."""
+    costs = run_toy().costs
+    [(label, (tasks, elements, cpu, wall))] = [(label, cost) for label, cost in costs.items() if "Map" in label]
+    assert elements == 4 and tasks >= 1 and 0.0 <= cpu and 0.0 <= wall

@@ -89,6 +89,21 @@ def test_ties_go_to_the_smaller_reference_however_rows_are_grouped():
     np.testing.assert_array_equal(merged.refs, whole.refs)
 
 
+def test_codes_crowded_with_ties_pick_the_smaller_reference_in_every_row():
+    """Sign codes' similarities take few values, so most rows tie at the k-th best: every row's pick is the
+    (similarity, then smaller reference) order's, as a row-by-row sort gives it."""
+    from encoders import binary
+
+    rng = np.random.default_rng(3)
+    codes = [np.packbits(rng.standard_normal((n, 16)) > 0, axis=1) for n in (300, 200)]
+    queries, database = (binary.unit_rows(c, "sign") for c in codes)
+    refs = rng.permutation(10_000)[:200].astype(np.int64)
+    found = list_topk(queries, np.arange(300), database, refs, 4)
+    sims = queries @ database.T
+    want = np.array([refs[np.lexsort((refs, -row))[:4]] for row in sims])
+    np.testing.assert_array_equal(found.refs, want)
+
+
 def test_merge_keeps_every_query_and_pads_missing_neighbours():
     empty = Neighbours.none(np.array([3, 1]), 2)
     part = Neighbours(np.array([1]), np.array([[0.9, 0.5]], np.float32), np.array([[8, 9]]))
