@@ -341,7 +341,9 @@ class _Translator(PipelineVisitor):
     def _par_do(self, node, bag) -> dict:
         import dask
 
-        sides = [dask.delayed(everything)(*self._bag(view.pvalue).to_delayed()) for view in node.side_inputs]
+        # not optimised here: fused into the side input's own graph, the ParDos upstream of it ran again for it
+        sides = [dask.delayed(everything)(*self._bag(view.pvalue).to_delayed(optimize_graph=False))
+                 for view in node.side_inputs]
         spec = dask.delayed(ParDoSpec.of(node), pure=True)  # one copy in the graph, not one per task
         results = bag.map_partitions(run_bundle, spec, *sides)
         self.counters.append(results.map_partitions(counters_of))
@@ -443,6 +445,13 @@ class DaskResult(PipelineResult):
         return self._metrics
 
 
+def task_count(collections) -> int:
+    """The tasks of the collections' graph once optimised together, as the client computes it (for progress)."""
+    from dask.base import collections_to_expr
+
+    return len(collections_to_expr(collections, True).optimize().__dask_graph__())
+
+
 def log_costs(costs: dict, wall: float, threads: int, top: int = 8) -> None:
     """The ParDos that cost the most CPU, and what the job's tasks outside them (Dask's groupings, transfers,
     spilling, waiting) took of the workers' time: where to look when a job is slower than its size says."""
@@ -460,7 +469,6 @@ class DaskRunner(PipelineRunner):
     """Runs a Beam pipeline on a dask.distributed cluster and waits for it (module docstring)."""
 
     def run_pipeline(self, pipeline, options):
-        import dask
         from apache_beam.runners.dask.overrides import dask_overrides
 
         client = client_for(options)
@@ -469,9 +477,11 @@ class DaskRunner(PipelineRunner):
         translator = _Translator(threads)
         pipeline.visit(translator)
         leaves = [bag.map_partitions(count) for bag in translator.leaves()]
-        collections = dask.optimize(*leaves, *translator.counters)  # optimised here so that its tasks can be counted
-        tasks = len(set().union(*(collection.__dask_graph__().keys() for collection in collections)))
-        futures = client.compute(list(collections), optimize_graph=False)
+        collections = [*leaves, *translator.counters]
+        # One graph, optimised as a whole: `dask.optimize` fuses each collection's chains on its own, which copies
+        # a ParDo's task into every collection that reads it (its counters, each output), so it ran several times
+        futures = client.compute(collections, optimize_graph=True)
+        tasks = task_count(collections)
         start = time.perf_counter()
         results = gather_watching(client, futures, tasks)
         counters: dict = {}

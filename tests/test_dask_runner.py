@@ -183,3 +183,32 @@ def test_the_result_says_what_each_pardo_cost():
     costs = run_toy().costs
     [(label, (tasks, elements, cpu, wall))] = [(label, cost) for label, cost in costs.items() if "Map" in label]
     assert elements == 4 and tasks >= 1 and 0.0 <= cpu and 0.0 <= wall
+
+
+class MarkEach(beam.DoFn):
+    """Leaves a file per element it processes: how many times the runner ran it."""
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def process(self, number):
+        Path(self.folder, f"{number}-{os.getpid()}-{os.urandom(4).hex()}").touch()
+        if number % 2:
+            yield beam.pvalue.TaggedOutput("odd", number)
+        yield number
+
+
+def test_a_pardo_whose_outputs_have_several_consumers_runs_once(tmp_path):
+    """Optimised collection by collection, Dask fused a ParDo into each consumer of its outputs and counters
+    and ran it two or three times."""
+    marks, out = tmp_path / "marks", tmp_path / "out.json"
+    marks.mkdir()
+    pipeline = beam.Pipeline(runner=DaskRunner(), options=PipelineOptions([]))
+    split = pipeline | beam.Create(range(12)) | beam.ParDo(MarkEach(str(marks))).with_outputs("odd", main="all")
+    both = ((split.all | "All" >> beam.combiners.Count.Globally()),
+            (split.odd | "Odd" >> beam.combiners.Count.Globally()),
+            (split.all | "Sum" >> beam.CombineGlobally(sum)))
+    both | beam.Flatten() | beam.combiners.ToList() | beam.Map(write_sorted, str(out))
+    pipeline.run()
+    assert json.loads(out.read_text()) == [6, 12, 66]
+    assert sorted(int(name.split("-")[0]) for name in os.listdir(marks)) == list(range(12))
