@@ -191,8 +191,13 @@ def library_peer(src: np.ndarray, tgt: np.ndarray, planted: dict, nlist: int, ar
     `max` selection on arrays; the stage's arithmetic without Beam."""
     from miner.mining import MiningConfig, mine
 
+    from miner.knn_join import TRAIN_ROWS_PER_LIST
+
+    # trained on as many rows as the stage's quantizer (by default the library takes up to 10^6: at 10^6 sentences
+    # that training alone cost it more than the whole stage)
     config = MiningConfig.from_dict({"k": args.k, "margin": "ratio", "selection": "max"},
-                                    {"index": f"IVF{nlist},Flat", "nprobe": args.nprobe, "exact_below": 1})
+                                    {"index": f"IVF{nlist},Flat", "nprobe": args.nprobe, "exact_below": 1,
+                                     "train_sample": TRAIN_ROWS_PER_LIST * nlist})
     cpu = cpu_seconds()
     pairs = mine(src.astype(np.float16), tgt.astype(np.float16), config)
     cpu = cpu_seconds() - cpu
