@@ -189,15 +189,15 @@ def run_stage(n: int, dim: int, seed: int, args, dtype: str = "float16") -> dict
 def library_peer(src: np.ndarray, tgt: np.ndarray, planted: dict, nlist: int, args) -> dict:
     """miner.mine on this process over the same float16 vectors and settings: faiss IVF k-NN both ways, margins and
     `max` selection on arrays; the stage's arithmetic without Beam."""
+    from miner.index import KnnConfig
+    from miner.knn_join import training_rows
     from miner.mining import MiningConfig, mine
-
-    from miner.knn_join import TRAIN_ROWS_PER_LIST
 
     # trained on as many rows as the stage's quantizer (by default the library takes up to 10^6: at 10^6 sentences
     # that training alone cost it more than the whole stage)
     config = MiningConfig.from_dict({"k": args.k, "margin": "ratio", "selection": "max"},
                                     {"index": f"IVF{nlist},Flat", "nprobe": args.nprobe, "exact_below": 1,
-                                     "train_sample": TRAIN_ROWS_PER_LIST * nlist})
+                                     "train_sample": training_rows(nlist, KnnConfig())})
     cpu = cpu_seconds()
     pairs = mine(src.astype(np.float16), tgt.astype(np.float16), config)
     cpu = cpu_seconds() - cpu
@@ -212,14 +212,15 @@ def peer(src: np.ndarray, tgt: np.ndarray, planted: dict, nlist: int, args) -> d
     import faiss
     from faiss.contrib.big_batch_search import big_batch_search
 
-    from miner.knn_join import TRAIN_ROWS_PER_LIST
+    from miner.index import KnnConfig
+    from miner.knn_join import training_rows
 
     cpu = cpu_seconds()
     found = {}
     for name, queries, database in (("fwd", src, tgt), ("bwd", tgt, src)):
         queries, database = (unit(m.astype(np.float16).astype(np.float32)) for m in (queries, database))
         index = faiss.index_factory(database.shape[1], f"IVF{nlist},Flat", faiss.METRIC_INNER_PRODUCT)
-        sample = np.random.default_rng(0).choice(len(database), min(len(database), TRAIN_ROWS_PER_LIST * nlist),
+        sample = np.random.default_rng(0).choice(len(database), min(len(database), training_rows(nlist, KnnConfig())),
                                                  replace=False)
         index.train(database[np.sort(sample)])
         index.add(database)
