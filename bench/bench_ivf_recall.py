@@ -4,6 +4,8 @@
     python bench/bench_ivf_recall.py --embeddings emb.npy    # any precomputed embedding matrix (or several)
     python bench/bench_ivf_recall.py --embeddings 'data/train/teacher/use-multilingual/chunk-*.npy' \
         --database 40000 140000 --factory IVF1024,Flat IVF4096,Flat   # the default encoder's vectors, per size
+    python bench/bench_ivf_recall.py --embeddings ens.npy --factory IVF1024,Flat IVF4096,Flat \
+        --train-per-list 64 --quantizer one-level two-level             # the quantizer's training, both ways
 
 Synthetic clusters flatter IVF (bench_mining.py sees recall 1.0 at any nprobe); real sentence vectors are
 spread out. This embeds every sentence of ../shared/data/dev/flores200-devtest (~211k sentences in ~200
@@ -48,6 +50,10 @@ def main() -> None:
     parser.add_argument("--nprobe", type=int, nargs="+", default=[4, 8, 16, 32, 64, 128])
     parser.add_argument("--train-per-list", type=int, default=256,
                         help="training vectors per inverted list (faiss's own cap is 256)")
+    parser.add_argument("--quantizer", nargs="+", choices=("one-level", "two-level"), default=["one-level"],
+                        help="how the coarse quantizer trains: faiss's k-means over all lists, or two-level "
+                        "k-means (miner.index.two_level_centroids, the default from knn.two_level_lists lists); "
+                        "each is measured")
     parser.add_argument("--encoder", default="char-ngram")
     parser.add_argument("--queries", type=int, default=20_000)
     parser.add_argument("--k", type=int, default=4)
@@ -81,18 +87,26 @@ def main() -> None:
         print(f"{len(queries)} queries, {len(database)} database vectors, d = {database.shape[1]}: "
               f"exact search {exact_seconds:.1f} s", flush=True)
         for factory in args.factory or [default_factory(len(database))]:
-            results["runs"].append(measure(queries, database, exact_ids, exact_seconds, factory, args))
+            for quantizer in args.quantizer:
+                results["runs"].append(measure(queries, database, exact_ids, exact_seconds, factory, quantizer, args))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
 
 
-def measure(queries, database, exact_ids, exact_seconds, factory, args) -> dict:
-    started = time.perf_counter()
-    index = build_index(database, KnnConfig(index=factory, train_sample=args.train_per_list * ivf_lists(factory)))
-    build_seconds = time.perf_counter() - started
-    run = {"database": len(database), "factory": factory, "train_per_list": args.train_per_list, "default_nprobe": default_nprobe(ivf_lists(factory)),
-           "exact_search_seconds": round(exact_seconds, 2), "ivf_build_seconds": round(build_seconds, 2),
-           "nprobe": {}}
+def measure(queries, database, exact_ids, exact_seconds, factory, quantizer, args) -> dict:
+    nlist = ivf_lists(factory)
+    started, cpu = time.perf_counter(), time.process_time()
+    index = build_index(database, KnnConfig(index=factory, train_sample=args.train_per_list * nlist,
+                                            two_level_lists=nlist if quantizer == "two-level" else 0))
+    build_seconds, build_cpu = time.perf_counter() - started, time.process_time() - cpu
+    # nlist x sum(list size^2) / N^2: 1 when lists are equal; the join's comparisons grow with it
+    imbalance = faiss.extract_index_ivf(index).invlists.imbalance_factor()
+    print(f"{factory} {quantizer}: built in {build_seconds:.1f} s ({build_cpu:.1f} CPU-s), list imbalance "
+          f"{imbalance:.3f}", flush=True)
+    run = {"database": len(database), "factory": factory, "quantizer": quantizer, "train_per_list": args.train_per_list,
+           "default_nprobe": default_nprobe(nlist), "exact_search_seconds": round(exact_seconds, 2),
+           "ivf_build_seconds": round(build_seconds, 2), "ivf_build_cpu_seconds": round(build_cpu, 2),
+           "list_imbalance": round(imbalance, 4), "nprobe": {}}
     for nprobe in sorted({*args.nprobe, run["default_nprobe"]}):
         faiss.ParameterSpace().set_index_parameter(index, "nprobe", nprobe)
         started = time.perf_counter()
@@ -103,8 +117,8 @@ def measure(queries, database, exact_ids, exact_seconds, factory, args) -> dict:
         run["nprobe"][nprobe] = {"seconds": round(seconds, 2), "recall_at_k": round(recall, 4),
                                  "top1_agreement": round(top1, 4),
                                  "speedup_over_exact": round(exact_seconds / seconds, 1)}
-        print(f"{len(database)} {factory} nprobe {nprobe:4d}: {seconds:6.2f} s  recall@{args.k} {recall:.4f}  "
-              f"top-1 {top1:.4f}  x{exact_seconds / seconds:.1f}", flush=True)
+        print(f"{len(database)} {factory} {quantizer} nprobe {nprobe:4d}: {seconds:6.2f} s  "
+              f"recall@{args.k} {recall:.4f}  top-1 {top1:.4f}  x{exact_seconds / seconds:.1f}", flush=True)
     return run
 
 

@@ -208,21 +208,20 @@ def library_peer(src: np.ndarray, tgt: np.ndarray, planted: dict, nlist: int, ar
 
 def peer(src: np.ndarray, tgt: np.ndarray, planted: dict, nlist: int, args) -> dict:
     """faiss.contrib.big_batch_search both ways over IVF indexes with the same nlist and nprobe (float16 vectors
-    read back as float32, as the stage reads them), training on the same number of rows."""
-    import faiss
+    read back as float32, as the stage reads them), training on the same number of rows the same way."""
     from faiss.contrib.big_batch_search import big_batch_search
 
-    from miner.index import KnnConfig
+    from miner.index import KnnConfig, trained_index
     from miner.knn_join import training_rows
 
     cpu = cpu_seconds()
     found = {}
     for name, queries, database in (("fwd", src, tgt), ("bwd", tgt, src)):
         queries, database = (unit(m.astype(np.float16).astype(np.float32)) for m in (queries, database))
-        index = faiss.index_factory(database.shape[1], f"IVF{nlist},Flat", faiss.METRIC_INNER_PRODUCT)
         sample = np.random.default_rng(0).choice(len(database), min(len(database), training_rows(nlist, KnnConfig())),
                                                  replace=False)
-        index.train(database[np.sort(sample)])
+        # trained as the stage's quantizer is (two-level k-means from KnnConfig().two_level_lists lists)
+        index = trained_index(database.shape[1], f"IVF{nlist},Flat", KnnConfig(), database[np.sort(sample)])
         index.add(database)
         index.nprobe = args.nprobe
         with contextlib.redirect_stdout(io.StringIO()):  # it prints per-list progress whatever `verbose` says

@@ -56,6 +56,9 @@ class KnnConfig:
     # one; False: CPU only
     gpu: bool | str = "auto"
     seed: int = 0  # training-sample draw
+    # IVF quantizers of this many lists or more train by two-level k-means (train_coarse_quantizer): its cost per
+    # training row grows as sqrt(nlist) instead of nlist; 0 keeps faiss's one-level k-means for every size.
+    two_level_lists: int = 4096
     # The Beam pairs stage (k-NN as a join, miner/knn_join.py): languages below this many sentences are searched
     # exactly (auto index), and a list with more rows than max_list_rows on either side (one topic dominating a
     # crawl) is split into blocks of about that many, which bounds a worker's memory (rows x dims x 4 bytes).
@@ -67,6 +70,9 @@ class KnnConfig:
             value = getattr(self, name)
             if value != "auto" and (not isinstance(value, int) or value < 1):
                 raise IndexConfigError(f"knn.{name} must be 'auto' or a positive integer, got {value!r}")
+        if isinstance(self.two_level_lists, bool) or not isinstance(self.two_level_lists, int) \
+                or self.two_level_lists < 0:
+            raise IndexConfigError(f"knn.two_level_lists must be 0 or a positive integer, got {self.two_level_lists!r}")
         for name in ("batch_size", "train_sample", "exact_below", "max_list_rows"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -138,8 +144,69 @@ def trained_index(dim: int, factory: str, config: KnnConfig, sample: np.ndarray 
     if not index.is_trained:
         if sample is None:
             raise IndexConfigError(f"index {factory!r} needs training vectors")
-        index.train(np.ascontiguousarray(sample, dtype=np.float32))
+        sample = np.ascontiguousarray(sample, dtype=np.float32)
+        train_coarse_quantizer(index, sample, config)
+        index.train(sample)  # what is left: nothing for IVF Flat, the codes of SQ / PQ
     return index
+
+
+def train_coarse_quantizer(index: faiss.Index, sample: np.ndarray, config: KnnConfig) -> None:
+    """Give an untrained IVF index of `config.two_level_lists` or more lists its centroids by two-level k-means
+    (a no-op for other indexes, whose `train` does it all).
+
+    faiss's IVF training runs k-means over all nlist centroids: 10 iterations x rows x nlist dot products, and with
+    the training rows growing as nlist (64 per list in the pairs stage) its cost grows as nlist^2: 0.65 of the
+    pairs stage's CPU at 10^6 sentences per language (IVF8192, docs/benchmarks.md). Two levels, as
+    faiss.contrib.clustering.two_level_clustering does for L2: sqrt(nlist) coarse clusters, then each cluster's
+    rows split into a share of the nlist centroids proportional to its rows; a row is then compared with about
+    2 sqrt(nlist) centroids per iteration. That function asserts L2 training for IVF and fails on a coarse cluster
+    given no sub-centroids, hence this version for the inner-product (spherical) quantizers used here."""
+    if not config.two_level_lists:
+        return
+    index = faiss.downcast_index(index)
+    if isinstance(index, faiss.IndexPreTransform):  # OPQ / PCA first: the quantizer sees their output
+        for i in range(index.chain.size()):
+            transform = index.chain.at(i)
+            if not transform.is_trained:
+                transform.train(sample)
+            sample = transform.apply(sample)
+        index = faiss.downcast_index(index.index)
+    if not isinstance(index, faiss.IndexIVF) or index.nlist < config.two_level_lists or index.quantizer.ntotal:
+        return
+    centroids = two_level_centroids(sample, index.nlist, spherical=index.metric_type == faiss.METRIC_INNER_PRODUCT)
+    index.quantizer.reset()
+    index.quantizer.add(centroids)
+    index.quantizer.is_trained = True
+
+
+def two_level_centroids(sample: np.ndarray, nlist: int, spherical: bool = True, niter: int = 10,
+                        seed: int = 1234) -> np.ndarray:
+    """nlist k-means centroids [nlist, d] of `sample` found in two levels (train_coarse_quantizer says why).
+
+    Sub-centroids are shared among coarse clusters in proportion to their rows (cumulative rounding, so they add
+    up to nlist exactly and a cluster never gets more centroids than rows); a cluster given none has its rows
+    covered by its neighbours' centroids. Seeds are fixed, so the centroids are the same on every run."""
+    n, d = sample.shape
+    if n < nlist:
+        raise IndexConfigError(f"{nlist} lists need at least {nlist} training vectors, got {n}")
+    n_coarse = max(1, int(np.sqrt(nlist)))
+    coarse = faiss.Kmeans(d, n_coarse, niter=25, seed=seed, spherical=spherical)
+    coarse.train(sample)
+    _, cluster = coarse.index.search(sample, 1)
+    cluster = cluster.ravel()
+    order = np.argsort(cluster, kind="stable")
+    sizes = np.bincount(cluster, minlength=n_coarse)
+    shares = np.diff(np.cumsum(sizes) * nlist // n, prepend=0)
+    parts, start = [], 0
+    for c in range(n_coarse):
+        rows, start = sample[order[start:start + sizes[c]]], start + sizes[c]
+        if shares[c] == 0:
+            continue
+        fine = faiss.Kmeans(d, int(shares[c]), niter=niter, seed=seed + 1 + c, spherical=spherical,
+                            min_points_per_centroid=1)
+        fine.train(np.ascontiguousarray(rows))
+        parts.append(fine.centroids)
+    return np.ascontiguousarray(np.vstack(parts), dtype=np.float32)
 
 
 def populate(index: faiss.Index, database: np.ndarray, factory: str, config: KnnConfig,

@@ -40,8 +40,8 @@ from miner.index import (
 from miner.vectors import unit_rows
 
 # Training vectors per list: k-means needs a few dozen per centroid (faiss warns below 39 and subsamples above
-# 256); 64 keeps training (whose cost grows as nlist^2) a small part of the stage. recall@k measured with it:
-# docs/benchmarks.md.
+# 256); 64 keeps training (whose cost grows as nlist^2 in one level, nlist^1.5 in two: knn.two_level_lists) a
+# small part of the stage. recall@k measured with it: docs/benchmarks.md.
 TRAIN_ROWS_PER_LIST = 64
 # Floats of one similarity block (queries x database rows) in list_topk: bounds its memory to ~64 MB.
 BLOCK_FLOATS = 1 << 24

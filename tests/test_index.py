@@ -15,6 +15,8 @@ from miner.index import (
     rescore,
     resolve_factory,
     stores_exact_vectors,
+    trained_index,
+    two_level_centroids,
     use_gpu,
 )
 
@@ -100,16 +102,17 @@ index_cases = st.tuples(
     st.integers(40, 160),                            # database size
     st.integers(1, 8),                               # k
     st.sampled_from(["IVF4,Flat", "IVF8,Flat", "IVF4,PQ4x4", "IVF8,SQ8", "PCA8,IVF4,Flat"]),
+    st.sampled_from([0, 4]),                         # two_level_lists: one-level or two-level quantizer
 )
 
 
 @given(index_cases)
 def test_approximate_index_with_rescoring_equals_exact_search(case):
     """With every list probed and every vector fetched as a candidate, rescoring must restore exact k-NN."""
-    seed, d, n, k, factory = case
+    seed, d, n, k, factory, two_level_lists = case
     rng = np.random.default_rng(seed)
     q, db = clustered(rng, 30, d), clustered(rng, n, d)
-    config = KnnConfig(index=factory, nprobe=8, rescore_factor=n)
+    config = KnnConfig(index=factory, nprobe=8, rescore_factor=n, two_level_lists=two_level_lists)
     sims, ids = knn(q, db, k, config)
     want_sims, want_ids = brute_force(q, db, k)
     assert sims == pytest.approx(want_sims, abs=1e-5)
@@ -135,8 +138,45 @@ def test_bad_factory_string_is_a_clear_error():
         knn(clustered(rng, 4, 8), clustered(rng, 4, 8), 1, KnnConfig(index="NotAnIndex"))
 
 
+def coarse_quantizer_centroids(index):
+    quantizer = faiss.extract_index_ivf(index).quantizer
+    return quantizer.reconstruct_n(0, quantizer.ntotal)
+
+
+def kmeans_fit(rows, centroids):
+    """Mean cosine of each row to its nearest centroid: what spherical k-means maximises."""
+    return float((rows @ unit(centroids).T).max(axis=1).mean())
+
+
+@pytest.mark.parametrize("factory", ["IVF64,Flat", "IVF64,SQ8", "PCA16,IVF64,Flat"])
+def test_large_quantizers_train_in_two_levels_as_well_as_in_one(factory):
+    rng = np.random.default_rng(7)
+    rows = clustered(rng, 64 * 64, 32, clusters=40, noise=0.5)
+    two = trained_index(32, factory, KnnConfig(two_level_lists=64), rows)
+    one = trained_index(32, factory, KnnConfig(two_level_lists=0), rows)
+    assert two.is_trained and faiss.extract_index_ivf(two).quantizer.ntotal == 64
+    centroids = coarse_quantizer_centroids(two)
+    if factory == "IVF64,Flat":  # no transform before the quantizer: its centroids are two_level_centroids'
+        assert np.array_equal(centroids, two_level_centroids(rows, 64))
+        assert np.allclose(np.linalg.norm(centroids, axis=1), 1, atol=1e-5)  # spherical, as faiss's IP training
+        assert kmeans_fit(rows, centroids) >= kmeans_fit(rows, coarse_quantizer_centroids(one)) - 0.01
+    assert np.array_equal(centroids, coarse_quantizer_centroids(trained_index(32, factory,
+                                                                              KnnConfig(two_level_lists=64), rows)))
+    below = trained_index(32, factory, KnnConfig(two_level_lists=128), rows)  # under the threshold: one level
+    assert np.array_equal(coarse_quantizer_centroids(below), coarse_quantizer_centroids(one))
+
+
+def test_a_coarse_cluster_too_small_for_a_centroid_of_its_own_still_gives_nlist_centroids():
+    rng = np.random.default_rng(8)
+    big, outliers = clustered(rng, 1000, 16, clusters=6), unit(-np.ones((3, 16)) + 0.01 * rng.normal(size=(3, 16)))
+    centroids = two_level_centroids(np.vstack([big, outliers]), 64)  # 3 rows x 64 / 1003 rounds to no centroid
+    assert centroids.shape == (64, 16) and np.isfinite(centroids).all()
+    with pytest.raises(IndexConfigError, match="at least 64 training vectors"):
+        two_level_centroids(big[:63], 64)
+
+
 @pytest.mark.parametrize("field, value", [("nprobe", 0), ("rescore_factor", "many"), ("gpu", "yes"),
-                                          ("batch_size", 0)])
+                                          ("batch_size", 0), ("two_level_lists", -1), ("two_level_lists", True)])
 def test_invalid_settings_rejected(field, value):
     with pytest.raises(IndexConfigError):
         KnnConfig(**{field: value})
