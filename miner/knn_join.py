@@ -50,6 +50,10 @@ DEVICE_BLOCK_FLOATS = 1 << 28
 # Candidates beyond k whose similarities are recomputed pair by pair: the matrix product's last bit depends on the
 # block's shape, so a row within an ulp of the k-th could otherwise be chosen in one grouping and not another.
 RESCORE_SPARE = 4
+# Rows of up to this many columns pick their candidates by numpy's partition and two masks (on rows of a hundred
+# to a few hundred columns, as the join's lists hold, 3-6x faster than torch's topk and no slower on rows crowded
+# with ties); wider rows by torch's topk, faster there (docs/benchmarks.md).
+PARTITION_MAX_COLUMNS = 400
 
 
 def join_nprobe(nlist: int) -> int:
@@ -279,17 +283,20 @@ def compare_device(config: KnnConfig) -> str | None:
 
 
 def _topk_rows(sims, refs: np.ndarray, k: int) -> np.ndarray:
-    """Column indices of each row's k best, by similarity then smaller reference among rows tied at the k-th.
+    """Column indices of each row's k best, by similarity then smaller reference among rows tied at the k-th (in
+    no particular order within a row: callers rescore and sort them).
 
-    `sims` is a numpy array or a torch tensor on any device; the selection runs where it is (torch's topk: 1.3-1.5x
-    faster than numpy's argpartition on the host, docs/benchmarks.md). topk picks arbitrarily among values tied
-    with the k-th best: such crowded rows are selected again on the host, all at once (_untied_topk). Float
-    vectors crowd a row rarely; binary codes, whose similarities take d + 1 values, crowd most rows (redone row by
-    row, they were two thirds of the stage's CPU)."""
+    `sims` is a numpy array or a torch tensor on any device. Host rows of up to PARTITION_MAX_COLUMNS columns take
+    _partition_topk; wider ones and device tensors torch's topk, where it runs (1.3-1.5x faster than numpy's
+    argpartition on wide rows, docs/benchmarks.md). topk picks arbitrarily among values tied with the k-th best:
+    such crowded rows are selected again on the host, all at once (_untied_topk). Float vectors crowd a row
+    rarely; binary codes, whose similarities take d + 1 values, crowd most rows."""
     import torch
 
     if k >= sims.shape[1]:
         return np.broadcast_to(np.arange(sims.shape[1]), tuple(sims.shape)).copy()
+    if isinstance(sims, np.ndarray) and sims.shape[1] <= PARTITION_MAX_COLUMNS:
+        return _partition_topk(sims, refs, k)
     matrix = torch.from_numpy(np.ascontiguousarray(sims)) if isinstance(sims, np.ndarray) else sims
     values, top = torch.topk(matrix, k, dim=1, sorted=False)
     kth = values.min(dim=1, keepdim=True).values
@@ -302,6 +309,26 @@ def _topk_rows(sims, refs: np.ndarray, k: int) -> np.ndarray:
         index = torch.from_numpy(crowded).to(matrix.device)
         top[crowded] = _untied_topk(matrix[index].cpu().numpy(), kth[index].cpu().numpy(), refs, k)
     return top
+
+
+def _partition_topk(sims: np.ndarray, refs: np.ndarray, k: int) -> np.ndarray:
+    """_topk_rows on the host without a sort: every column above the row's k-th best value, then as many of those
+    equal to it as there are places left, in column order, which is made reference order first (the join's lists
+    arrive ascending by reference, so the permutation is rarely needed). A row's columns come out ascending."""
+    order = np.argsort(refs, kind="stable") if np.any(refs[1:] < refs[:-1]) else None
+    if order is not None:
+        sims = sims[:, order]
+    n = sims.shape[1]
+    kth = np.partition(sims, n - k, axis=1)[:, n - k, None]
+    above, tied = sims > kth, sims == kth
+    places = k - above.sum(axis=1)
+    crowded = np.flatnonzero(tied.sum(axis=1) > places)
+    take = above | tied
+    if len(crowded):  # the first `places` tied columns of each crowded row
+        ties = tied[crowded]
+        take[crowded] = above[crowded] | (ties & (np.cumsum(ties, axis=1) <= places[crowded, None]))
+    columns = np.nonzero(take)[1].reshape(len(sims), k)
+    return columns if order is None else order[columns]
 
 
 def _untied_topk(sims: np.ndarray, kth: np.ndarray, refs: np.ndarray, k: int) -> np.ndarray:

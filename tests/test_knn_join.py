@@ -4,9 +4,12 @@ IVF search over the same quantizer finds; splitting hot lists, grouping and merg
 import faiss
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from miner.index import IndexConfigError, KnnConfig, knn
 from miner.knn_join import (
+    PARTITION_MAX_COLUMNS,
     Neighbours,
     TopKTable,
     assign,
@@ -21,6 +24,7 @@ from miner.knn_join import (
     spatial_order,
     train_quantizer,
 )
+from miner.knn_join import _topk_rows
 
 
 def clustered(rng, n, d=32, centres=20):
@@ -102,6 +106,22 @@ def test_codes_crowded_with_ties_pick_the_smaller_reference_in_every_row():
     sims = queries @ database.T
     want = np.array([refs[np.lexsort((refs, -row))[:4]] for row in sims])
     np.testing.assert_array_equal(found.refs, want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.sampled_from([3, 17, 120, PARTITION_MAX_COLUMNS + 37]),
+       st.integers(1, 12), st.sampled_from([2, 5, 1000]), st.booleans())
+def test_candidates_are_each_rows_best_then_smaller_reference_on_either_selection_path(seed, rows, columns, k,
+                                                                                      levels, sorted_refs):
+    """The partition path (narrow rows) and torch's topk (wide rows) pick the same set as a full sort by
+    (similarity descending, reference ascending), with few distinct values (ties everywhere) or many."""
+    rng = np.random.default_rng(seed)
+    sims = (rng.integers(-levels, levels + 1, (rows, columns)) / levels).astype(np.float32)
+    sims[rng.random(sims.shape) < 0.05] = -0.0  # -0.0 ties with 0.0, as in the sort
+    refs = np.arange(columns, dtype=np.int64) * 3 if sorted_refs else rng.permutation(columns * 3)[:columns]
+    picked = _topk_rows(sims, refs, k)
+    want = np.array([np.sort(np.lexsort((refs, -row))[:k]) for row in sims])
+    np.testing.assert_array_equal(np.sort(picked, axis=1), want)
 
 
 def test_merge_keeps_every_query_and_pads_missing_neighbours():
