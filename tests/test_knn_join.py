@@ -24,7 +24,7 @@ from miner.knn_join import (
     spatial_order,
     train_quantizer,
 )
-from miner.knn_join import _topk_rows
+from miner.knn_join import _topk_rows, query_similarity_order
 
 
 def clustered(rng, n, d=32, centres=20):
@@ -122,6 +122,23 @@ def test_candidates_are_each_rows_best_then_smaller_reference_on_either_selectio
     picked = _topk_rows(sims, refs, k)
     want = np.array([np.sort(np.lexsort((refs, -row))[:k]) for row in sims])
     np.testing.assert_array_equal(np.sort(picked, axis=1), want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 3000), st.sampled_from([2, 9, 10**6]), st.booleans())
+def test_the_merge_order_is_lexsorts_by_query_similarity_then_reference(seed, n, levels, runs):
+    """query_similarity_order is np.lexsort((refs, -sims, queries)), the permutation itself, with ties on
+    similarity (few levels), on reference too, -0.0 beside 0.0 and -inf, in runs as parts bring them or not."""
+    rng = np.random.default_rng(seed)
+    queries = rng.integers(0, max(1, n // 3), n)
+    sims = (rng.integers(-levels, levels + 1, n) / levels).astype(np.float32)
+    sims[rng.random(n) < 0.05] = -0.0
+    sims[rng.random(n) < 0.02] = -np.inf
+    refs = rng.integers(0, 50, n) << 33 if levels == 2 else rng.integers(-1, 2**62, n)
+    if runs:
+        order = np.lexsort((-sims, queries))
+        queries, sims, refs = queries[order], sims[order], refs[order]
+    np.testing.assert_array_equal(query_similarity_order(queries, sims, refs), np.lexsort((refs, -sims, queries)))
 
 
 def test_merge_keeps_every_query_and_pads_missing_neighbours():
