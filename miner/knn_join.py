@@ -203,8 +203,10 @@ class Neighbours:
 
 
 def list_topk(queries: np.ndarray, query_refs: np.ndarray, database: np.ndarray, database_refs: np.ndarray,
-              k: int, device: str | None = None) -> Neighbours:
-    """Each query's k best database rows by exact cosine, ties broken by the smaller reference.
+              k: int, device: str | None = None, unit: bool = False) -> Neighbours:
+    """Each query's k best database rows by exact cosine, ties broken by the smaller reference. `unit` says both
+    are unit float32 rows already (miner.vectors.unit_rows works row by row, so normalising a group's rows once
+    gives the bits normalising each list's would: a query probes many lists).
 
     A matrix product over unit rows finds the candidates (in blocks of bounded memory): numpy's BLAS when `device`
     is None, else torch on that device ("cuda", or "cpu" to run that path without a GPU). Their similarities are
@@ -217,7 +219,10 @@ def list_topk(queries: np.ndarray, query_refs: np.ndarray, database: np.ndarray,
     if take == 0:
         return out
     fetch = min(len(database), k + RESCORE_SPARE)
-    unit_queries, unit_database = unit_rows(queries, "queries"), unit_rows(database, "database")
+    if unit:
+        unit_queries, unit_database = queries, database
+    else:
+        unit_queries, unit_database = unit_rows(queries, "queries"), unit_rows(database, "database")
     if device is None:
         candidates = _numpy_candidates(unit_queries, unit_database, database_refs, fetch)
     else:

@@ -59,7 +59,7 @@ from miner.margin import neighbourhood_mean
 from miner.mining import MiningConfig
 from miner.pair_filters import KEEP, PairFilter
 from miner.selection import Pairs, greedy_one_to_one
-from miner.vectors import check_finite, check_matrix
+from miner.vectors import check_finite, check_matrix, unit_rows
 from pipelines import layout, storage
 
 log = logging.getLogger("pipelines.pairs")
@@ -377,7 +377,7 @@ class CompareList(beam.DoFn):
         for list_id in np.intersect1d(queries.lists, database.lists):  # a hot list's block may lack one kind
             (q_refs, q_rows), (db_refs, db_rows) = queries.of_list(list_id), database.of_list(list_id)
             self.similarities.inc(len(q_refs) * len(db_refs))
-            parts.append(as_cosines(list_topk(q_rows, q_refs, db_rows, db_refs, k, self.device), code))
+            parts.append(as_cosines(list_topk(q_rows, q_refs, db_rows, db_refs, k, self.device, unit=True), code))
         if not parts:
             return
         found = parts[0] if len(parts) == 1 else merge_topk(parts, k)  # a query may probe several of the lists
@@ -401,8 +401,8 @@ class CompareList(beam.DoFn):
 
 @dataclass(frozen=True)
 class GroupRows:
-    """One kind's rows of a group, as compared: each row once (widened from its code where it is binary), and its
-    memberships ordered by list, then reference (the group's order is Beam's, not defined)."""
+    """One kind's rows of a group, as compared: each row once as a unit float32 row (widened from its code where it
+    is binary), and its memberships ordered by list, then reference (the group's order is Beam's, not defined)."""
 
     lists: np.ndarray
     refs: np.ndarray
@@ -424,7 +424,8 @@ def _stacked(chunks: list[ListRows], code: str | None, name: str) -> GroupRows:
     refs = np.concatenate([c.member_refs() for c in chunks])
     index = np.concatenate([c.members.astype(np.int64) + start for c, start in zip(chunks, starts)])
     order = np.lexsort((refs, lists))
-    rows = comparable(np.concatenate([c.rows for c in chunks]), code, name)  # row by row: the same bits per row
+    # unit rows, once per row (a query is a member of several lists); row by row: the same bits per row
+    rows = unit_rows(comparable(np.concatenate([c.rows for c in chunks]), code, name), name)
     return GroupRows(lists[order], refs[order], index[order], rows)
 
 
