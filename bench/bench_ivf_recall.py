@@ -4,8 +4,9 @@
     python bench/bench_ivf_recall.py --embeddings emb.npy    # any precomputed embedding matrix (or several)
     python bench/bench_ivf_recall.py --embeddings 'data/train/teacher/use-multilingual/chunk-*.npy' \
         --database 40000 140000 --factory IVF1024,Flat IVF4096,Flat   # the default encoder's vectors, per size
-    python bench/bench_ivf_recall.py --embeddings ens.npy --factory IVF1024,Flat IVF4096,Flat \
-        --train-per-list 64 --quantizer one-level two-level             # the quantizer's training, both ways
+    python bench/bench_ivf_recall.py --encoder use-multilingual --save-embeddings flores-use.npy \
+        --factory IVF1024,Flat IVF4096,Flat --train-per-list 64 --nprobe 16 64 256 \
+        --quantizer one-level two-level two-level+1 two-level+2 two-level+4   # the quantizer's training, each way
 
 Synthetic clusters flatter IVF (bench_mining.py sees recall 1.0 at any nprobe); real sentence vectors are
 spread out. This embeds every sentence of ../shared/data/dev/flores200-devtest (~211k sentences in ~200
@@ -50,10 +51,12 @@ def main() -> None:
     parser.add_argument("--nprobe", type=int, nargs="+", default=[4, 8, 16, 32, 64, 128])
     parser.add_argument("--train-per-list", type=int, default=256,
                         help="training vectors per inverted list (faiss's own cap is 256)")
-    parser.add_argument("--quantizer", nargs="+", choices=("one-level", "two-level"), default=["one-level"],
-                        help="how the coarse quantizer trains: faiss's k-means over all lists, or two-level "
-                        "k-means (miner.index.two_level_centroids, the default from knn.two_level_lists lists); "
-                        "each is measured")
+    parser.add_argument("--quantizer", nargs="+", type=quantizer_training, default=["one-level"],
+                        help="how the coarse quantizer trains: one-level (faiss's k-means over all lists), "
+                        "two-level (miner.index.two_level_centroids, the default from knn.two_level_lists lists) or "
+                        "two-level+N (then N iterations over all lists: knn.two_level_refine); each is measured")
+    parser.add_argument("--save-embeddings", type=Path, help="write the embedded FLORES vectors here (.npy), to "
+                        "measure again with --embeddings without embedding again")
     parser.add_argument("--encoder", default="char-ngram")
     parser.add_argument("--queries", type=int, default=20_000)
     parser.add_argument("--k", type=int, default=4)
@@ -75,6 +78,8 @@ def main() -> None:
         vectors = load_encoder(args.encoder).encode(sentences)
         source = f"{len(sentences)} FLORES-200 devtest sentences, {args.encoder}"
         print(f"embedded {len(sentences)} sentences in {time.perf_counter() - started:.1f} s")
+        if args.save_embeddings:
+            np.save(args.save_embeddings, vectors)
     order = np.random.default_rng(args.seed).permutation(len(vectors))
     queries = np.asarray(vectors[np.sort(order[: args.queries])])
     rest = order[args.queries :]
@@ -93,11 +98,20 @@ def main() -> None:
     args.out.write_text(json.dumps(results, indent=2) + "\n")
 
 
+def quantizer_training(text: str) -> str:
+    name, _, refine = text.partition("+")
+    if name not in ("one-level", "two-level") or (refine and (name == "one-level" or not refine.isdigit())):
+        raise argparse.ArgumentTypeError(f"{text!r}: one-level, two-level or two-level+N")
+    return text
+
+
 def measure(queries, database, exact_ids, exact_seconds, factory, quantizer, args) -> dict:
     nlist = ivf_lists(factory)
     started, cpu = time.perf_counter(), time.process_time()
+    refine = int(quantizer.partition("+")[2] or 0)
     index = build_index(database, KnnConfig(index=factory, train_sample=args.train_per_list * nlist,
-                                            two_level_lists=nlist if quantizer == "two-level" else 0))
+                                            two_level_lists=nlist if quantizer.startswith("two-level") else 0,
+                                            two_level_refine=refine))
     build_seconds, build_cpu = time.perf_counter() - started, time.process_time() - cpu
     # nlist x sum(list size^2) / N^2: 1 when lists are equal; the join's comparisons grow with it
     imbalance = faiss.extract_index_ivf(index).invlists.imbalance_factor()

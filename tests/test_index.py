@@ -152,16 +152,20 @@ def kmeans_fit(rows, centroids):
 def test_large_quantizers_train_in_two_levels_as_well_as_in_one(factory):
     rng = np.random.default_rng(7)
     rows = clustered(rng, 64 * 64, 32, clusters=40, noise=0.5)
-    two = trained_index(32, factory, KnnConfig(two_level_lists=64), rows)
+    two = trained_index(32, factory, KnnConfig(two_level_lists=64, two_level_refine=0), rows)
     one = trained_index(32, factory, KnnConfig(two_level_lists=0), rows)
     assert two.is_trained and faiss.extract_index_ivf(two).quantizer.ntotal == 64
     centroids = coarse_quantizer_centroids(two)
+    refined = coarse_quantizer_centroids(trained_index(32, factory, KnnConfig(two_level_lists=64), rows))
     if factory == "IVF64,Flat":  # no transform before the quantizer: its centroids are two_level_centroids'
         assert np.array_equal(centroids, two_level_centroids(rows, 64))
-        assert np.allclose(np.linalg.norm(centroids, axis=1), 1, atol=1e-5)  # spherical, as faiss's IP training
+        for trained in (centroids, refined):  # spherical, as faiss's IP training
+            assert np.allclose(np.linalg.norm(trained, axis=1), 1, atol=1e-5)
         assert kmeans_fit(rows, centroids) >= kmeans_fit(rows, coarse_quantizer_centroids(one)) - 0.01
-    assert np.array_equal(centroids, coarse_quantizer_centroids(trained_index(32, factory,
-                                                                              KnnConfig(two_level_lists=64), rows)))
+        assert kmeans_fit(rows, refined) >= kmeans_fit(rows, centroids) - 1e-4  # k-means steps never fit worse
+    assert not np.array_equal(refined, centroids)
+    assert np.array_equal(refined, coarse_quantizer_centroids(trained_index(32, factory, KnnConfig(two_level_lists=64),
+                                                                            rows)))
     below = trained_index(32, factory, KnnConfig(two_level_lists=128), rows)  # under the threshold: one level
     assert np.array_equal(coarse_quantizer_centroids(below), coarse_quantizer_centroids(one))
 
@@ -176,7 +180,8 @@ def test_a_coarse_cluster_too_small_for_a_centroid_of_its_own_still_gives_nlist_
 
 
 @pytest.mark.parametrize("field, value", [("nprobe", 0), ("rescore_factor", "many"), ("gpu", "yes"),
-                                          ("batch_size", 0), ("two_level_lists", -1), ("two_level_lists", True)])
+                                          ("batch_size", 0), ("two_level_lists", -1), ("two_level_lists", True),
+                                          ("two_level_refine", -2), ("two_level_refine", 1.5)])
 def test_invalid_settings_rejected(field, value):
     with pytest.raises(IndexConfigError):
         KnnConfig(**{field: value})
