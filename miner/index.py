@@ -59,7 +59,7 @@ class KnnConfig:
     # IVF quantizers of this many lists or more train by two-level k-means (train_coarse_quantizer): its cost per
     # training row grows as sqrt(nlist) instead of nlist; 0 keeps faiss's one-level k-means for every size. Then
     # two_level_refine iterations of k-means over all lists start from its centroids (each costs a tenth of
-    # faiss's training): on real sentence vectors 2 bring recall@4 to within 0.3 points of faiss's training at 4x
+    # faiss's training): on real sentence vectors 2 bring recall@4 to within 0.3 points of faiss's training at 3.3x
     # less CPU (IVF4096), where none lose 0.6-1.4 points (docs/benchmarks.md).
     two_level_lists: int = 4096
     two_level_refine: int = 2
@@ -155,6 +155,10 @@ def trained_index(dim: int, factory: str, config: KnnConfig, sample: np.ndarray 
     return index
 
 
+# k-means seeds of the two-level training: fixed, so a quantizer's centroids are the same on every run
+KMEANS_SEED = 1234
+
+
 def train_coarse_quantizer(index: faiss.Index, sample: np.ndarray, config: KnnConfig) -> None:
     """Give an untrained IVF index of `config.two_level_lists` or more lists its centroids by two-level k-means
     (a no-op for other indexes, whose `train` does it all).
@@ -182,7 +186,7 @@ def train_coarse_quantizer(index: faiss.Index, sample: np.ndarray, config: KnnCo
     spherical = index.metric_type == faiss.METRIC_INNER_PRODUCT
     centroids = two_level_centroids(sample, index.nlist, spherical=spherical)
     if config.two_level_refine:  # a few iterations over all lists: what the split between clusters missed
-        kmeans = faiss.Kmeans(sample.shape[1], index.nlist, niter=config.two_level_refine, seed=1234,
+        kmeans = faiss.Kmeans(sample.shape[1], index.nlist, niter=config.two_level_refine, seed=KMEANS_SEED,
                               spherical=spherical)
         kmeans.train(sample, init_centroids=centroids)
         centroids = kmeans.centroids
@@ -192,7 +196,7 @@ def train_coarse_quantizer(index: faiss.Index, sample: np.ndarray, config: KnnCo
 
 
 def two_level_centroids(sample: np.ndarray, nlist: int, spherical: bool = True, niter: int = 10,
-                        seed: int = 1234) -> np.ndarray:
+                        seed: int = KMEANS_SEED) -> np.ndarray:
     """nlist k-means centroids [nlist, d] of `sample` found in two levels (train_coarse_quantizer says why).
 
     Sub-centroids are shared among coarse clusters in proportion to their rows (cumulative rounding, so they add
