@@ -140,6 +140,33 @@ def test_predict_returns_k_sorted_probabilities_and_handles_odd_input(scripted_s
     assert got[0] == got[1] == [(UNDETERMINED, 0.0)] and got[2][0][0] == "deu_Latn"
 
 
+def test_the_training_prior_divided_out_reweights_and_reorders_answers(tmp_path):
+    """German and Swiss German share words; with the sidecar saying German had 20x the examples, dividing the prior
+    out (exponent 1) raises Swiss German on every text against the model as trained, and answers stay a ranked
+    distribution."""
+    path = tiny_model(tmp_path, {"deu_Latn": GERMAN, "gsw_Latn": SWISS_GERMAN, "eng_Latn": ENGLISH})
+    plain = LanguageIdentifier.load(path)
+    corrected = LanguageIdentifier(plain.model, plain.normalization, str(path),
+                                   examples={"deu_Latn": 2000, "gsw_Latn": 100, "eng_Latn": 2000}, prior_exponent=1.0)
+    texts = ["im park", "das haus", "the garden", "es buech im spital"]
+    for text, before, after in zip(texts, plain.predict(texts, k=3), corrected.predict(texts, k=3)):
+        p_before, p_after = dict(before), dict(after)
+        assert p_after["gsw_Latn"] > p_before["gsw_Latn"], text
+        assert [p for _, p in after] == sorted((p for _, p in after), reverse=True)
+        assert abs(sum(p_after.values()) - 1.0) < 1e-6
+    corrected.prior_exponent = 0.0
+    assert corrected.predict(texts, k=3) == plain.predict(texts, k=3)
+
+
+def test_a_prior_exponent_needs_the_examples_of_this_model(tmp_path, scripted_style):
+    with pytest.raises(ValueError, match="examples per language"):
+        scripted_style.prior_exponent = 0.5
+    with pytest.raises(InputFormatError, match="lack label"):
+        LanguageIdentifier(scripted_style.model, examples={"eng_Latn": 10}, prior_exponent=0.5)
+    with pytest.raises(ValueError, match="not in"):
+        LanguageIdentifier(scripted_style.model, examples={"eng_Latn": 10}, prior_exponent=3.0)
+
+
 def test_long_input_is_cut_before_prediction(scripted_style):
     long_text = GERMAN[0] + " " + " ".join(ENGLISH) * 20000   # ~1 MB: only the first max_chars are read
     start = time.perf_counter()
@@ -373,6 +400,20 @@ def test_wmt21_flores_sentences_stay_out_of_training(shared_data):
     flores = read_flores(shared_data / "dev" / "flores200-devtest" / "devtest")
     held = {" ".join(line.split()) for code in ("ben_Beng", "hin_Deva", "xho_Latn", "zul_Latn") for line in flores[code]}
     assert pool.lines and not any(line in held for lines in pool.lines.values() for line in lines)
+
+
+def test_ntrex_heldout_documents_stay_out_of_training(shared_data):
+    """The identifier's settings are chosen on NTREX's held-out documents (news, as FLORES is): none of their lines
+    may be trained on, in any language, and every NTREX language gives about 190 of them."""
+    from pipelines.text.langid_data import ntrex, ntrex_heldout
+
+    pool = Pool()
+    ntrex(shared_data / "train", pool)
+    held = ntrex_heldout(shared_data / "train")
+    assert len(held) > 120 and all(150 < len(lines) < 250 for lines in held.values())
+    for language in ("deu_Latn", "ell_Grek", "hin_Deva", "eng_Latn"):
+        trained = pool.lines[language]
+        assert len(trained) > 1500 and not any(line in trained for line in held[language])
 
 
 def test_han_script_on_real_chinese(shared_data):

@@ -184,7 +184,8 @@ def test_a_peer_can_be_swept_as_the_second_opinion(tmp_path, capsys):
                           "--output", str(output)]) == 0
     assert "| 0.3 |" in capsys.readouterr().out
     report = json.loads(output.read_text())
-    assert set(report["as they are"]) == {"0.0", "0.3"} and report["as they are"]["0.0"] >= 75
+    assert set(report) == {"short pairs", "short pairs cut"}
+    assert set(report["short pairs"]) == {"0.0", "0.3"} and report["short pairs"]["0.0"] >= 75
 
 
 # -- sentences too short to identify ----------------------------------------------------------------------------
@@ -247,3 +248,16 @@ def test_a_model_with_labels_the_project_cannot_name_is_refused(tmp_path):
     path = tiny_model(tmp_path, {"deu_Latn": GERMAN, "weird-label-1": ENGLISH})
     with pytest.raises(InputFormatError, match="tiny.bin: label.*__label__weird-label-1"):
         load_identifier(path)
+
+
+def test_prior_exponents_are_swept_on_held_out_sets_and_need_one(tmp_path, capsys):
+    """`--tune-prior` on our model inside the default combination; without a held-out set it is an error."""
+    pairs = write_pairs(tmp_path / "tune")
+    output = tmp_path / "prior.json"
+    assert evaluate_main(["--model", "combined", "--tune-prior", "0,1", "--pairs", str(pairs),
+                          "--output", str(output)]) == 0
+    assert "exponent 1: short pairs" in capsys.readouterr().out
+    report = json.loads(output.read_text())
+    assert set(report) == {"0.0", "1.0"} and set(report["0.0"]) == {"short pairs", "short pairs cut", "mean"}
+    assert report["0.0"]["short pairs"] >= 75
+    assert evaluate_main(["--model", "combined", "--tune-prior", "0,1"]) == 2

@@ -71,17 +71,23 @@ def _lines(path: Path) -> list[str]:
 
 # -- NTREX-128 -------------------------------------------------------------------------------------------------
 
+def ntrex_heldout_rows(root: Path) -> tuple[list[str], list[int], list[int]]:
+    """(document id per line, held-out rows, training rows) of NTREX-128: the last HELDOUT_DOCUMENTS documents are
+    held out, for the encoders here and for the language identifier (pipelines.text.langid_data)."""
+    doc_ids = [line.strip() for line in _lines(root / "ntrex-128" / "DOCUMENT_IDS.tsv")]
+    heldout_docs = set(list(dict.fromkeys(doc_ids))[-HELDOUT_DOCUMENTS:])
+    held = [i for i, d in enumerate(doc_ids) if d in heldout_docs]
+    train = [i for i, d in enumerate(doc_ids) if d not in heldout_docs]
+    return doc_ids, held, train
+
+
 def ntrex_references(root: Path):
     """(doc_ids, English source, held-out rows, training rows, [(language, lines)]): one reference per language.
     The held-out rows (the last documents) are in no training set here, in any language (their English leaves
     every bitext file too): what choices made after training, such as an ensemble's shares, are tuned on."""
     folder = root / "ntrex-128"
-    doc_ids = [line.strip() for line in _lines(folder / "DOCUMENT_IDS.tsv")]
+    doc_ids, held, train = ntrex_heldout_rows(root)
     english = _lines(folder / "NTREX-128" / "newstest2019-src.eng.txt.gz")
-    order = list(dict.fromkeys(doc_ids))
-    heldout_docs = set(order[-HELDOUT_DOCUMENTS:])
-    held = [i for i, d in enumerate(doc_ids) if d in heldout_docs]
-    train = [i for i, d in enumerate(doc_ids) if d not in heldout_docs]
     references, seen = [], set()
     for path in sorted((folder / "NTREX-128").glob("newstest2019-ref.*.txt.gz")):
         name = path.name.removeprefix("newstest2019-ref.").removesuffix(".txt.gz")

@@ -192,10 +192,23 @@ class LabelledIdentifier(Identifier):
         return sorted(((code, min(1.0, p)) for code, p in scores.items()), key=lambda item: (-item[1], item[0]))
 
 
-class LanguageIdentifier(LabelledIdentifier):
-    """A fastText language-identification model whose answers are named lang_Script."""
+PRIOR_DEPTH = 20   # labels read when the training prior is divided out: the correction reorders the languages the
+                   # model already finds likely; past the 20th their probabilities are too small to matter
 
-    def __init__(self, model, normalization: Normalization = OFFICIAL, path: str = ""):
+
+class LanguageIdentifier(LabelledIdentifier):
+    """A fastText language-identification model whose answers are named lang_Script.
+
+    Prior correction (logit adjustment, Menon et al. 2021). A softmax trained on `n_y` examples of language y learns
+    p(y | x) with the prior n_y / N in it. Our training caps big languages and repeats small ones, but not to one
+    size (600 to 40,000 lines), so a model would rather name a big neighbour than a small language. Where the
+    sidecar gives the examples per language and `prior_exponent` a, every answer is reweighted
+        p'(y | x) = p(y | x) (n_y / max n) ** -a / sum over the PRIOR_DEPTH labels read
+    a = 1 divides the training prior out (every language equally likely a priori, as in FLORES or any test set of
+    one size per language); a is chosen on held-out sets of the train pool (docs/text.md)."""
+
+    def __init__(self, model, normalization: Normalization = OFFICIAL, path: str = "",
+                 examples: dict[str, int] | None = None, prior_exponent: float = 0.0):
         targets = {label: parse_label(label) for label in model.get_labels()}
         unnamed = [label for label, target in targets.items() if not _LANGUAGE.fullmatch(target.language)]
         if unnamed:
@@ -204,6 +217,30 @@ class LanguageIdentifier(LabelledIdentifier):
         super().__init__(targets, path)
         self.model = model
         self.normalization = normalization
+        self.examples = examples or {}
+        self.prior_exponent = prior_exponent
+
+    @property
+    def prior_exponent(self) -> float:
+        return self._prior_exponent
+
+    @prior_exponent.setter
+    def prior_exponent(self, exponent: float) -> None:
+        if exponent and not self.examples:
+            raise ValueError(f"{self.path or 'model'}: a prior exponent needs the examples per language of its "
+                             f"training (our sidecar's 'examples'); this model has none")
+        if not 0.0 <= exponent <= 2.0:
+            raise ValueError(f"{self.path or 'model'}: prior exponent {exponent} is not in [0, 2]")
+        self._prior_exponent = float(exponent)
+        self._scale: dict[str, float] = {}
+        if exponent:
+            largest = max(self.examples.values())
+            missing = [label for label in self.targets if label.removeprefix(LABEL_PREFIX) not in self.examples]
+            if missing:
+                raise InputFormatError(f"{self.path or 'model'}: the sidecar's 'examples' lack label(s) "
+                                       f"{', '.join(missing[:5])}: it describes another model")
+            self._scale = {label: (largest / self.examples[label.removeprefix(LABEL_PREFIX)]) ** exponent
+                           for label in self.targets}
 
     @classmethod
     def load(cls, path: str | Path, normalization: Normalization | None = None) -> LanguageIdentifier:
@@ -218,7 +255,9 @@ class LanguageIdentifier(LabelledIdentifier):
                                    "its normalisation cannot be trusted; retrain or remove it")
         if normalization is None:
             normalization = Normalization(**sidecar["normalization"]) if sidecar else OFFICIAL
-        return cls(load_fasttext(path), normalization, str(path))
+        sidecar = sidecar or {}
+        return cls(load_fasttext(path), normalization, str(path), examples=sidecar.get("examples"),
+                   prior_exponent=float(sidecar.get("prior_exponent", 0.0)))
 
     def predict(self, texts: Sequence[str], k: int = 1, threshold: float = 0.0) -> list[list[tuple[str, float]]]:
         """Up to k (language, probability) per text, most probable first; labels that meet in one name add up."""
@@ -229,10 +268,24 @@ class LanguageIdentifier(LabelledIdentifier):
         rows = [i for i, text in enumerate(normalized) if _has_letter(text)]
         results: list[list[tuple[str, float]]] = [[(UNDETERMINED, 0.0)] for _ in texts]
         if rows:
-            labels, probabilities = self.model.predict([normalized[i] for i in rows], k=k, threshold=threshold)
+            texts_read = [normalized[i] for i in rows]
+            if self._scale:
+                labels, probabilities = self.model.predict(texts_read, k=max(k, PRIOR_DEPTH))
+                labels, probabilities = zip(*(self._corrected(row, p, k, threshold)
+                                              for row, p in zip(labels, probabilities)))
+            else:
+                labels, probabilities = self.model.predict(texts_read, k=k, threshold=threshold)
             for i, row_labels, row_probabilities in zip(rows, labels, probabilities):
                 results[i] = self._named(row_labels, row_probabilities, normalized[i])
         return results
+
+    def _corrected(self, labels, probabilities, k: int, threshold: float) -> tuple[list[str], list[float]]:
+        """The top k of one text's labels after the training prior is divided out (class notes)."""
+        weighted = [p * self._scale[label] for label, p in zip(labels, probabilities)]
+        total = sum(weighted) or 1.0
+        ranked = sorted(zip(labels, (w / total for w in weighted)), key=lambda item: -item[1])[:k]
+        kept = [(label, p) for label, p in ranked if p >= threshold]
+        return [label for label, _ in kept], [p for _, p in kept]
 
 
 SHORT_WORDS = 3   # sentences of 1-3 words: too short to identify alone (docs/text.md, accuracy by length band)
@@ -418,11 +471,12 @@ def train_command(args) -> dict:
         "skipped": dict(pool.skipped), "balance": asdict(balance), "settings": asdict(settings),
         "train_pool": str(args.train_pool), "seconds": round(time.monotonic() - started, 1),
     }
+    if args.prior_exponent:
+        sidecar["prior_exponent"] = args.prior_exponent
     for path in filter(None, (unquantized, args.output)):
         write_json(sidecar_path(path), {**sidecar, "model_sha256": _sha256(path), "model_bytes": path.stat().st_size,
                                         "quantized": path == args.output and settings.quantize})
     return {**sidecar, "model_bytes": args.output.stat().st_size}
-    return sidecar
 
 
 def predict_command(args) -> None:
@@ -463,6 +517,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--keep-case", action="store_true", help="do not lowercase (training and prediction)")
     train.add_argument("--keep-digits", action="store_true", help="do not drop digits (training and prediction)")
     train.add_argument("--max-chars", type=int, default=OURS.max_chars)
+    train.add_argument("--prior-exponent", type=float, default=0.0, help="divide this power of the training prior "
+                       "out of every answer (LanguageIdentifier; chosen with langid_eval --tune-prior)")
 
     predict = commands.add_parser("predict", help="label stdin lines: lang<TAB>score<TAB>text")
     predict.add_argument("--model", default=COMBINED, help="cmlm-lid, lid.176, combined (the default: both), "

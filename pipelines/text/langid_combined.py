@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from pipelines.text.identifier import UNDETERMINED, Identifier
 
-DEFAULT_WEIGHT = 0.3   # held-out short pairs (tune half): see docs/text.md for the sweep
+DEFAULT_WEIGHT = 0.3   # held-out short pairs (tune half) and NTREX documents: see docs/text.md for the sweeps
 DEPTH = 10             # labels read from each model: the tail beyond carries nothing a decision needs
 
 

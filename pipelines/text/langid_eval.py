@@ -375,6 +375,35 @@ def sweep_weights(first, second, texts: dict[str, list[str]], weights: list[floa
     return result
 
 
+def held_out_sets(args: argparse.Namespace) -> dict[str, dict[str, list[str]]]:
+    """The train pool's held-out sets named on the command line (where choices are made), as they are and cut."""
+    sets = {}
+    if args.pairs:
+        pairs = read_pairs(args.pairs)
+        sets.update({"short pairs": pairs, "short pairs cut": cut_set(pairs)})
+    if args.news_heldout:
+        from pipelines.text.langid_data import ntrex_heldout
+
+        news = ntrex_heldout(args.news_heldout)
+        sets.update({"news (held out)": news, "news cut": cut_set(news)})
+    if not sets:
+        raise ValueError("choices are made on the train pool's held-out sets: give --pairs and/or --news-heldout")
+    return sets
+
+
+def tune_prior(identifier, exponents: list[float], sets: dict[str, dict[str, list[str]]]) -> dict:
+    """Mean accuracy on every set for each prior exponent of our model (the first of a combination)."""
+    ours = getattr(identifier, "first", identifier)
+    report = {}
+    for exponent in exponents:
+        ours.prior_exponent = exponent
+        report[exponent] = {name: mean_accuracy(run_contender(identifier, texts), set(texts))
+                            for name, texts in sets.items()}
+        report[exponent]["mean"] = round(sum(report[exponent].values()) / len(sets), 2)
+        print(f"exponent {exponent:g}: " + ", ".join(f"{k} {v}" for k, v in report[exponent].items()), flush=True)
+    return report
+
+
 def load_contender(name: str):
     from pipelines.text.langid import load_identifier
     from pipelines.text.langid_peers import PEERS
@@ -393,12 +422,14 @@ def evaluate_command(args: argparse.Namespace) -> dict:
     if args.tune_weights:
         first, second = (load_contender(part) for part in args.tune_parts.split("+"))
         weights = [float(w) for w in args.tune_weights.split(",")]
-        pairs = read_pairs(args.pairs)
-        report = {"pairs": str(args.pairs), "as they are": sweep_weights(first, second, pairs, weights),
-                  "cut to 2-6 words": sweep_weights(first, second, cut_set(pairs), weights)}
-        print("| weight | as they are | cut to 2-6 words | mean |\n|---|---|---|---|\n" + "\n".join(
-            f"| {w:g} | {a} | {c} | {(a + c) / 2:.2f} |" for (w, a), c in zip(report["as they are"].items(),
-                                                                          report["cut to 2-6 words"].values())))
+        sets = held_out_sets(args)
+        report = {name: sweep_weights(first, second, texts, weights) for name, texts in sets.items()}
+        print(f"| weight | {' | '.join(sets)} | mean |\n|---|{'---|' * (len(sets) + 1)}\n" + "\n".join(
+            f"| {w:g} | {' | '.join(str(report[name][w]) for name in sets)} | "
+            f"{sum(report[name][w] for name in sets) / len(sets):.2f} |" for w in weights))
+    elif args.tune_prior:
+        report = tune_prior(load_contender(args.model), [float(a) for a in args.tune_prior.split(",")],
+                            held_out_sets(args))
     elif args.compare:
         sets = {}
         if args.flores:
@@ -406,8 +437,13 @@ def evaluate_command(args: argparse.Namespace) -> dict:
             sets.update({"FLORES": flores, "FLORES cut to 2-6 words": cut_set(flores)})
         if args.pairs:
             sets["short pairs"] = read_pairs(args.pairs)
+        if args.news_heldout:
+            from pipelines.text.langid_data import ntrex_heldout
+
+            news = ntrex_heldout(args.news_heldout)
+            sets.update({"news (held out)": news, "news cut to 2-6 words": cut_set(news)})
         if not sets:
-            raise ValueError("--compare needs --flores and/or --pairs")
+            raise ValueError("--compare needs --flores, --pairs and/or --news-heldout")
         contenders = {name: load_contender(name) for name in args.compare.split(",")}
         report = compare(contenders, sets)
         print(compare_table(report, list(sets)))
@@ -437,6 +473,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare", nargs="?", const=DEFAULT_CONTENDERS, help="contenders side by side "
                         f"(comma-separated; default {DEFAULT_CONTENDERS}; lingua-low is its low-accuracy mode)")
     parser.add_argument("--pairs", type=Path, help="held-out short pairs (data/train/heldout-short/tune or test)")
+    parser.add_argument("--news-heldout", type=Path, help="with --compare: the train pool (../shared/data/train), "
+                        "whose held-out NTREX documents (news, as FLORES is; in no identifier's training) are measured")
+    parser.add_argument("--tune-prior", help="comma-separated prior exponents of --model (ours, or ours+X) to try on "
+                        "--pairs and --news-heldout")
     parser.add_argument("--tune-weights", help="comma-separated weights of the combined identifier to try on --pairs")
     parser.add_argument("--tune-parts", default="cmlm-lid+lid.176", help="FIRST+SECOND: the two identifiers "
                         "combined (e.g. combined+lingua: lingua as a second opinion where the default is unsure)")
