@@ -236,10 +236,10 @@ def test_lid_model_values_resolve_stage_and_record_their_files(tmp_path):
     with pytest.raises(ValueError, match="lid.model '/nowhere.bin': no such file"):
         check_lid_model("cmlm-lid+/nowhere.bin")
     files = lid_files("combined")
-    assert files[0] == ["combined"] and [Path(row[0]).name for row in files[1:]] == ["cmlm-lid.bin", "lid.176.ftz"]
+    assert files[0] == ["combined"] and [Path(row[0]).name for row in files[1:]] == ["cmlm-lid.ftz", "lid.176.ftz"]
     staged = stage_lid_model("combined", str(tmp_path / "staging"))
-    assert staged == f"{tmp_path}/staging/cmlm-lid.bin+lid.176"   # the wheel's model is installed on workers
-    assert (tmp_path / "staging" / "cmlm-lid.bin.json").is_file()
+    assert staged == f"{tmp_path}/staging/cmlm-lid.ftz+lid.176"   # the wheel's model is installed on workers
+    assert (tmp_path / "staging" / "cmlm-lid.ftz.json").is_file()
 
 
 def test_a_model_with_labels_the_project_cannot_name_is_refused(tmp_path):

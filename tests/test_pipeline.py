@@ -169,7 +169,7 @@ def test_a_remote_runner_gets_models_staged_and_refuses_local_paths(gcs_bucket, 
     assert remote["encoder"] == f"{gcs_bucket}/tmp/cmlm-miner-staging/encoder"
     assert remote["lid"]["model"].startswith(f"{gcs_bucket}/tmp/cmlm-miner-staging/lid/")
     staged = [p.rsplit("/", 1)[-1] for p in storage.match(f"{gcs_bucket}/tmp/cmlm-miner-staging/**")]
-    assert "model.safetensors" in staged and "cmlm-lid.bin.json" in staged
+    assert "model.safetensors" in staged and "cmlm-lid.ftz.json" in staged
 
 
 def test_the_default_ensemble_is_staged_with_its_members_and_loads_from_there(gcs_bucket, tmp_path):

@@ -13,7 +13,7 @@ captions, fragments) and half the documents of 3 sentences or more get one sente
 (`foreign`: English half of the time, the quoted English sentence in a German page). Sentence accuracy is reported alone, with the document's
 language as identified from its own sentences, and with the true document language (the ceiling), per kind.
 
-    python -m pipelines.text.langid_eval --model models/lid/cmlm-lid.bin \\
+    python -m pipelines.text.langid_eval --model models/lid/cmlm-lid.ftz \\
         --flores ../shared/data/dev/flores200-devtest/devtest --documents --output lid-report.json
 """
 
