@@ -340,9 +340,9 @@ class TrainSettings:
     lr: float = 0.5
     minn: int = 2
     maxn: int = 4
-    # Few hash buckets for the character n-grams and only frequent words keep the plain (unquantised) model small
-    # (15.7 MB at 64 dimensions), and a plain matrix predicts a third faster than a quantised one; FLORES accuracy
-    # was the same as with 500,000 buckets and every word (measured: docs/text.md)
+    # Few hash buckets for the character n-grams and only frequent words keep the model small (FLORES accuracy was
+    # the same as with 500,000 buckets and every word); at 128 dimensions only quantisation keeps it within the
+    # repository's size (31 MB plain, 4.5 MB quantised), at half the plain 64-dimension model's speed (docs/text.md)
     bucket: int = 50_000
     min_count: int = 300     # rarer words count through their character n-grams only (300 keeps the 40,000-line
                              # cap's model at the size of the 4,000-line one's at 100: 15.7 MB)

@@ -375,6 +375,14 @@ def sweep_weights(first, second, texts: dict[str, list[str]], weights: list[floa
     return result
 
 
+def news_heldout_sets(train_pool: Path) -> dict[str, dict[str, list[str]]]:
+    """The train pool's held-out NTREX documents (news, in no identifier's training), as they are and cut."""
+    from pipelines.text.langid_data import ntrex_heldout
+
+    news = ntrex_heldout(train_pool)
+    return {"news (held out)": news, "news cut": cut_set(news)}
+
+
 def held_out_sets(args: argparse.Namespace) -> dict[str, dict[str, list[str]]]:
     """The train pool's held-out sets named on the command line (where choices are made), as they are and cut."""
     sets = {}
@@ -382,10 +390,7 @@ def held_out_sets(args: argparse.Namespace) -> dict[str, dict[str, list[str]]]:
         pairs = read_pairs(args.pairs)
         sets.update({"short pairs": pairs, "short pairs cut": cut_set(pairs)})
     if args.news_heldout:
-        from pipelines.text.langid_data import ntrex_heldout
-
-        news = ntrex_heldout(args.news_heldout)
-        sets.update({"news (held out)": news, "news cut": cut_set(news)})
+        sets.update(news_heldout_sets(args.news_heldout))
     if not sets:
         raise ValueError("choices are made on the train pool's held-out sets: give --pairs and/or --news-heldout")
     return sets
@@ -438,10 +443,7 @@ def evaluate_command(args: argparse.Namespace) -> dict:
         if args.pairs:
             sets["short pairs"] = read_pairs(args.pairs)
         if args.news_heldout:
-            from pipelines.text.langid_data import ntrex_heldout
-
-            news = ntrex_heldout(args.news_heldout)
-            sets.update({"news (held out)": news, "news cut to 2-6 words": cut_set(news)})
+            sets.update(news_heldout_sets(args.news_heldout))
         if not sets:
             raise ValueError("--compare needs --flores, --pairs and/or --news-heldout")
         contenders = {name: load_contender(name) for name in args.compare.split(",")}
@@ -473,11 +475,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare", nargs="?", const=DEFAULT_CONTENDERS, help="contenders side by side "
                         f"(comma-separated; default {DEFAULT_CONTENDERS}; lingua-low is its low-accuracy mode)")
     parser.add_argument("--pairs", type=Path, help="held-out short pairs (data/train/heldout-short/tune or test)")
-    parser.add_argument("--news-heldout", type=Path, help="with --compare: the train pool (../shared/data/train), "
-                        "whose held-out NTREX documents (news, as FLORES is; in no identifier's training) are measured")
+    parser.add_argument("--news-heldout", type=Path, help="the train pool (../shared/data/train), whose held-out NTREX "
+                        "documents (news, as FLORES is; in no identifier's training) are measured (--compare) or "
+                        "tuned on (--tune-weights, --tune-prior)")
     parser.add_argument("--tune-prior", help="comma-separated prior exponents of --model (ours, or ours+X) to try on "
                         "--pairs and --news-heldout")
-    parser.add_argument("--tune-weights", help="comma-separated weights of the combined identifier to try on --pairs")
+    parser.add_argument("--tune-weights", help="comma-separated weights of the combined identifier to try on --pairs "
+                        "and --news-heldout")
     parser.add_argument("--tune-parts", default="cmlm-lid+lid.176", help="FIRST+SECOND: the two identifiers "
                         "combined (e.g. combined+lingua: lingua as a second opinion where the default is unsure)")
     parser.add_argument("--output", type=Path, help="write the full JSON report here")
