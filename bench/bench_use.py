@@ -12,7 +12,8 @@ crawls, as the issue that asked for this encoder measured), after one warm-up ca
   - ours: `load_encoder("use-multilingual").encode(sentences)` (sentencepiece, torch, token-budget batches).
   - ours-cuda (on request): the same on the first GPU, at its default precision (bf16), one replica;
   - student, ensemble (on request): models/cmlm-distilled, and the default models/cmlm-ensemble without a
-    language (the default share: both members run), what the default encoder costs against the teacher alone.
+    language (the default share: both members run), what the default encoder costs against the teacher alone;
+    student-cuda, ensemble-cuda: the same on the first GPU, as ours-cuda.
   - student-int8, student-compiled (on request): the student with torch's dynamic int8 quantisation of its Linear
     layers, or under `torch.compile(dynamic=True)` (compiled during the warm-up call), the two ways to a faster
     CPU forward pass that keep its weights; their cosine to the student's fp32 vectors is reported.
@@ -72,9 +73,10 @@ def contender(name: str, texts: list[str], threads: int, out: Path) -> None:
         from encoders import load_encoder
 
         spec = {"student": REPO / "models" / "cmlm-distilled", "ensemble": REPO / "models" / "cmlm-ensemble"}
-        student = name.startswith("student")
-        encoder = load_encoder(str(spec["student"] if student else spec.get(name, "use-multilingual")),
-                               device="cuda" if name == "ours-cuda" else "cpu")
+        base = name.removesuffix("-cuda")
+        student = base.startswith("student")
+        encoder = load_encoder(str(spec["student"] if student else spec.get(base, "use-multilingual")),
+                               device="cuda" if name.endswith("-cuda") else "cpu")
         if name == "student-int8":
             replica = encoder.replicas[0]
             replica.model = torch.ao.quantization.quantize_dynamic(replica.model, {torch.nn.Linear}, torch.qint8)
@@ -107,7 +109,7 @@ def main() -> None:
     parser.add_argument("--sentences-file", type=Path)
     parser.add_argument("--contenders", nargs="+", default=["package", "ours"],
                         choices=["package", "ours", "ours-cuda", "student", "student-int8", "student-compiled",
-                                 "ensemble"])
+                                 "ensemble", "student-cuda", "ensemble-cuda"])
     parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "use.json")
     parser.add_argument("--child", nargs=2, metavar=("NAME", "VECTORS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -139,7 +141,8 @@ def main() -> None:
     if "package" in results and "ours" in results:
         report["ratio"] = results["ours"]["sentences_per_cpu_s"] / results["package"]["sentences_per_cpu_s"]
     for reference, name in (("package", "ours"), ("package", "ours-cuda"), ("student", "student-int8"),
-                            ("student", "student-compiled")):
+                            ("student", "student-compiled"), ("student", "student-cuda"),
+                            ("ensemble", "ensemble-cuda")):
         if reference in vectors and name in vectors:
             cosine = (vectors[reference] * vectors[name]).sum(1)
             report[f"cosine_{name}"] = {"to": reference, "min": float(cosine.min()), "mean": float(cosine.mean()),

