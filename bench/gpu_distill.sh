@@ -8,6 +8,9 @@
 #   there: OUT=... bash bench/gpu_distill.sh --set run.time_limit_minutes=6.6
 #   here:  cat <files_at>/encoder.tar.part-* | tar -x -C models/distill-mix-gpu      (and midpoint.tar.part-*)
 # The held-out checks run afterwards on the CPU (the machine has no faiss), so data.heldout is empty there.
+# The pack (42 MiB) and the repository (48 MB) together exceed what travels (64 MiB): for the call, the tracked
+# folders training does not read (models/cmlm-reference, models/lid, docs, tests, sample) were moved out and taken
+# out of git's index (git rm -r --cached), and put back afterwards (git reset); 62.9 MiB travelled on 2026-11-26.
 set -euo pipefail
 PACK=$(cd "${PACK:-.gpu/distill}" && pwd)
 OUT=${OUT:?set OUT to the folder that comes back}
