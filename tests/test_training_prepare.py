@@ -39,6 +39,9 @@ def test_prepare_from_the_train_pool(shared_data, tmp_path):
     # every NTREX language's held-out documents (what ensemble shares are chosen on) are absent from training too
     _, english, held_rows, _, references = ntrex_references(shared_data / "train")
     assert len(references) > 100 and {" ".join(english[i].split()) for i in held_rows} == held
+    news = sorted((tmp_path / "heldout-news").glob("*.tsv.gz"))  # the same documents in every NTREX language
+    assert len(news) == len(references) and len(manifest["heldout_news"]) == len(references)
+    assert {line.split("\t")[1] for line in read(news[0])} == held
     czech = dict(references)["ces_Latn"]
     czech_trained = {line.split("\t")[0] for line in read(tmp_path / "bitext" / "ces_Latn-eng_Latn.tsv.gz")}
     assert not {" ".join(czech[i].split()) for i in held_rows} & czech_trained

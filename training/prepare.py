@@ -10,6 +10,8 @@ Writes, with every language named ISO 639-3 + script (miner/languages.py):
                                   WMT21, Multi30k task 1, FLORES v1; exact duplicates removed
     heldout/<lang>-eng_Latn.tsv.gz the last NTREX documents, in every format left out of training: the periodic xsim
                                   check (an English sentence held out here is dropped from all bitext)
+    heldout-news/<lang>-eng_Latn.tsv.gz  the same documents in every NTREX language (121): long news sentences for
+                                  choices made after training (`miner.evaluate suite --short data/train/heldout-news`)
     bitext-short/<lang>-eng_Latn.tsv.gz  en-pairs/ (training/en_pairs.py): localisation strings, help text,
                                   questions, captions; checked line by line, skips counted by reason
     heldout-short/{tune,test}/<lang>-eng_Latn.tsv.gz  en-pairs' held-out split, chosen by the English side (so
@@ -106,14 +108,13 @@ def ntrex_references(root: Path):
 
 
 def ntrex(root: Path, collect: Collector) -> dict[str, list[tuple[str, str]]]:
-    """Documents for every language, pairs with the English source; returns the held-out pairs."""
+    """Documents for every language, pairs with the English source; returns every language's held-out pairs."""
     doc_ids, english, held, train, references = ntrex_references(root)
     heldout_pairs: dict[str, list[tuple[str, str]]] = {}
     for language, lines in references:
         collect.documents[language].extend(_documents([lines[i] for i in train], [doc_ids[i] for i in train]))
         collect.add_pairs(language, ((lines[i], english[i]) for i in train), "ntrex-128")
-        if language in HELDOUT_LANGUAGES:
-            heldout_pairs[language] = [(_clean(lines[i]), _clean(english[i])) for i in held]
+        heldout_pairs[language] = [(_clean(lines[i]), _clean(english[i])) for i in held]
     collect.documents[ENGLISH].extend(_documents([english[i] for i in train], [doc_ids[i] for i in train]))
     return heldout_pairs
 
@@ -304,7 +305,8 @@ def build_tokenizer(output: Path, collect: Collector, vocab_size: int, sample_li
 def prepare(shared: Path, output: Path, vocab_size: int, sample_lines: int, seed: int) -> dict:
     if shared.name == "dev" or "dev" in shared.resolve().parts[-1:]:
         raise ValueError(f"{shared}: training data comes from the train pool only, never dev/")
-    for folder in ("documents", "bitext", "heldout", "loop", "tokenizer", "bitext-short", "heldout-short"):
+    for folder in ("documents", "bitext", "heldout", "heldout-news", "loop", "tokenizer", "bitext-short",
+                   "heldout-short"):
         shutil.rmtree(output / folder, ignore_errors=True)  # a rerun writes the same set, never a union
     collect, loop_pool = Collector(), {}
     log.info("reading NTREX-128 from %s", shared)
@@ -333,9 +335,13 @@ def prepare(shared: Path, output: Path, vocab_size: int, sample_lines: int, seed
             continue
         kept = [f"{a}\t{b}" for a, b in pairs if b not in unseen_english]
         manifest["bitext"][language] = write_gz_lines(output / "bitext" / f"{language}-{ENGLISH}.tsv.gz", kept)
+    manifest["heldout_news"] = {}
     for language, pairs in sorted(heldout.items()):
-        manifest["heldout"][language] = write_gz_lines(output / "heldout" / f"{language}-{ENGLISH}.tsv.gz",
-                                                       (f"{a}\t{b}" for a, b in pairs))
+        manifest["heldout_news"][language] = write_gz_lines(
+            output / "heldout-news" / f"{language}-{ENGLISH}.tsv.gz", (f"{a}\t{b}" for a, b in pairs))
+        if language in HELDOUT_LANGUAGES:  # the training runs' own periodic check: a few languages, quick
+            manifest["heldout"][language] = write_gz_lines(output / "heldout" / f"{language}-{ENGLISH}.tsv.gz",
+                                                           (f"{a}\t{b}" for a, b in pairs))
     manifest["loop"] = write_loop_pool(output, loop_pool, held_english, seed)
     if short is not None:
         manifest["en_pairs"] = write_en_pairs(output, short, unseen_english)
