@@ -33,9 +33,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def sample_bitext(train: Path, cap: int, out: Path) -> tuple[int, set[str]]:
-    """At most `cap` pairs a language over its news and short files, each file in proportion; returns the pair
-    count and the distinct English sentences kept."""
+def sample_bitext(train: Path, cap: int, out: Path, news_cap: int | None = None) -> tuple[int, set[str]]:
+    """At most `cap` pairs a language over its news and short files, each file in proportion; with `news_cap`, the
+    news (bitext/) at most `news_cap` a language and the short pairs (bitext-short/) at most `cap`, each apart.
+    Returns the pair count and the distinct English sentences kept."""
     by_language: dict[str, list[tuple[Path, list[str]]]] = defaultdict(list)
     for folder in ("bitext", "bitext-short"):
         for path in sorted((train / folder).glob("*.tsv.gz")):
@@ -46,7 +47,10 @@ def sample_bitext(train: Path, cap: int, out: Path) -> tuple[int, set[str]]:
         total = sum(len(lines) for _, lines in parts)
         rng = random.Random(language)
         for path, lines in parts:
-            k = len(lines) if total <= cap else round(len(lines) * cap / total)
+            if news_cap is None:
+                k = len(lines) if total <= cap else round(len(lines) * cap / total)
+            else:
+                k = min(len(lines), news_cap if path.parent.name == "bitext" else cap)
             rows = sorted(rng.sample(range(len(lines)), k))
             target = out / "data/train" / path.parent.name / path.name.removesuffix(".gz")
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -111,7 +115,10 @@ def check_teacher(site: Path, sentences: list[str]) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--train", type=Path, default=ROOT / "data/train", help="training.prepare's output")
-    parser.add_argument("--cap", type=int, default=8000, help="most pairs kept per language")
+    parser.add_argument("--cap", type=int, default=8000, help="most pairs kept per language (with --news-cap: "
+                        "of the short pairs)")
+    parser.add_argument("--news-cap", type=int, help="most news pairs kept per language, apart from the short "
+                        "ones (the news is what long sentences learn from)")
     parser.add_argument("--output", type=Path, default=ROOT / ".gpu/distill")
     parser.add_argument("--check", type=int, default=2000, help="English sentences on which the packed teacher "
                         "is compared with the full one")
@@ -119,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.output.exists():
         shutil.rmtree(args.output)
     staging = args.output / "staging"
-    kept, english = sample_bitext(args.train, args.cap, staging)
+    kept, english = sample_bitext(args.train, args.cap, staging, args.news_cap)
     print(f"{kept:,} pairs, {len(english):,} distinct English sentences", flush=True)
     print(f"teacher: {pruned_teacher(english, args.output):,} token ids kept", flush=True)
     lowest = check_teacher(args.output / "site", random.Random(0).sample(sorted(english), args.check))

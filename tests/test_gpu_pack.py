@@ -38,6 +38,11 @@ def test_cap_keeps_each_file_in_proportion_and_is_seeded(tmp_path):
     pack.sample_bitext(train, 20, tmp_path / "two")
     for name, rows in lines.items():
         assert (tmp_path / "two" / name).read_text(encoding="utf-8").splitlines() == rows
+    kept, _ = pack.sample_bitext(train, 4, tmp_path / "apart", news_cap=12)  # news and short capped apart
+    counts = {p.relative_to(tmp_path / "apart").as_posix(): len(p.read_text(encoding="utf-8").splitlines())
+              for p in (tmp_path / "apart").rglob("*.tsv")}
+    assert counts == {"data/train/bitext/aaa_Latn-eng_Latn.tsv": 12, "data/train/bitext-short/aaa_Latn-eng_Latn.tsv": 4,
+                      "data/train/bitext/bbb_Latn-eng_Latn.tsv": 5} and kept == 21
 
 
 def test_pruned_teacher_gives_the_full_teachers_vectors(tmp_path):
