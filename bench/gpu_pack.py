@@ -19,7 +19,6 @@ git-ignored; name it in the device tool's carry):
 from __future__ import annotations
 
 import argparse
-import gzip
 import random
 import shutil
 import subprocess
@@ -32,6 +31,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from miner.io import read_lines
+
 
 def sample_bitext(train: Path, cap: int, out: Path, news_cap: int | None = None) -> tuple[int, set[str]]:
     """At most `cap` pairs a language over its news and short files, each file in proportion; with `news_cap`, the
@@ -40,8 +41,7 @@ def sample_bitext(train: Path, cap: int, out: Path, news_cap: int | None = None)
     by_language: dict[str, list[tuple[Path, list[str]]]] = defaultdict(list)
     for folder in ("bitext", "bitext-short"):
         for path in sorted((train / folder).glob("*.tsv.gz")):
-            with gzip.open(path, "rt", encoding="utf-8") as handle:
-                by_language[path.name.split("-")[0]].append((path, handle.read().splitlines()))
+            by_language[path.name.split("-")[0]].append((path, read_lines(path)))  # split as training reads them
     kept, english = 0, set()
     for language, parts in sorted(by_language.items()):
         total = sum(len(lines) for _, lines in parts)

@@ -29,13 +29,13 @@ lens was trained behind is refused with the file named: any of them would give v
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from encoders.checkpoint import TOKENIZER_FILES, CheckpointError, read_checkpoint, read_description
+from miner.io import file_sha256
 
 FILE = "lens.json"
 WEIGHTS = "lens.safetensors"
@@ -92,7 +92,7 @@ def tokenizer_fingerprint(encoder_folder: str | Path) -> str:
     for name in TOKENIZER_FILES:
         path = layout.transformer / name
         if path.is_file():
-            return hashlib.sha256(path.read_bytes()).hexdigest()
+            return file_sha256(path)
     raise LensError(f"{encoder_folder}: no tokenizer file ({', '.join(TOKENIZER_FILES)})")
 
 

@@ -18,6 +18,18 @@ from typing import IO
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 FILE_MODE = 0o666 & ~_UMASK  # what open() would give a new file here
+DIR_MODE = 0o777 & ~_UMASK  # what mkdir() would give a new folder here
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB blocks (model files run to hundreds of MB)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 class InputFormatError(ValueError):

@@ -14,7 +14,6 @@ docs/training.md makes it), not this command's.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import logging
 import os
@@ -30,10 +29,6 @@ SAME_FILES = ("config.json", "tokenizer.json", "modules.json")  # must be identi
 
 class AverageError(ValueError):
     """Folders that cannot be averaged, named with the reason."""
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def weight_files(folder: Path) -> list[Path]:
@@ -103,6 +98,8 @@ def average(folders: list[Path], weights: list[float], output: Path) -> Path:
     """Write the weighted average of `folders` to `output` (staged beside it, renamed into place)."""
     from safetensors.torch import save_file
 
+    from miner.io import DIR_MODE, FILE_MODE, file_sha256
+
     if len(folders) < 2 or len(folders) != len(weights):
         raise AverageError("give two or more --models and one --weights value for each")
     if any(w < 0 for w in weights) or abs(sum(weights) - 1.0) > 1e-6:
@@ -119,11 +116,11 @@ def average(folders: list[Path], weights: list[float], output: Path) -> Path:
             save_file(averaged, str(staging / relative), metadata={"format": "pt"})
         record = {"method": "weighted average of weights (WiSE-FT / model soup)",
                   "sources": [{"folder": str(folder), "weight": weight,
-                               "sha256": {str(f): _sha256(folder / f) for f in files}}
+                               "sha256": {str(f): file_sha256(folder / f) for f in files}}
                               for folder, weight in zip(folders, weights)]}
         (staging / "average.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-        for path in staging.rglob("*"):
-            path.chmod(0o755 if path.is_dir() else 0o644)
+        for path in [staging, *staging.rglob("*")]:  # mkdtemp and safetensors write owner-only
+            path.chmod(DIR_MODE if path.is_dir() else FILE_MODE)
         os.replace(staging, output)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

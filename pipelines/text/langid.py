@@ -52,7 +52,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from miner.io import InputFormatError
+from miner.io import InputFormatError, file_sha256
 from miner.languages import (
     FIXED_SCRIPT,
     INDIVIDUAL,
@@ -250,7 +250,7 @@ class LanguageIdentifier(LabelledIdentifier):
         if not path.is_file():
             raise InputFormatError(f"{path}: language-identification model not found")
         sidecar = read_sidecar(path)
-        if sidecar and sidecar.get("model_sha256") and sidecar["model_sha256"] != _sha256(path):
+        if sidecar and sidecar.get("model_sha256") and sidecar["model_sha256"] != file_sha256(path):
             raise InputFormatError(f"{sidecar_path(path)} describes another model than {path} (sha256 differs): "
                                    "its normalisation cannot be trusted; retrain or remove it")
         if normalization is None:
@@ -332,16 +332,6 @@ def read_sidecar(model_path: Path) -> dict | None:
     return data
 
 
-def _sha256(path: Path) -> str:
-    import hashlib
-
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def load_fasttext(path: Path):
     """fastText's own binary format (not a pickle); a file it cannot parse is a clear error."""
     from pipelines.text.langid_data import fasttext_module
@@ -421,7 +411,7 @@ def load_identifier(spec: str | Path) -> Identifier:
     if builtin is None:
         return LanguageIdentifier.load(spec)
     path = builtin.locate()
-    if builtin.sha256 and _sha256(path) != builtin.sha256:
+    if builtin.sha256 and file_sha256(path) != builtin.sha256:
         raise InputFormatError(f"{path}: not the {spec} model the project was measured with (sha256 differs)")
     identifier = LanguageIdentifier.load(path)
     identifier.path = spec
@@ -474,7 +464,8 @@ def train_command(args) -> dict:
     if args.prior_exponent:
         sidecar["prior_exponent"] = args.prior_exponent
     for path in filter(None, (unquantized, args.output)):
-        write_json(sidecar_path(path), {**sidecar, "model_sha256": _sha256(path), "model_bytes": path.stat().st_size,
+        write_json(sidecar_path(path), {**sidecar, "model_sha256": file_sha256(path),
+                                        "model_bytes": path.stat().st_size,
                                         "quantized": path == args.output and settings.quantize})
     return {**sidecar, "model_bytes": args.output.stat().st_size}
 
