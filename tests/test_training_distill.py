@@ -178,3 +178,80 @@ def test_a_br_stage_beside_a_distillation_stage_draws_its_own_batches(training_i
     trainer = Trainer(config, data, tokenizer, model)
     trainer.run(fit_output=True)
     assert {"br_loss", "distill_loss"} <= set(trainer.history[-1]) and "br_loss" in trainer.history[0]
+
+
+def test_monolingual_distillation_gives_listed_sources_their_own_teacher_vector(training_inputs, tmp_path):
+    """distill.monolingual: a German source learns the teacher's vector of the German sentence itself, the
+    English side its own; a language not listed keeps the English target on both sides."""
+    from training.batches import step_rng
+
+    config = recipe(training_inputs, tmp_path, *DISTILL, "distill.monolingual=[de]", "stages.0.steps=4")
+    tokenizer, data, model = prepare_run(config)
+    (pairs,) = data.bitext
+    assert pairs.source_rows is not None and not np.array_equal(pairs.source_rows, pairs.teacher_rows)
+    assert data.summary()["monolingual_distillation"] == ["de-en"]
+    trainer = Trainer(config, data, tokenizer, model)
+    sampler = trainer.samplers["distill"]
+    picks = sampler.draw(step_rng(1, 0, 0, 0), 8)
+    batch = sampler.collate(picks)
+    np.testing.assert_array_equal(batch["teacher_src"].numpy(), data.teacher[[pairs.source_rows[i] for _, i in picks]])
+    np.testing.assert_array_equal(batch["teacher"].numpy(), data.teacher[[pairs.teacher_rows[i] for _, i in picks]])
+    trainer.run(fit_output=True)
+    assert all(np.isfinite(line["loss"]) for line in trainer.history)
+
+    config = recipe(training_inputs, tmp_path / "other", *DISTILL, "distill.monolingual=[fr]")
+    tokenizer, data, model = prepare_run(config)
+    assert data.bitext[0].source_rows is None
+    assert "teacher_src" not in Trainer(config, data, tokenizer, model).samplers["distill"].batch(step_rng(1, 0, 0, 0), 4)
+
+
+def test_the_source_target_replaces_the_english_one_on_the_source_side_only():
+    teacher, own = (torch.nn.functional.normalize(torch.randn(4, 8), dim=-1) for _ in range(2))
+    loss, cosine = distillation_loss(own, teacher, teacher, own)
+    assert float(loss) == 0 and float(cosine) == pytest.approx(1)
+    loss, _ = distillation_loss(teacher, teacher, teacher, own)
+    assert float(loss) == pytest.approx(float(((teacher - own) ** 2).sum(-1).mean()))
+
+
+@pytest.mark.parametrize("override, message", [
+    (["distill.monolingual=[de]", "distill.teacher_side=source"], "needs distill.teacher_side: target"),
+    (["distill.monolingual=[../x]"], "is not a language code")])
+def test_monolingual_settings_are_checked(training_inputs, tmp_path, override, message):
+    from miner.config import ConfigError
+
+    with pytest.raises(ConfigError, match=message):
+        recipe(training_inputs, tmp_path, *DISTILL, *override)
+
+
+def test_stacking_grows_a_trained_student_with_near_identity_layers_on_top(training_inputs, tmp_path):
+    """model.stack_to: the trained layers stay, the new ones on top copy trained layer i mod n with zero output
+    projections and the top layer's output LayerNorm, so the deeper encoder computes nearly what the shallow one
+    did; they then train, and the exported encoder has the new depth."""
+    from encoders import load_encoder
+    from training.model import load_encoder_for_training
+
+    config = recipe(training_inputs, tmp_path, *DISTILL, "stages.0.steps=2")
+    tokenizer, data, model = prepare_run(config)
+    folder = Trainer(config, data, tokenizer, model).run(fit_output=True)
+    deeper = recipe(training_inputs, tmp_path / "deeper", *DISTILL, f"model.init={folder}", "model.stack_to=5",
+                    "stages.0.steps=3")
+    shallow = load_encoder_for_training(str(folder), config.model).eval()
+    grown = load_encoder_for_training(str(folder), deeper.model).eval()
+    assert len(grown.encoder.layer) == 5 and grown.config.num_hidden_layers == 5 and grown.stacked_from == 2
+    top_norm = shallow.encoder.layer[1].output.LayerNorm
+    for i, layer in enumerate(grown.encoder.layer[2:]):
+        torch.testing.assert_close(layer.attention.self.query.weight, shallow.encoder.layer[i % 2].attention.self.query.weight)
+        assert not layer.output.dense.weight.any() and not layer.attention.output.dense.weight.any()
+        torch.testing.assert_close(layer.attention.output.LayerNorm.weight, top_norm.weight)
+    ids = torch.tensor([[2, 40, 41, 42, 3]])
+    with torch.no_grad():
+        before, after = (m(input_ids=ids, attention_mask=torch.ones_like(ids)).last_hidden_state for m in (shallow, grown))
+    assert torch.nn.functional.cosine_similarity(before, after, dim=-1).min() > 0.99
+    tokenizer, data, model = prepare_run(deeper)
+    assert model.output_is_new  # refitted to the teacher before the first step
+    exported = Trainer(deeper, data, tokenizer, model).run(fit_output=True)
+    assert json.loads((exported / "config.json").read_text())["num_hidden_layers"] == 5
+    assert load_encoder(str(exported)).encode(["Das Haus ist rot."]).shape == (1, 64)
+    with pytest.raises(ValueError, match="fewer than the 2 layers"):
+        load_encoder_for_training(str(folder), recipe(training_inputs, tmp_path / "x", *DISTILL,
+                                                      f"model.init={folder}", "model.stack_to=1").model)

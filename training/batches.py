@@ -148,6 +148,10 @@ class DistillSampler(BitextSampler):
         batch = super().collate(picks, extra_targets)
         rows = [int(self.bitext[g].teacher_rows[i]) for g, i in picks]
         batch["teacher"] = torch.from_numpy(self.teacher[rows])
+        if any(b.source_rows is not None for b in self.bitext):  # monolingual distillation: a source's own vector
+            own = [int((self.bitext[g].source_rows if self.bitext[g].source_rows is not None
+                        else self.bitext[g].teacher_rows)[i]) for g, i in picks]
+            batch["teacher_src"] = torch.from_numpy(self.teacher[own])
         return batch
 
 

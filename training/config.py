@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from miner.config import ConfigError, set_value
+from miner.languages import check_code
 
 OBJECTIVES = ("cmlm", "br", "nli", "distill")
 BR_LOSSES = ("softmax", "max-hinge")
@@ -39,6 +40,9 @@ class ModelConfig:
     # A linear layer after pooling to this width, exported as a sentence-transformers Dense module: a distilled
     # student needs the teacher's width. None: the pooled vector is the sentence vector (or the init's Dense).
     output_dim: int | None = None
+    # With `init`: grow its encoder to this many layers, new ones on top starting as near-identities
+    # (training.model.stack_layers): a deeper student that starts from what the shallow one knows.
+    stack_to: int | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,10 @@ class DistillConfig:
     # sides) to the teacher's: a random one starts at a loss of ~70 whose gradients wreck a pre-trained encoder
     # (BR in-batch accuracy 0.46 -> 0.06 in 30 steps, measured). 0 keeps the random layer.
     init_pairs: int = 4096
+    # Monolingual distillation (issue 20): pairs whose source language is listed here (the teacher's own languages,
+    # as the bitext files name them) train the source side towards the teacher's vector of that same sentence,
+    # S(x) ~ T(x), instead of its English translation's. Needs teacher_side: target.
+    monolingual: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -234,8 +242,18 @@ def check(config: TrainConfig) -> None:
             problems.append("a stage trains distill but data.bitext is empty")
         if config.distill.teacher_side not in ("target", "source"):
             problems.append(f"distill.teacher_side must be target or source, got {config.distill.teacher_side!r}")
+        if config.distill.monolingual and config.distill.teacher_side != "target":
+            problems.append("distill.monolingual needs distill.teacher_side: target (the sources get their own "
+                            "teacher vectors)")
+        for code in config.distill.monolingual:
+            try:
+                check_code(code, "distill.monolingual:")
+            except ValueError as err:
+                problems.append(str(err))
         if config.distill.batch_size < 1 or config.distill.weight <= 0 or config.distill.init_pairs < 0:
             problems.append("distill.batch_size and distill.weight must be positive, distill.init_pairs >= 0")
+    if model.stack_to is not None and (model.stack_to < 1 or not model.init):
+        problems.append("model.stack_to needs model.init and a positive layer count")
     if model.output_dim is not None and model.output_dim < 1:
         problems.append("model.output_dim must be positive")
     if "nli" in objectives and not config.data.nli:

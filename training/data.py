@@ -107,6 +107,7 @@ class BitextSet:
     tgt_keys: np.ndarray
     texts: tuple[list[str], list[str]] | None = None  # kept for held-out pairs (xsim counts identical texts)
     teacher_rows: np.ndarray | None = None  # per pair, the row of TrainingData.teacher (distillation targets)
+    source_rows: np.ndarray | None = None  # per pair, the source's own row (monolingual distillation), if any
     weights: np.ndarray | None = None  # per pair, its source's data.bitext_weights entry (None: all 1)
 
     @property
@@ -137,6 +138,7 @@ class TrainingData:
             "heldout": {b.name: len(b.src) for b in self.heldout},
             "nli": len(self.nli[2]) if self.nli else 0,
             "teacher_sentences": 0 if self.teacher is None else len(self.teacher),
+            "monolingual_distillation": sorted(b.name for b in self.bitext if b.source_rows is not None),
             "skipped": self.skips, "truncated": self.truncated,
         }
 
@@ -356,15 +358,26 @@ def load_bitext(specs: list[str], tokenize: Tokenize, skips: Skips, min_score: f
 
 def attach_teacher(bitext: list[BitextSet], distill) -> np.ndarray:
     """The teacher's vectors of every distinct sentence on its side of the bitext (cached: training/teacher.py),
-    and for each pair the row of its target; the pairs' texts are then let go."""
+    and for each pair the row of its target; with `distill.monolingual`, the sources in those languages get rows of
+    their own (`source_rows`). The pairs' texts are then let go."""
     from training.teacher import teacher_vectors
 
     side = 1 if distill.teacher_side == "target" else 0
     rows: dict[str, int] = {}
+
+    def rows_of(texts: list[str]) -> np.ndarray:
+        return np.fromiter((rows.setdefault(text, len(rows)) for text in texts), dtype=np.int64, count=len(texts))
+
     for pairs in bitext:
-        rows_of = (rows.setdefault(text, len(rows)) for text in pairs.texts[side])
-        pairs.teacher_rows = np.fromiter(rows_of, dtype=np.int64, count=len(pairs.texts[side]))
+        pairs.teacher_rows = rows_of(pairs.texts[side])
+        if pairs.src_lang in distill.monolingual:
+            pairs.source_rows = rows_of(pairs.texts[0])
         pairs.texts = None
+    monolingual = sum(len(p.src) for p in bitext if p.source_rows is not None)
+    if distill.monolingual:
+        log.info("monolingual distillation: %d pairs in %d of the %d listed languages learn their source's own "
+                 "teacher vector", monolingual, sum(p.source_rows is not None for p in bitext),
+                 len(distill.monolingual))
     return teacher_vectors(distill.teacher, list(rows), distill.cache, show_progress=sys.stderr.isatty())
 
 

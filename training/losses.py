@@ -67,20 +67,26 @@ def _copies_of_positive(keys: torch.Tensor, batch: int) -> torch.Tensor:
     return same.fill_diagonal_(False)
 
 
-def distillation_loss(student_src: torch.Tensor, student_tgt: torch.Tensor, teacher: torch.Tensor):
+def distillation_loss(student_src: torch.Tensor, student_tgt: torch.Tensor, teacher: torch.Tensor,
+                      teacher_src: torch.Tensor | None = None):
     """Multilingual knowledge distillation (METHODS §9, Reimers & Gurevych 2020): both sides of a translation pair
     land on the teacher's vector of the side it knows.
 
-        L = 1/B sum_i ( ||S(s_i) - T(s_i)||^2 + ||S(t_i) - T(s_i)||^2 )
+        L = 1/B sum_i ( ||S(s_i) - T'(s_i)||^2 + ||S(t_i) - T(t_i)||^2 ),   T'(s_i) = T(t_i) unless given
 
+    `teacher` [B, d] holds T of each pair's teacher side (the English pivot). `teacher_src`, when given, is the
+    source side's own target: T(s_i) itself where the teacher knows the source's language (monolingual
+    distillation, S(x) ~ T(x): the student copies the teacher where the teacher is good, which the ensemble needs
+    so that a share given to the student never loses to the teacher) and T(t_i) elsewhere.
     Summed over dimensions rather than averaged: the same objective times d, which puts it on the scale of the BR
     loss beside it (the teacher's rows are unit vectors, so a per-dimension MSE is ~1/d). Returns (loss, the mean
-    cosine of the student's vectors to the teacher's, both sides: the progress to watch).
+    cosine of the student's vectors to their targets, both sides: the progress to watch).
     """
     teacher = teacher.to(student_src.dtype)
-    loss = ((student_src - teacher) ** 2).sum(-1).mean() + ((student_tgt - teacher) ** 2).sum(-1).mean()
+    source_target = teacher if teacher_src is None else teacher_src.to(student_src.dtype)
+    loss = ((student_src - source_target) ** 2).sum(-1).mean() + ((student_tgt - teacher) ** 2).sum(-1).mean()
     with torch.no_grad():
-        cosine = (F.cosine_similarity(student_src, teacher, dim=-1).mean()
+        cosine = (F.cosine_similarity(student_src, source_target, dim=-1).mean()
                   + F.cosine_similarity(student_tgt, teacher, dim=-1).mean()) / 2
     return loss, cosine
 
