@@ -11,9 +11,10 @@
 #              OUT=... bash bench/gpu_distill.sh --set run.time_limit_minutes=6.5
 #   here:  cat <files_at>/train_distill_mono_gpu/encoder.tar.part-* | tar -x -C models/distill-mono-gpu
 # The held-out checks run afterwards on the CPU (the machine has no faiss), so data.heldout is empty there.
-# A pack (42-45 MiB) and the repository (48 MB) together exceed what travels (64 MiB): for the call, the tracked
-# folders training does not read (models/cmlm-reference, models/lid, docs, tests, sample) were moved out and taken
-# out of git's index (git rm -r --cached), and put back afterwards (git reset); 62.9 MiB travelled on 2026-11-26.
+# A pack (40-45 MiB) and the repository (48 MB) together exceed what travels (64 MiB): `bash bench/gpu_travel.sh
+# out` takes the tracked folders training does not read (models/cmlm-reference, models/lid, docs, tests, sample) out
+# of git's index and beside the repository for the call, `bash bench/gpu_travel.sh back` puts them back (61 MiB
+# travelled with the 40.2 MiB pack on 2026-11-26).
 set -euo pipefail
 PACK=$(cd "${PACK:-.gpu/distill}" && pwd)
 OUT=${OUT:?set OUT to the folder that comes back}
