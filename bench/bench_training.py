@@ -18,6 +18,10 @@ data sheet, 989 TFLOP/s for an H100 or H200 SXM). Results: bench/results/trainin
 `--runs` picks the contenders, e.g. the distilled student's GPU recipe (distillation and BR on one batch):
     python bench/bench_training.py --recipe configs/train_distill_gpu.yaml --steps 50 \
         --runs peer:br:fp32,ours:br:auto,ours:distill+br:auto
+`--profile N` profiles N more steps of each of our runs: where a step's time goes (the device's busy time and
+kernel count per step, the top device and host ops) and the host time to collate a step's batches. On a GPU:
+    python bench/bench_training.py --recipe configs/train_distill_gpu.yaml --steps 30 --profile 5 \
+        --runs ours:distill+br:auto --set model.init=null
 """
 
 from __future__ import annotations
@@ -58,6 +62,8 @@ def run_ours(args) -> dict:
     overrides = [*args.set, f"run.precision={args.precision}", "output=/tmp/bench-training",
                  f"stages=[{{name: bench, objectives: [{', '.join(objectives)}], steps: {args.steps + 3}}}]"]
     trainer = load(args.recipe, overrides)
+    if args.attention:  # the trainer picks eager on CPUs, sdpa on GPUs; a fourth field of --runs overrides it
+        trainer.model.encoder.set_attn_implementation(args.attention)
     optimizer = build_optimizer(trainer.model, trainer.config.optimizer, 1e-4)
     for step in range(3):
         trainer._step(trainer.model, optimizer, objectives, 0, step)
@@ -67,9 +73,56 @@ def run_ours(args) -> dict:
         tokens += trainer._step(trainer.model, optimizer, objectives, 0, step)[1]
     _sync(trainer.dist.device)
     seconds = time.perf_counter() - start
-    result = _result(trainer, tokens, seconds, f"ours {args.objectives} {args.precision}")
+    attention = trainer.model.encoder.config._attn_implementation
+    result = _result(trainer, tokens, seconds, f"ours {args.objectives} {args.precision} {attention}")
     result["pairs_per_step"] = trainer.config.br.batch_size if "br" in objectives else None
+    result["collate_ms_per_step"] = _collate_ms(trainer, objectives, args.steps)
+    if args.profile:
+        result["profile"] = _profile(trainer, optimizer, objectives, 3 + args.steps, args.profile)
     return result
+
+
+def _collate_ms(trainer, objectives: list[str], steps: int) -> float:
+    """Host time to draw and collate one step's batches (what the GPU waits for unless it overlaps)."""
+    from training.batches import step_rng
+
+    start = time.perf_counter()
+    for step in range(steps):
+        rng = step_rng(trainer.config.seed, 0, 0, step)
+        for name in objectives:
+            if not (name == "br" and trainer._br_ranks_distill_batch(objectives)):
+                trainer._batch(name, rng)
+    return 1000 * (time.perf_counter() - start) / steps
+
+
+def _profile(trainer, optimizer, objectives: list[str], first: int, steps: int) -> dict:
+    """`steps` training steps under torch.profiler: per step the wall time, the device's busy time (the sum of its
+    kernels) and kernel count, and the ops that take the most device and host time: where a step's time goes."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    cuda = trainer.dist.device.type == "cuda"
+    activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]
+    _sync(trainer.dist.device)
+    with profile(activities=activities) as prof:
+        start = time.perf_counter()
+        for step in range(first, first + steps):
+            trainer._step(trainer.model, optimizer, objectives, 0, step)
+        _sync(trainer.dist.device)
+        wall = time.perf_counter() - start
+    events = prof.key_averages()
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+
+    def top(key: str, n: int = 12) -> list[dict]:
+        ranked = sorted(events, key=lambda e: getattr(e, key), reverse=True)[:n]
+        return [{"op": e.key[:80], "ms_per_step": getattr(e, key) / 1000 / steps, "calls_per_step": e.count / steps}
+                for e in ranked if getattr(e, key) > 0]
+
+    return {"steps": steps, "wall_ms_per_step": 1000 * wall / steps,
+            "device_busy_ms_per_step": sum(k.device_time for k in kernels) / 1000 / steps if cuda else None,
+            "kernels_per_step": len(kernels) / steps if cuda else None,
+            "top_device_ops": top("self_device_time_total") if cuda else [],
+            "top_host_ops": top("self_cpu_time_total")}
 
 
 def run_peer(args) -> dict:
@@ -147,24 +200,31 @@ def main() -> None:
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one contender in this process
     parser.add_argument("--objectives", default="br", help=argparse.SUPPRESS)
     parser.add_argument("--precision", default="auto", help=argparse.SUPPRESS)
+    parser.add_argument("--attention", help=argparse.SUPPRESS)
     parser.add_argument("--runs", default=DEFAULT_RUNS,
-                        help="contenders, comma-separated who:objectives:precision (who: peer or ours)")
+                        help="contenders, comma-separated who:objectives:precision[:attention] (who: peer or ours; "
+                        "attention: eager or sdpa, else the trainer's choice)")
     parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "training.json")
+    parser.add_argument("--profile", type=int, default=0, metavar="STEPS",
+                        help="also profile this many steps of each of our runs (torch.profiler): device busy time "
+                        "and kernels per step, the top ops")
     args = parser.parse_args()
     args.set = [s.replace("'../data", f"'{REPO}/data") for s in args.set]
     if args.one:
         print(json.dumps(run_peer(args) if args.one == "peer" else run_ours(args)))
         return
-    runs = [tuple(run.split(":")) for run in args.runs.split(",")]
+    runs = [(*run.split(":"), "")[:4] for run in args.runs.split(",")]
     results = []
-    for one, objectives, precision in runs:
+    for one, objectives, precision, attention in runs:
         command = [sys.executable, __file__, "--one", one, "--objectives", objectives, "--precision", precision,
-                   "--recipe", str(args.recipe), "--steps", str(args.steps), *[f"--set={s}" for s in args.set]]
+                   *(["--attention", attention] if attention else []),
+                   "--recipe", str(args.recipe), "--steps", str(args.steps), "--profile", str(args.profile),
+                   *[f"--set={s}" for s in args.set]]
         output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
         results.append(json.loads(output.strip().splitlines()[-1]))
         print(json.dumps(results[-1]), flush=True)
     peer = next((r["tokens_per_s"] for (who, *_), r in zip(runs, results) if who == "peer"), None)
-    for (who, objectives, _), result in zip(runs, results):
+    for (who, objectives, *_), result in zip(runs, results):
         result["steps_per_s"] = args.steps / result["seconds"]
         if peer and who == "ours" and objectives == "br":
             result["vs_peer"] = result["tokens_per_s"] / peer
@@ -176,6 +236,15 @@ def main() -> None:
         extra = f" ({r['vs_peer']:.2f}x the peer)" if "vs_peer" in r else ""
         print(f"{r['run']:<36} {r['tokens_per_s']:>9.0f} tokens/s{extra}  peak RSS {r['peak_rss_mib']:.0f} MiB"
               + (f"  GPU {r['peak_gpu_mib']:.0f} MiB  MFU {100 * r['mfu']:.1f}%" if "mfu" in r else ""))
+        if "profile" in r:
+            p = r["profile"]
+            busy = (f", device busy {p['device_busy_ms_per_step']:.1f} ms in {p['kernels_per_step']:.0f} kernels"
+                    if p["device_busy_ms_per_step"] is not None else "")
+            print(f"    a step: {p['wall_ms_per_step']:.1f} ms wall{busy}; collating its batches "
+                  f"{r['collate_ms_per_step']:.1f} ms")
+            for where in ("top_device_ops", "top_host_ops"):
+                for op in p[where][:8]:
+                    print(f"    {where[4:-4]:>6} {op['ms_per_step']:8.2f} ms/step {op['calls_per_step']:6.0f} calls  {op['op']}")
 
 
 if __name__ == "__main__":

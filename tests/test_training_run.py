@@ -159,3 +159,26 @@ def test_export_writes_the_encoder_of_the_newest_checkpoint(training_inputs, tmp
         k: v for k, v in evaluated_at_end.items() if k.startswith("xsim_error/")}
     with pytest.raises(ValueError, match="no checkpoint to export"):
         export_newest_checkpoint(recipe(training_inputs, tmp_path / "empty"))
+
+
+def test_a_non_finite_loss_stops_the_run_before_any_checkpoint_holds_it(training_inputs, tmp_path):
+    """Losses stay on the device between log lines (no per-step wait for the GPU); a non-finite one is caught at the
+    next log line or checkpoint, whichever comes first, naming the steps, and no checkpoint is written from it."""
+    config = recipe(training_inputs, tmp_path, "stages=[{name: br, objectives: [br], steps: 12}]",
+                    "run.log_every=10", "run.checkpoint_every=4")
+    tokenizer, data, model = prepare_run(config)
+    trainer = Trainer(config, data, tokenizer, model)
+    forward, calls = model.forward, []
+
+    def poisoned(*args, **kwargs):
+        out = forward(*args, **kwargs)
+        calls.append(1)
+        return {**out, "loss": out["loss"] * float("nan")} if len(calls) == 6 else out
+
+    model.forward = poisoned
+    # step 6's loss is NaN (and so every loss after it): found at the step-8 checkpoint, in the window since the
+    # last log line
+    with pytest.raises(FloatingPointError, match=r"stage br steps 1-8: non-finite loss \(br_loss: 2 steps, loss: 3"):
+        trainer.run()
+    saved = sorted(p.name for p in (tmp_path / "run" / "checkpoints").iterdir())
+    assert saved == ["step-00000004"]

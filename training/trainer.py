@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import sys
 import time
@@ -81,7 +80,11 @@ def autocast(config: TrainConfig, device: torch.device):
 
 
 def to_device(batch: dict, device: torch.device) -> dict:
-    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+    """To the GPU from pinned memory, so the copy does not make the host wait for the GPU's queue to drain (a copy
+    from pageable memory does): the host collates the next batch while this step's kernels run."""
+    if device.type != "cuda":
+        return dict(batch)
+    return {k: v.pin_memory().to(device, non_blocking=True) for k, v in batch.items()}
 
 
 class Trainer:
@@ -89,6 +92,10 @@ class Trainer:
         self.config, self.data, self.tokenizer = config, data, tokenizer
         self.dist = dist or Distributed()
         self.model = model.to(self.dist.device)
+        if self.dist.device.type == "cpu" and any(p.requires_grad for p in model.encoder.parameters()):
+            # torch's CPU flash-attention backward took 35% of a distillation step (bench/bench_training.py
+            # --profile); the plain attention product trains 1.1-1.5x faster there (docs/benchmarks.md)
+            model.encoder.set_attn_implementation("eager")
         self.output = Path(config.output)
         self.recipe = as_dict(config)
         special = SpecialTokens.of(tokenizer)
@@ -171,6 +178,7 @@ class Trainer:
             bar.update(1)
             self._after_step(position, stage, optimizer, schedule, window, bar)
             if self._out_of_time() and position.step < stage.steps:
+                self._check_finite(window, stage, position)
                 return self._stop_early(position, stage, optimizer, schedule, bar)
         bar.close()
         if self.dist.main:
@@ -229,16 +237,27 @@ class Trainer:
                 out = network(batches, br_margin=self.config.br.margin, br_alpha=self.config.br.alpha,
                               distill_weight=self.config.distill.weight)
             (out["loss"] / accumulation).backward()
-            for key, value in out.items():
-                totals[key] = totals.get(key, 0.0) + float(value.detach()) / accumulation
+            for key, value in out.items():  # kept on the device: reading a value would wait for the GPU every step
+                totals[key] = totals.get(key, 0.0) + value.detach().float() / accumulation
         if self.config.optimizer.grad_clip:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.optimizer.grad_clip)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        if not all(math.isfinite(v) for v in totals.values()):
-            raise FloatingPointError(f"stage {stage} step {step}: non-finite loss {totals}; lower the learning "
-                                     f"rate or check the inputs")
         return totals, tokens * self.dist.world_size
+
+    def _check_finite(self, window: dict, stage, position: Position) -> None:
+        """The logged window's losses are read (once per log line, and before every checkpoint, so no checkpoint
+        holds weights a non-finite step moved): a non-finite one stops the run."""
+        if not window["values"]:
+            return
+        steps = len(next(iter(window["values"].values())))
+        values = {key: torch.stack(v) for key, v in window["values"].items()}
+        bad = {key: int((~torch.isfinite(v)).sum()) for key, v in values.items()}
+        if any(bad.values()):
+            first = position.step - steps + 1
+            raise FloatingPointError(f"stage {stage.name} steps {first}-{position.step}: non-finite loss "
+                                     f"({', '.join(f'{k}: {n} steps' for k, n in bad.items() if n)}); lower the "
+                                     f"learning rate or check the inputs")
 
     def _br_ranks_distill_batch(self, objectives: list[str]) -> bool:
         """A stage training BR beside distillation ranks the distillation batch (unless hard negatives give BR
@@ -255,6 +274,8 @@ class Trainer:
         run = self.config.run
         if position.step % run.log_every == 0 or position.step == stage.steps:
             self._log(position, stage, optimizer, window, bar)
+        elif run.checkpoint_every and position.step % run.checkpoint_every == 0:
+            self._check_finite(window, stage, position)
         if run.eval_every and self.data.heldout and position.step % run.eval_every == 0 and self.dist.main:
             self._log_line({"global_step": position.global_step, "stage": stage.name, **self.evaluate()})
         if run.checkpoint_every and position.step % run.checkpoint_every == 0 and position.step < stage.steps \
@@ -263,9 +284,10 @@ class Trainer:
                              run.keep_checkpoints)
 
     def _log(self, position: Position, stage, optimizer, window: dict, bar) -> None:
+        self._check_finite(window, stage, position)
         elapsed = time.perf_counter() - window["time"]
         line = {"global_step": position.global_step, "stage": stage.name, "step": position.step,
-                **{k: float(np.mean(v)) for k, v in window["values"].items()},
+                **{k: float(torch.stack(v).mean()) for k, v in window["values"].items()},
                 "lr": optimizer.param_groups[0]["lr"], "tokens_per_s": window["tokens"] / max(elapsed, 1e-9)}
         window.update(tokens=0, time=time.perf_counter(), values={})
         if self.dist.main:
