@@ -88,10 +88,7 @@ def _collate_ms(trainer, objectives: list[str], steps: int) -> float:
 
     start = time.perf_counter()
     for step in range(steps):
-        rng = step_rng(trainer.config.seed, 0, 0, step)
-        for name in objectives:
-            if not (name == "br" and trainer._br_ranks_distill_batch(objectives)):
-                trainer._batch(name, rng)
+        trainer.draw_batches(objectives, step_rng(trainer.config.seed, 0, 0, step))
     return 1000 * (time.perf_counter() - start) / steps
 
 

@@ -41,8 +41,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CMLM_SHARED", REPO.parent / "shared")) / "data"
 FLORES = SHARED / "dev" / "flores200-devtest" / "devtest"
-LANGUAGES = ("arb_Arab", "deu_Latn", "eng_Latn", "spa_Latn", "fra_Latn", "ita_Latn", "jpn_Jpan", "kor_Hang",
-             "nld_Latn", "pol_Latn", "por_Latn", "rus_Cyrl", "tha_Thai", "tur_Latn", "zho_Hans", "zho_Hant")
+sys.path.insert(0, str(REPO))
+
+from encoders.use_multilingual import LANGUAGES  # noqa: E402  (the teacher's 16 languages)
 
 
 def sentences(per_language: int) -> list[str]:

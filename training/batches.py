@@ -143,12 +143,13 @@ class DistillSampler(BitextSampler):
     def __init__(self, bitext: list[BitextSet], alpha: float, special: SpecialTokens, teacher: np.ndarray):
         super().__init__(bitext, alpha, special)
         self.teacher = teacher
+        self.monolingual = any(b.source_rows is not None for b in bitext)  # distill.monolingual lists a language
 
     def collate(self, picks: list[tuple[int, int]], extra_targets: list[tuple[int, int]] = ()) -> dict:
         batch = super().collate(picks, extra_targets)
         rows = [int(self.bitext[g].teacher_rows[i]) for g, i in picks]
         batch["teacher"] = torch.from_numpy(self.teacher[rows])
-        if any(b.source_rows is not None for b in self.bitext):  # monolingual distillation: a source's own vector
+        if self.monolingual:  # monolingual distillation: a listed language's source has its own vector
             own = [int((self.bitext[g].source_rows if self.bitext[g].source_rows is not None
                         else self.bitext[g].teacher_rows)[i]) for g, i in picks]
             batch["teacher_src"] = torch.from_numpy(self.teacher[own])

@@ -373,10 +373,10 @@ def attach_teacher(bitext: list[BitextSet], distill) -> np.ndarray:
         if pairs.src_lang in distill.monolingual:
             pairs.source_rows = rows_of(pairs.texts[0])
         pairs.texts = None
-    monolingual = sum(len(p.src) for p in bitext if p.source_rows is not None)
     if distill.monolingual:
         log.info("monolingual distillation: %d pairs in %d of the %d listed languages learn their source's own "
-                 "teacher vector", monolingual, sum(p.source_rows is not None for p in bitext),
+                 "teacher vector", sum(len(p.src) for p in bitext if p.source_rows is not None),
+                 sum(p.source_rows is not None for p in bitext),
                  len(distill.monolingual))
     return teacher_vectors(distill.teacher, list(rows), distill.cache, show_progress=sys.stderr.isatty())
 

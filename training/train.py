@@ -57,8 +57,8 @@ def build_model(config, tokenizer):
         output, new_output = output_layer(config.model, encoder.config.hidden_size, config.model.init, config.seed)
         model = TrainingModel(encoder, config.model.projection_vectors, config.br.scale, config.br.learn_scale,
                               len(config.nli.labels), output, br_loss=config.br.loss)
-    # a stacked encoder pools other vectors than its output layer was fitted to (teacher cosine 0.78 -> 0.50 on the
-    # first steps, measured): fit it again before the first step, as a new one is
+    # a stacked encoder's pooled vectors moved, if only a little (its new layers are near-identities): its output
+    # layer is fitted again before the first step, as a new one is (teacher cosine 0.78 after the fit, measured)
     model.output_is_new = new_output or hasattr(encoder, "stacked_from")
     return model
 

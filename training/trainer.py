@@ -224,10 +224,7 @@ class Trainer:
         for micro in range(accumulation):
             rng = step_rng(self.config.seed, self.dist.rank, stage, step, micro)
             torch.manual_seed(int(rng.integers(2 ** 62)))  # dropout: part of the step's seeded randomness
-            shared = self._br_ranks_distill_batch(objectives)
-            batches = {name: self._batch(name, rng) for name in objectives if not (shared and name == "br")}
-            if shared:
-                batches["br"] = batches["distill"]  # BR ranks the distillation batch's pairs: one forward pass
+            batches = self.draw_batches(objectives, rng)
             distinct = {id(b): b for b in batches.values()}  # a shared batch counts and moves once
             tokens += sum(batch_tokens(b) for b in distinct.values())
             moved = {key: to_device(b, self.dist.device) for key, b in distinct.items()}
@@ -245,11 +242,11 @@ class Trainer:
         optimizer.zero_grad(set_to_none=True)
         return totals, tokens * self.dist.world_size
 
-    def _check_finite(self, window: dict, stage, position: Position) -> None:
+    def _check_finite(self, window: dict, stage, position: Position) -> dict[str, torch.Tensor]:
         """The logged window's losses are read (once per log line, and before every checkpoint, so no checkpoint
-        holds weights a non-finite step moved): a non-finite one stops the run."""
+        holds weights a non-finite step moved): a non-finite one stops the run. Returns them, stacked per key."""
         if not window["values"]:
-            return
+            return {}
         steps = len(next(iter(window["values"].values())))
         values = {key: torch.stack(v) for key, v in window["values"].items()}
         bad = {key: int((~torch.isfinite(v)).sum()) for key, v in values.items()}
@@ -258,6 +255,15 @@ class Trainer:
             raise FloatingPointError(f"stage {stage.name} steps {first}-{position.step}: non-finite loss "
                                      f"({', '.join(f'{k}: {n} steps' for k, n in bad.items() if n)}); lower the "
                                      f"learning rate or check the inputs")
+        return values
+
+    def draw_batches(self, objectives: list[str], rng: np.random.Generator) -> dict:
+        """One micro-step's batch per objective, on the host; BR and distillation share one where they can."""
+        shared = self._br_ranks_distill_batch(objectives)
+        batches = {name: self._batch(name, rng) for name in objectives if not (shared and name == "br")}
+        if shared:
+            batches["br"] = batches["distill"]  # BR ranks the distillation batch's pairs: one forward pass
+        return batches
 
     def _br_ranks_distill_batch(self, objectives: list[str]) -> bool:
         """A stage training BR beside distillation ranks the distillation batch (unless hard negatives give BR
@@ -284,10 +290,10 @@ class Trainer:
                              run.keep_checkpoints)
 
     def _log(self, position: Position, stage, optimizer, window: dict, bar) -> None:
-        self._check_finite(window, stage, position)
+        values = self._check_finite(window, stage, position)
         elapsed = time.perf_counter() - window["time"]
         line = {"global_step": position.global_step, "stage": stage.name, "step": position.step,
-                **{k: float(torch.stack(v).mean()) for k, v in window["values"].items()},
+                **{k: float(v.mean()) for k, v in values.items()},
                 "lr": optimizer.param_groups[0]["lr"], "tokens_per_s": window["tokens"] / max(elapsed, 1e-9)}
         window.update(tokens=0, time=time.perf_counter(), values={})
         if self.dist.main:
