@@ -106,7 +106,7 @@ def test_the_cache_is_reused_and_only_missing_chunks_are_embedded(tmp_path, monk
     monkeypatch.setattr(teacher, "CHUNK", 4)
     texts = [f"sentence number {i}" for i in range(10)]
     first = teacher_vectors("char-ngram:32", texts, tmp_path)
-    chunks = sorted((tmp_path / "char-ngram_32").glob("chunk-*.npy"))
+    chunks = sorted((tmp_path / "char-ngram_32").glob("chunk-?????.npy"))
     assert len(chunks) == 3 and first.shape == (10, 32)
     chunks[1].unlink()
     embedded = []
@@ -124,7 +124,53 @@ def test_the_cache_is_reused_and_only_missing_chunks_are_embedded(tmp_path, monk
     np.testing.assert_allclose(again[::-1], first, atol=1e-3)  # float16 storage
 
 
-@pytest.mark.parametrize("damage", ["truncate", "nan", "shape"])
+def counting_encodes(monkeypatch, teacher) -> list[list[str]]:
+    """What the teacher is asked to embed, call by call."""
+    calls: list[list[str]] = []
+    real = teacher.load_teacher
+
+    def counting(spec):
+        encoder = real(spec)
+        original = encoder.encode
+        encoder.encode = lambda texts, **kw: calls.append(list(texts)) or original(texts, **kw)
+        return encoder
+
+    monkeypatch.setattr(teacher, "load_teacher", counting)
+    return calls
+
+
+def test_new_sentences_are_embedded_alone_though_they_shift_every_chunk(tmp_path, monkeypatch):
+    import training.teacher as teacher
+
+    monkeypatch.setattr(teacher, "CHUNK", 4)
+    texts = [f"sentence number {i:02d}" for i in range(0, 20, 2)]
+    first = teacher_vectors("char-ngram:32", texts, tmp_path)
+    added = ["a sentence before all others", "sentence number 05", "sentence number 13"]
+    calls = counting_encodes(monkeypatch, teacher)
+    grown = teacher_vectors("char-ngram:32", texts + added, tmp_path)  # every chunk's boundaries move
+    assert sorted(t for call in calls for t in call) == sorted(added)
+    np.testing.assert_array_equal(grown[:len(texts)], first)  # reused rows are the cached float16 values
+    np.testing.assert_allclose(grown[len(texts):], teacher_vectors("char-ngram:32", added, tmp_path / "fresh"),
+                               atol=1e-6)
+
+
+def test_a_half_written_chunk_lends_no_rows(tmp_path, monkeypatch):
+    import training.teacher as teacher
+
+    monkeypatch.setattr(teacher, "CHUNK", 4)
+    texts = [f"sentence number {i}" for i in range(8)]
+    teacher_vectors("char-ngram:32", texts, tmp_path)
+    folder = tmp_path / "char-ngram_32"
+    # a run killed after writing chunk 0's vectors for other texts, before its keys and record: the keys on disk no
+    # longer describe the rows beside them, and the record that vouched for them must not be believed
+    np.save(folder / "chunk-00000.npy", np.ones((4, 32), dtype=np.float16))
+    calls = counting_encodes(monkeypatch, teacher)
+    again = teacher_vectors("char-ngram:32", texts + ["one more"], tmp_path)
+    assert not (again == 1).all(axis=1).any()
+    assert "one more" in [t for call in calls for t in call]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "nan", "shape", "swapped"])
 def test_a_damaged_cache_file_is_named_before_training(tmp_path, damage):
     texts = [f"sentence number {i}" for i in range(6)]
     teacher_vectors("char-ngram:32", texts, tmp_path)
@@ -133,7 +179,8 @@ def test_a_damaged_cache_file_is_named_before_training(tmp_path, damage):
         chunk.write_bytes(chunk.read_bytes()[:100])
     else:
         array = np.load(chunk)
-        np.save(chunk, np.full_like(array, np.nan) if damage == "nan" else array[:3])
+        np.save(chunk, np.full_like(array, np.nan) if damage == "nan" else array[:3] if damage == "shape"
+                else array[::-1])  # swapped: the right shape and finite, other rows
     with pytest.raises(TeacherError, match="chunk-00000.npy"):
         teacher_vectors("char-ngram:32", texts, tmp_path)
 

@@ -4,9 +4,12 @@
 
 The cache is a folder per teacher holding chunks of `CHUNK` sentences in a fixed order (sorted distinct texts):
 `chunk-00012.npy` (float16 vectors) beside `chunk-00012.json` (row count, dimension and the SHA-256 of the chunk's
-texts). An interrupted run keeps every chunk it finished; the next run embeds only the rest. A chunk whose texts
-changed (other training data) is embedded again. A chunk file that is damaged (truncated, wrong shape, NaN, not an
-array) is an error naming it before training starts: a model trained on it would be silently wrong.
+texts) and `chunk-00012.keys.npy` (a 128-bit hash of each row's text). An interrupted run keeps every chunk it
+finished; the next run embeds only the rest. A chunk whose texts changed (other training data) is rebuilt, and only
+its new sentences are embedded: a row whose text's hash is in any chunk on disk keeps that vector (adding sentences
+shifts every later chunk's boundaries, so without the keys a few new sentences re-embedded the whole tail). A chunk
+file that is damaged (truncated, wrong shape, NaN, not an array) is an error naming it before training starts: a
+model trained on it would be silently wrong (a damaged chunk is never a source of reused rows either).
 Nothing here unpickles: arrays are read with `allow_pickle=False`.
 """
 
@@ -22,9 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
+from miner.io import file_sha256
+
 log = logging.getLogger("training.teacher")
 
 CHUNK = 20000  # sentences per cache file: the work lost to an interruption, at most
+KEY_DTYPE = np.dtype("V16")  # a row's text hash
 SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -55,16 +61,11 @@ def teacher_vectors(spec: str, texts: Sequence[str], cache: str | Path, show_pro
     chunks = [ordered[start:start + CHUNK] for start in range(0, len(ordered), CHUNK)]
     digests = [_digest(chunk) for chunk in chunks]
     missing = [i for i, digest in enumerate(digests) if not _cached(folder, i, digest)]
+    for i in sorted(set(range(len(chunks))) - set(missing)):  # caches written before the keys existed gain them
+        if "keys" not in json.loads(_paths(folder, i)[1].read_text(encoding="utf-8")):
+            _write_chunk(folder, i, digests[i], _read_chunk(folder, i, digests[i], len(chunks[i])), _keys(chunks[i]))
     if missing:
-        log.info("teacher %s: embedding %d of %d chunks (%d sentences) into %s", spec, len(missing), len(chunks),
-                 sum(len(chunks[i]) for i in missing), folder)
-        teacher = load_teacher(spec)
-        _check_tokens(teacher, [t for i in missing for t in chunks[i]])
-        for number, i in enumerate(missing, start=1):
-            vectors = teacher.encode(chunks[i], show_progress=show_progress)
-            _write_chunk(folder, i, digests[i], vectors)
-            log.info("teacher %s: chunk %d/%d written (%d of %d chunks to do)", spec, i + 1, len(chunks), number,
-                     len(missing))
+        _embed_missing(spec, folder, chunks, digests, missing, show_progress)
     parts = [_read_chunk(folder, i, digest, len(chunk)) for i, (chunk, digest) in enumerate(zip(chunks, digests))]
     dims = {part.shape[1] for part in parts}
     if len(dims) > 1:
@@ -73,6 +74,62 @@ def teacher_vectors(spec: str, texts: Sequence[str], cache: str | Path, show_pro
     result = np.empty((len(texts), dims.pop() if dims else 0), dtype=np.float32)
     result[order] = np.concatenate(parts) if parts else result[:0]
     return result
+
+
+def _embed_missing(spec: str, folder: Path, chunks: list[list[str]], digests: list[str], missing: list[int],
+                   show_progress: bool) -> None:
+    """Write the missing chunks, their rows taken from the cache where a chunk on disk holds the same text."""
+    keys = {i: _keys(chunks[i]) for i in missing}
+    known = _known_rows(folder, np.concatenate(list(keys.values())))  # read before any chunk is overwritten
+    new = {i: [row for row, key in enumerate(keys[i]) if key.tobytes() not in known] for i in missing}
+    todo = sum(len(rows) for rows in new.values())
+    log.info("teacher %s: rebuilding %d of %d chunks in %s: %d sentences embedded, %d taken from the cache", spec,
+             len(missing), len(chunks), folder, todo, sum(len(chunks[i]) for i in missing) - todo)
+    teacher = load_teacher(spec) if todo else None
+    if teacher is not None:
+        _check_tokens(teacher, [chunks[i][row] for i in missing for row in new[i]])
+    for number, i in enumerate(missing, start=1):
+        fresh = teacher.encode([chunks[i][row] for row in new[i]], show_progress=show_progress) if new[i] else None
+        dim = fresh.shape[1] if fresh is not None else next(iter(known.values())).shape[0]
+        vectors = np.empty((len(chunks[i]), dim), dtype=np.float32)
+        if fresh is not None:
+            vectors[new[i]] = fresh
+        reused = np.setdiff1d(np.arange(len(chunks[i])), new[i])
+        if len(reused):
+            vectors[reused] = np.stack([known[keys[i][row].tobytes()] for row in reused])
+        _write_chunk(folder, i, digests[i], vectors, keys[i])
+        log.info("teacher %s: chunk %d/%d written (%d of %d chunks to do)", spec, i + 1, len(chunks), number,
+                 len(missing))
+
+
+def _known_rows(folder: Path, wanted: np.ndarray) -> dict[bytes, np.ndarray]:
+    """Cached vectors of the texts whose keys are `wanted`, from every chunk on disk whose record vouches for its
+    keys and vectors; anything damaged, half-written or unvouched is skipped (its rows are embedded again)."""
+    wanted_set = {key.tobytes() for key in wanted}
+    known: dict[bytes, np.ndarray] = {}
+    for meta_path in sorted(folder.glob("chunk-*.json")):
+        array_path, _, keys_path = _paths(folder, int(meta_path.stem.split("-")[1]))
+        try:
+            record = json.loads(meta_path.read_text(encoding="utf-8"))
+            if record.get("keys") != file_sha256(keys_path) or record.get("vectors") != file_sha256(array_path):
+                continue
+            keys = np.load(keys_path, allow_pickle=False)
+            vectors = np.load(array_path, allow_pickle=False)
+        except (OSError, ValueError, EOFError, IndexError):
+            continue
+        if keys.dtype != KEY_DTYPE or vectors.shape != (len(keys), record.get("dim")) \
+                or not np.isfinite(vectors).all():
+            continue
+        for row, key in enumerate(keys):
+            if key.tobytes() in wanted_set:
+                known[key.tobytes()] = vectors[row]
+    return known
+
+
+def _keys(texts: list[str]) -> np.ndarray:
+    """A 128-bit BLAKE2 hash of each text (collisions among 10^9 sentences: about 10^-21)."""
+    return np.array([hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+                     for text in texts], dtype=KEY_DTYPE)
 
 
 def _check_tokens(teacher, texts: list[str]) -> None:
@@ -96,13 +153,13 @@ def _digest(texts: list[str]) -> str:
     return hasher.hexdigest()
 
 
-def _paths(folder: Path, index: int) -> tuple[Path, Path]:
-    return folder / f"chunk-{index:05d}.npy", folder / f"chunk-{index:05d}.json"
+def _paths(folder: Path, index: int) -> tuple[Path, Path, Path]:
+    return folder / f"chunk-{index:05d}.npy", folder / f"chunk-{index:05d}.json", folder / f"chunk-{index:05d}.keys.npy"
 
 
 def _cached(folder: Path, index: int, digest: str) -> bool:
     """The chunk exists for these texts (its content is checked when read)."""
-    array, meta = _paths(folder, index)
+    array, meta, _ = _paths(folder, index)
     if not (array.exists() and meta.exists()):
         return False
     try:
@@ -111,20 +168,27 @@ def _cached(folder: Path, index: int, digest: str) -> bool:
         raise TeacherError(f"{meta}: damaged teacher cache record (not JSON); delete it to embed again") from None
 
 
-def _write_chunk(folder: Path, index: int, digest: str, vectors: np.ndarray) -> None:
-    array, meta = _paths(folder, index)
-    for path, write in ((array, lambda h: np.save(h, vectors.astype(np.float16), allow_pickle=False)),
-                        (meta, lambda h: h.write(json.dumps({"rows": int(vectors.shape[0]),
-                                                             "dim": int(vectors.shape[1]),
-                                                             "sha256": digest}).encode()))):
-        tmp = path.with_name(f".tmp-{path.name}")
-        with open(tmp, "wb") as handle:
-            write(handle)
-        os.replace(tmp, path)  # atomic: a killed run leaves a whole chunk or none
+def _write_chunk(folder: Path, index: int, digest: str, vectors: np.ndarray, keys: np.ndarray) -> None:
+    """Vectors, keys, then the record that vouches for both (with the keys' hash): the old record goes first, so a
+    run killed in between leaves a chunk that reads as missing and lends no rows."""
+    array, meta, keys_path = _paths(folder, index)
+    meta.unlink(missing_ok=True)
+    _write_atomic(array, lambda h: np.save(h, vectors.astype(np.float16), allow_pickle=False))
+    _write_atomic(keys_path, lambda h: np.save(h, keys, allow_pickle=False))
+    record = {"rows": int(vectors.shape[0]), "dim": int(vectors.shape[1]), "sha256": digest,
+              "keys": file_sha256(keys_path), "vectors": file_sha256(array)}
+    _write_atomic(meta, lambda h: h.write(json.dumps(record).encode()))
+
+
+def _write_atomic(path: Path, write) -> None:
+    tmp = path.with_name(f".tmp-{path.name}")
+    with open(tmp, "wb") as handle:
+        write(handle)
+    os.replace(tmp, path)  # atomic: a killed run leaves a whole file or none
 
 
 def _read_chunk(folder: Path, index: int, digest: str, rows: int) -> np.ndarray:
-    array, meta = _paths(folder, index)
+    array, meta, _ = _paths(folder, index)
     try:
         vectors = np.load(array, allow_pickle=False)
     except (OSError, ValueError, EOFError) as err:
@@ -137,4 +201,7 @@ def _read_chunk(folder: Path, index: int, digest: str, rows: int) -> np.ndarray:
     if not np.issubdtype(vectors.dtype, np.floating) or not np.isfinite(vectors).all():
         raise TeacherError(f"{array}: teacher cache file holds non-finite or non-float values; delete it to embed "
                            f"again")
+    if "vectors" in expected and expected["vectors"] != file_sha256(array):
+        raise TeacherError(f"{array}: teacher cache file is not the one its record {meta.name} vouches for (changed "
+                           f"since it was written); delete it to embed again")
     return vectors.astype(np.float32)
