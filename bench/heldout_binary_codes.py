@@ -70,6 +70,11 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path("data/ensemble-cache"))
     parser.add_argument("--train-pool", type=Path, default=Path("../shared/data/train"))
     parser.add_argument("--short", type=Path, default=Path("data/train/heldout-short/tune"))
+    parser.add_argument("--partner-english", action="store_true",
+                        help="also the centred code with English coded for its partner: where the partner's share "
+                             "gives one member all the weight, English keeps only that member too (the float "
+                             "similarity is then a fixed multiple of the same member's cosine: same neighbours and "
+                             "ratio margins)")
     parser.add_argument("--learned-rotation", type=Path, metavar="OTHER_HALF", nargs="?",
                         const=Path("data/train/heldout-short/test"),
                         help="also the centred code after an ITQ rotation learned on these short pairs")
@@ -90,13 +95,20 @@ def main() -> None:
         codes["sign code, less the language's mean, ITQ rotation"] = lambda v: binary.unit_rows(
             binary.pack((v - binary.language_mean(v)) @ rotation > 0), "sign")
 
-    english = vectors(ENGLISH, ENGLISH)
+    centred = codes["sign code, less the language's mean"]
+    partner = "sign code, less the language's mean, English coded for its partner"
+    if args.partner_english:
+        codes[partner] = centred
+    # English as the partner language's share would blend it: a member alone where that share is 0 or 1
+    english_for = lambda name, partner_language, key=ENGLISH: blend(
+        [m[key] for m in members], share(partner_language) if name == partner and share(partner_language) in (0, 1)
+        else share(ENGLISH))
     rows = {name: {"NTREX xsim": [], "short xsim": [], "NTREX F1 ratio": [], "NTREX F1 distance": []}
             for name in codes}
     for language in (lang for lang in texts if lang != ENGLISH):
         own = vectors(language, language)
         for name, code_of in codes.items():
-            a, b = code_of(own), code_of(english)
+            a, b = code_of(own), code_of(english_for(name, language))
             code = None if name == "float" else "sign"
             rows[name]["NTREX xsim"].append(xsim_accuracy(a[:n_gold], b[:n_gold], texts[language][:n_gold],
                                                           texts[ENGLISH][:n_gold]))
@@ -104,8 +116,8 @@ def main() -> None:
                 rows[name][f"NTREX F1 {margin}"].append(best_f1(a, b, n_gold, margin, code))
     for language, (own_texts, english_texts) in short.items():
         a = vectors(short_key("tune", language), language)
-        b = vectors(short_key("tune", language, ENGLISH), ENGLISH)
         for name, code_of in codes.items():
+            b = english_for(name, language, short_key("tune", language, ENGLISH))
             rows[name]["short xsim"].append(xsim_accuracy(code_of(a), code_of(b), own_texts, english_texts))
 
     columns = list(next(iter(rows.values())))
