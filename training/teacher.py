@@ -169,8 +169,8 @@ def _cached(folder: Path, index: int, digest: str) -> bool:
 
 
 def _write_chunk(folder: Path, index: int, digest: str, vectors: np.ndarray, keys: np.ndarray) -> None:
-    """Vectors, keys, then the record that vouches for both (with the keys' hash): the old record goes first, so a
-    run killed in between leaves a chunk that reads as missing and lends no rows."""
+    """Vectors, keys, then the record that vouches for both (with both files' hashes): the old record goes first,
+    so a run killed in between leaves a chunk that reads as missing and lends no rows."""
     array, meta, keys_path = _paths(folder, index)
     meta.unlink(missing_ok=True)
     _write_atomic(array, lambda h: np.save(h, vectors.astype(np.float16), allow_pickle=False))
