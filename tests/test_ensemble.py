@@ -212,7 +212,11 @@ def test_fit_with_short_sentences_chooses_on_tune_and_reports_test(tmp_path, cap
     from training.ensemble import main
 
     assert main(["--table", str(tmp_path / "ens")]) == 0
-    assert "| deu_Latn | 20 | " in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    result = heldout["short_test"]["deu_Latn"]
+    assert "| deu_Latn | 20 | " in printed
+    assert f"Mean of 1 languages: char-ngram:64 {result['first member']:.1f}, char-ngram:32 " \
+           f"{result['second member']:.1f}, ensemble {result['ensemble']:.1f}; the ensemble below" in printed
     cached = sorted(p.name for p in (tmp_path / "cache").rglob("short-*.npy"))
     assert cached == sorted(["short-tune.deu_Latn.npy", "short-tune.deu_Latn.eng_Latn.npy",
                              "short-test.deu_Latn.npy", "short-test.deu_Latn.eng_Latn.npy"] * 2)

@@ -329,7 +329,18 @@ def short_test_table(heldout: dict, columns: int = 3) -> str:
         rows.append([language, str(r["pairs"]), f"{r['first member']:.1f}", f"{r['second member']:.1f}",
                      f"**{r['ensemble']:.1f}**{below}", str(r["share"])])
     members = [Path(m).name for m in heldout["members"]]
-    return wide_table(["language", "pairs", *members, "ensemble", "share"], rows, columns)
+    return wide_table(["language", "pairs", *members, "ensemble", "share"], rows, columns) + "\n\n" \
+        + short_test_summary(heldout["short_test"], members)
+
+
+def short_test_summary(short_test: dict, members: list[str]) -> str:
+    """One line under the table: the means over the languages, and in how many the ensemble is below each member."""
+    results = list(short_test.values())
+    mean = lambda key: sum(r[key] for r in results) / max(len(results), 1)
+    below = lambda key: sum(r["ensemble"] < r[key] for r in results)
+    return (f"Mean of {len(results)} languages: {members[0]} {mean('first member'):.1f}, {members[1]} "
+            f"{mean('second member'):.1f}, ensemble {mean('ensemble'):.1f}; the ensemble below {members[0]} in "
+            f"{below('first member')}, below {members[1]} in {below('second member')}.")
 
 
 def main(argv: list[str] | None = None) -> int:
