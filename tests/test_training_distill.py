@@ -100,30 +100,6 @@ def test_a_longer_max_seq_length_grows_the_positions_of_the_encoder_it_starts_fr
     assert load_encoder(str(exported)).max_seq_length == known + 20
 
 
-def test_the_cache_is_reused_and_only_missing_chunks_are_embedded(tmp_path, monkeypatch):
-    import training.teacher as teacher
-
-    monkeypatch.setattr(teacher, "CHUNK", 4)
-    texts = [f"sentence number {i}" for i in range(10)]
-    first = teacher_vectors("char-ngram:32", texts, tmp_path)
-    chunks = sorted((tmp_path / "char-ngram_32").glob("chunk-?????.npy"))
-    assert len(chunks) == 3 and first.shape == (10, 32)
-    chunks[1].unlink()
-    embedded = []
-    real = teacher.load_teacher
-
-    def counting(spec):
-        encoder = real(spec)
-        original = encoder.encode
-        encoder.encode = lambda texts, **kw: embedded.append(len(texts)) or original(texts, **kw)
-        return encoder
-
-    monkeypatch.setattr(teacher, "load_teacher", counting)
-    again = teacher_vectors("char-ngram:32", texts[::-1], tmp_path)  # any order: rows follow the texts
-    assert embedded == [4]
-    np.testing.assert_allclose(again[::-1], first, atol=1e-3)  # float16 storage
-
-
 def counting_encodes(monkeypatch, teacher) -> list[list[str]]:
     """What the teacher is asked to embed, call by call."""
     calls: list[list[str]] = []
@@ -137,6 +113,21 @@ def counting_encodes(monkeypatch, teacher) -> list[list[str]]:
 
     monkeypatch.setattr(teacher, "load_teacher", counting)
     return calls
+
+
+def test_the_cache_is_reused_and_only_missing_chunks_are_embedded(tmp_path, monkeypatch):
+    import training.teacher as teacher
+
+    monkeypatch.setattr(teacher, "CHUNK", 4)
+    texts = [f"sentence number {i}" for i in range(10)]
+    first = teacher_vectors("char-ngram:32", texts, tmp_path)
+    chunks = sorted((tmp_path / "char-ngram_32").glob("chunk-?????.npy"))
+    assert len(chunks) == 3 and first.shape == (10, 32)
+    chunks[1].unlink()
+    calls = counting_encodes(monkeypatch, teacher)
+    again = teacher_vectors("char-ngram:32", texts[::-1], tmp_path)  # any order: rows follow the texts
+    assert [len(call) for call in calls] == [4]
+    np.testing.assert_allclose(again[::-1], first, atol=1e-3)  # float16 storage
 
 
 def test_new_sentences_are_embedded_alone_though_they_shift_every_chunk(tmp_path, monkeypatch):
