@@ -139,6 +139,17 @@ def test_a_share_never_scores_below_the_better_member_on_any_set(sets, default, 
     assert never_below_a_member(sets, GRID, default, min_gain=1.0) == expected
 
 
+@pytest.mark.parametrize("sets, expected", [
+    # a blend that gains less than min_gain over the better member does not replace it, even as the default
+    ([scores(80, 80.5, 80.8, 60, 50), scores(85, 85.5, 85.6, 70, 60)], (0.0, "the better member alone")),
+    ([scores(80, 82, 81.8, 60, 50), scores(85, 86, 86.6, 70, 60)], (0.5, "the default")),
+])
+def test_preferring_members_keeps_a_member_a_blend_only_ties(sets, expected):
+    assert never_below_a_member(sets, GRID, 0.5, min_gain=1.0, prefer_members=True) == expected
+    if expected[1] == "the better member alone":  # without the preference a blend takes it
+        assert never_below_a_member(sets, GRID, 0.5, min_gain=1.0)[0] not in (0.0, 1.0)
+
+
 def test_mining_f1_counts_only_gold_pairs_found():
     rng = np.random.default_rng(1)
     src = unit(rng.normal(size=(30, 8)))

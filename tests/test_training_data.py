@@ -59,6 +59,9 @@ def test_recipe_overrides_base_and_stage_index(training_inputs):
     ("data.bitext=[]", "data.bitext is empty"),
     ("data.bitext_weights=[2,1]", "one positive weight per data.bitext entry (1)"),
     ("data.bitext_weights=[0]", "one positive weight per data.bitext entry"),
+    ("data.join={shares: [0.1, 0.2]}", "data.join.shares: one share >= 0 per data.bitext entry (1)"),
+    ("data.join={shares: [0.1], parts: [1, 3]}", "data.join.parts"),
+    ("data.join={share: [0.1]}", "unknown key(s) share"),
 ])
 def test_bad_recipes_are_refused_naming_the_key(training_inputs, override, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
@@ -160,6 +163,42 @@ def test_bitext_weights_draw_a_source_as_often_as_if_it_were_repeated(tmp_path, 
     # equal weights draw as no weights do: the same batches as a recipe without them
     same = load_bitext(specs, Tokenize(tiny_tokenizer, 16), Skips(), None, weights=[2.0, 2.0])
     assert all(b.weights is None for b in same)
+
+
+def test_joined_pairs_put_short_pairs_side_by_side_reproducibly(tmp_path, tiny_tokenizer):
+    from training.data import JoinRule, joined_pairs
+
+    pairs = [(f"satz {i} hier", f"sentence number {i} is here") for i in range(40)] + [("Datei", "File")]
+    rule = JoinRule(0.5, (2, 3), min_words=4, max_chars=300)
+    joined = joined_pairs(("deu_Latn", "eng_Latn"), pairs, rule, seed=0)
+    assert len(joined) == round(0.5 * len(pairs))
+    assert joined == joined_pairs(("deu_Latn", "eng_Latn"), pairs, rule, seed=0)  # a rerun draws the same
+    assert joined != joined_pairs(("deu_Latn", "eng_Latn"), pairs, rule, seed=1)
+    by_target = dict((t, s) for s, t in pairs)
+    for source, target in joined:
+        parts = [f"sentence number {p}" for p in target.split("sentence number ")[1:]]
+        assert 2 <= len(parts) <= 3 and "File" not in target  # a UI label is never a part
+        # the source side holds the same pairs' sources in the same order
+        assert source == " ".join(by_target[p.strip()] for p in parts)
+    # Chinese sentences follow one another without a space; a side over max_chars loses parts from the end
+    chinese = [("这是一句话。", "This is one sentence here.")] * 3
+    [(zh, en)] = joined_pairs(("zho_Hans", "eng_Latn"), chinese, JoinRule(0.34, (3, 3), max_chars=60), seed=0)
+    assert zh == "这是一句话。这是一句话。" and en == "This is one sentence here. This is one sentence here."
+
+
+def test_a_recipe_joins_the_entries_it_names_at_their_weight(tmp_path, tiny_tokenizer):
+    for folder in ("news", "short"):
+        (tmp_path / folder).mkdir()
+    write(tmp_path / "news" / "de-en.tsv", "".join(f"Nachricht {i} heute\tnews story {i} today\n" for i in range(4)))
+    write(tmp_path / "short" / "de-en.tsv", "".join(f"kurz {i} ja\tshort line {i} right here\n" for i in range(10)))
+    specs = [str(tmp_path / "news" / "*.tsv"), str(tmp_path / "short" / "*.tsv")]
+    from training.data import JoinRule
+
+    [de] = load_bitext(specs, Tokenize(tiny_tokenizer, 64), Skips(), None, keep_texts=True,
+                       joins=[None, JoinRule(0.5, weight=3.0)])
+    sources = de.texts[0]
+    assert len(sources) == 4 + 10 + 5 and all(s.startswith("kurz") for s in sources[14:])
+    assert de.weights.tolist() == [1.0] * 14 + [3.0] * 5
 
 
 def test_a_setting_added_since_a_checkpoint_and_left_empty_lets_its_run_resume():

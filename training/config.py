@@ -46,6 +46,18 @@ class ModelConfig:
 
 
 @dataclass(frozen=True)
+class JoinConfig:
+    """Short pairs teach short text only; joined side by side they give long text in the languages whose news is a
+    few thousand sentences (issue 20). Each new pair joins `parts` pairs of one language pair and one entry."""
+
+    shares: list[float]  # one per data.bitext entry: new joined pairs per pair of that entry (0: none)
+    parts: list[int] = field(default_factory=lambda: [2, 4])  # [fewest, most] pairs joined, drawn uniformly
+    min_words: int = 4  # a part's target side has at least this many words (UI labels do not make a text)
+    max_chars: int = 300  # per side; parts are dropped from the end until both sides fit
+    weight: float | None = None  # draw weight of the joined pairs (data.bitext_weights); None: their entry's
+
+
+@dataclass(frozen=True)
 class DataConfig:
     # "LANG=GLOB" for text (one sentence per line, a blank line between documents) or "GLOB" for sentence Parquet
     documents: list[str] = field(default_factory=list)
@@ -54,6 +66,7 @@ class DataConfig:
     # One weight per `bitext` entry (empty: all 1): its pairs are drawn that many times as often as a weight-1
     # entry's, as if repeated, within their language pair and in the language pair's size for language_alpha.
     bitext_weights: list[float] = field(default_factory=list)
+    join: JoinConfig | None = None  # long pairs made from short ones (JoinConfig); None: none
     min_score: float | None = None  # scored bitext (mined pairs) below this margin is left out
     heldout: list[str] = field(default_factory=list)  # bitext for the periodic xsim check, never trained on
     heldout_pairs: int = 500  # per language pair
@@ -235,6 +248,15 @@ def check(config: TrainConfig) -> None:
     if weights and (len(weights) != len(config.data.bitext) or min(weights) <= 0):
         problems.append(f"data.bitext_weights: one positive weight per data.bitext entry ({len(config.data.bitext)}), "
                         f"got {weights}")
+    join = config.data.join
+    if join is not None:
+        if len(join.shares) != len(config.data.bitext) or min(join.shares, default=0) < 0:
+            problems.append(f"data.join.shares: one share >= 0 per data.bitext entry ({len(config.data.bitext)}), "
+                            f"got {join.shares}")
+        if len(join.parts) != 2 or not 2 <= join.parts[0] <= join.parts[1]:
+            problems.append(f"data.join.parts: [fewest, most] pairs joined, at least 2, got {join.parts}")
+        if join.weight is not None and join.weight <= 0:
+            problems.append(f"data.join.weight must be positive, got {join.weight}")
     if "br" in objectives and not config.data.bitext:
         problems.append("a stage trains br but data.bitext is empty")
     if "distill" in objectives:

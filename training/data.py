@@ -24,6 +24,7 @@ import glob
 import logging
 import re
 import sys
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from miner.io import InputFormatError, iter_lines
+from miner.languages import script_of
 
 log = logging.getLogger("training.data")
 LOGGED_SKIPS = 5  # per reason: enough to find the problem, not a log flooded by a broken file
@@ -310,6 +312,44 @@ def read_parquet_bitext(path: Path, min_score: float | None) -> dict[tuple[str, 
     return grouped
 
 
+# Scripts whose sentences follow one another without a space (Thai, Lao, Khmer separate them with one).
+JOINED_WITHOUT_SPACE = {"Hans", "Hant", "Jpan", "Hani"}
+
+
+@dataclass(frozen=True)
+class JoinRule:
+    """How short pairs become long ones: `share` new pairs per pair, `parts` pairs joined each (DataConfig)."""
+
+    share: float
+    parts: tuple[int, int] = (2, 4)
+    min_words: int = 4
+    max_chars: int = 300
+    weight: float | None = None  # None: the entry's
+
+
+def joined_pairs(langs: tuple[str, str], pairs: list[tuple[str, str]], rule: JoinRule,
+                 seed: int) -> list[tuple[str, str]]:
+    """`rule.share * len(pairs)` pairs, each 2-4 pairs of `pairs` side by side, drawn without replacement within a
+    joined pair and reproducibly per language pair; parts whose target has fewer than `min_words` words are not
+    used, and parts are dropped from the end until both sides have at most `max_chars` characters."""
+    usable = [p for p in pairs if len(p[1].split()) >= rule.min_words]
+    count = round(rule.share * len(pairs))
+    if len(usable) < 2 or not count:
+        return []
+    rng = np.random.default_rng([seed, zlib.crc32(f"{langs[0]}-{langs[1]}".encode())])
+    separators = ["" if script_of(lang) in JOINED_WITHOUT_SPACE else " " for lang in langs]
+    sizes = rng.integers(rule.parts[0], rule.parts[1] + 1, size=count)
+    joined = []
+    for size in sizes:
+        chosen = [usable[i] for i in rng.choice(len(usable), size=min(int(size), len(usable)), replace=False)]
+        sides = [[p[0] for p in chosen], [p[1] for p in chosen]]
+        while len(sides[0]) > 2 and any(len(sep.join(side)) > rule.max_chars for sep, side in zip(separators, sides)):
+            sides[0].pop(), sides[1].pop()
+        if all(len(sep.join(side)) <= rule.max_chars for sep, side in zip(separators, sides)):
+            joined.append((separators[0].join(sides[0]), separators[1].join(sides[1])))
+    return joined
+
+
 class TextKeys:
     """Equal texts of one language get equal keys, across all files and pairs: a copy of a sentence (NTREX's
     English side is shared by 128 pairs) is not a negative of itself."""
@@ -332,8 +372,10 @@ def bitext_set(langs: tuple[str, str], pairs: list[tuple[str, str]], tokenize: T
 
 def load_bitext(specs: list[str], tokenize: Tokenize, skips: Skips, min_score: float | None,
                 keep_texts: bool = False, limit: int | None = None,
-                weights: list[float] | None = None) -> list[BitextSet]:
-    """Every spec's pairs grouped by language pair; `weights` (one per spec) become each pair's draw weight."""
+                weights: list[float] | None = None, joins: list[JoinRule | None] | None = None,
+                seed: int = 0) -> list[BitextSet]:
+    """Every spec's pairs grouped by language pair; `weights` (one per spec) become each pair's draw weight;
+    `joins` (one per spec) add that spec's joined pairs (joined_pairs), at its weight."""
     by_pair: dict[tuple[str, str], list[tuple[str, str]]] = {}
     pair_weights: dict[tuple[str, str], list[float]] = {}
 
@@ -341,16 +383,22 @@ def load_bitext(specs: list[str], tokenize: Tokenize, skips: Skips, min_score: f
         by_pair.setdefault(langs, []).extend(pairs)
         pair_weights.setdefault(langs, []).extend([weight] * len(pairs))
 
-    for spec, weight in zip(specs, weights or [1.0] * len(specs), strict=True):
+    for spec, weight, join in zip(specs, weights or [1.0] * len(specs), joins or [None] * len(specs), strict=True):
         label, files = expand(spec, "bitext")
+        spec_pairs: dict[tuple[str, str], list[tuple[str, str]]] = {}
         for path in files:
             if path.suffix == ".parquet":
                 for langs, pairs in read_parquet_bitext(path, min_score).items():
-                    add(pair_of(path, label) if label else langs, pairs, weight)
+                    spec_pairs.setdefault(pair_of(path, label) if label else langs, []).extend(pairs)
             else:
-                add(pair_of(path, label), read_tsv_bitext(path, skips, min_score), weight)
+                spec_pairs.setdefault(pair_of(path, label), []).extend(read_tsv_bitext(path, skips, min_score))
+        for langs, pairs in spec_pairs.items():
+            add(langs, pairs, weight)
+            if join is not None:
+                add(langs, joined_pairs(langs, pairs, join, seed), join.weight or weight)
     keys = TextKeys()
-    uniform = not weights or len(set(weights)) == 1  # equal weights draw as none: the same batches as before
+    used = set(weights or [1.0]) | {j.weight for j in joins or [] if j is not None and j.weight is not None}
+    uniform = len(used) == 1  # equal weights draw as none: the same batches as before
     return [bitext_set(langs, pairs[:limit], tokenize, keys, keep_texts,
                        None if uniform else np.asarray(pair_weights[langs][:limit], dtype=np.float64))
             for langs, pairs in sorted(by_pair.items()) if pairs]
@@ -415,8 +463,11 @@ def load_training_data(config, tokenizer) -> TrainingData:
         if not result.documents:
             raise ConfigError("data.documents: no document with two or more sentences")
     if objectives & {"br", "distill"}:
+        join = data.join
+        joins = [JoinRule(share, tuple(join.parts), join.min_words, join.max_chars, join.weight) if share else None
+                 for share in join.shares] if join else None
         result.bitext = load_bitext(data.bitext, tokenize, skips, data.min_score, keep_texts="distill" in objectives,
-                                    weights=data.bitext_weights or None)
+                                    weights=data.bitext_weights or None, joins=joins, seed=config.seed)
         if not result.bitext:
             raise ConfigError("data.bitext: no usable translation pair")
     if "distill" in objectives:
