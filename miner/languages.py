@@ -108,6 +108,36 @@ def char_script(char: str) -> str | None:   # is the cost, and texts reuse a few
     return SCRIPT_OF_NAME.get(name.split(" ", 1)[0]) if name else None
 
 
+# what a label's script needs among a text's letters (char_script's names); a script char_script cannot name is
+# not judged. Chinese is written without kana, Japanese with kana or Han alone, Korean with Hangul.
+_SCRIPT_EVIDENCE = {"Jpan": frozenset({"Hani", "Jpan"}), "Hans": frozenset({"Hani"}), "Hant": frozenset({"Hani"}),
+                    "Hani": frozenset({"Hani"}), "Kore": frozenset({"Hang"})}
+_NAMED_SCRIPTS = frozenset(SCRIPT_OF_NAME.values())
+
+
+def script_fits(language: str, text: str) -> bool:
+    """Whether `text` holds a letter of the script `language` is written in (`deu_Latn`: a Latin letter; `jpn_Jpan`:
+    kana or Han; `zho_Hans`: Han and no kana). A language identifier's answer in another script than any letter of
+    the text is impossible: a Japanese fragment read as Chinese, Thai read as Cantonese. A script char_script
+    cannot name fits a text with a letter it cannot name; undetermined answers fit any text."""
+    script = script_of(language)
+    if script in ("Zyyy", "Zzzz", ""):
+        return True
+    needed = _SCRIPT_EVIDENCE.get(script) or (frozenset({script}) if script in _NAMED_SCRIPTS else None)
+    if needed is None:  # a script char_script cannot name (Tai Le, Sylheti): any letter it cannot name might be one
+        return any(char.isalpha() and char_script(char) is None for char in text)
+    chinese, found = script in ("Hans", "Hant", "Hani"), False
+    for char in text:
+        named = char_script(char)
+        if named in needed:
+            if not chinese:
+                return True
+            found = True
+        elif chinese and named == "Jpan":
+            return False
+    return found
+
+
 def han_script(texts: list[str]) -> str:
     """`Hant` when the texts hold more traditional-only than simplified-only characters, else `Hans` (ties too:
     most Chinese on the web is simplified)."""

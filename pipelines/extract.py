@@ -200,6 +200,7 @@ class ExtractStage:
 
         preflight.check_input(settings.get("input"))
         preflight.check_lid_model((settings.get("lid") or {}).get("model"))
+        preflight.check_lid_languages(settings.get("lid") or {})
 
     def __init__(self, settings: dict, manifests: dict):
         from pipelines.text.stage import TextStage

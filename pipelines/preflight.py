@@ -56,6 +56,19 @@ def check_lid_model(spec: str | None) -> None:
             raise ValueError(f"lid.model {part!r}: no such file")
 
 
+def check_lid_languages(lid: dict) -> None:
+    """`lid.languages`, when set, names languages the model knows: checked here, not on the first worker."""
+    from pipelines.text.langid import lid_parts
+
+    languages, spec = lid.get("languages"), lid.get("model")
+    if not languages or not spec or any(storage.is_remote(part) for part in lid_parts(spec)):
+        return
+    from pipelines.text.identifier import RestrictedIdentifier
+    from pipelines.text.langid import load_identifier
+
+    RestrictedIdentifier(load_identifier(spec), languages)
+
+
 def check_encoder(spec: str | None) -> None:
     from encoders import check_spec
 

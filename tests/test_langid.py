@@ -128,6 +128,35 @@ def test_a_chinese_label_on_text_without_chinese_characters_is_dropped(scripted_
     assert scripted_style._named(["__label__cmn_Hani"], [0.9], "Καλημέρα") == [("und_Zyyy", 0.0)]
 
 
+JAPANESE = ["私は毎日学校へ行きます", "これはとても面白い本です", "明日は雨が降るでしょう", "彼女はコーヒーが好きです",
+            "駅の前で友達を待っています", "この町には古いお寺があります"]
+
+
+def test_an_answer_in_a_script_the_text_lacks_gives_way_to_one_that_fits(tmp_path):
+    model = LanguageIdentifier.load(tiny_model(tmp_path, {
+        "eng_Latn": ENGLISH, "srp_Cyrl": [cyrillic(t) for t in SERBIAN], "zho_Hans": CHINESE,
+        "jpn_Jpan": JAPANESE}, "model.bin"))
+    chinese_with_kana = CHINESE[0][:4] + "の" + CHINESE[0][4:]   # Chinese is never written with kana
+    unfit = model._named(*model.model.predict(model.normalization.apply(chinese_with_kana), k=4), chinese_with_kana)
+    assert unfit[0][0] == "zho_Hans"                          # what the model itself answers
+    [answer] = model.predict([chinese_with_kana], k=2)
+    assert answer[0][0] == "jpn_Jpan" and answer[0][1] == pytest.approx(1.0)  # the only language that fits, renormalised
+    assert model.predict([CHINESE[1], ENGLISH[0]]) == [model._named(*model.model.predict(t, k=1), t)
+                                                        for t in (CHINESE[1], ENGLISH[0])]  # fitting answers stand
+
+
+@pytest.mark.parametrize("language, text, fits", [
+    ("zho_Hans", "这是我们の国家", False), ("jpn_Jpan", "这是我们の国家", True), ("jpn_Jpan", "国家", True),
+    ("kor_Hang", "国家", False), ("kor_Hang", "한국 大學", True), ("tha_Thai", "USA Gymnastics", False),
+    ("yue_Hant", "สวัสดี", False), ("deu_Latn", "Straße", True), ("srp_Cyrl", "Straße", False),
+    ("syl_Sylo", "ꠍꠤꠟꠐꠤ", True), ("tdd_Tale", "学校へ", False), ("und_Zyyy", "anything", True),
+])
+def test_script_fits_asks_for_a_letter_of_the_answers_script(language, text, fits):
+    from miner.languages import script_fits
+
+    assert script_fits(language, text) is fits
+
+
 def test_predict_returns_k_sorted_probabilities_and_handles_odd_input(scripted_style):
     # k = 5 asks for every label; the Chinese one is dropped on text without a Chinese character, so 4 remain
     # (with a smaller k the count would depend on where the trained model ranks that label)

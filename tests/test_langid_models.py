@@ -120,6 +120,43 @@ def test_combined_specs_and_weights_are_checked(combined):
     assert load_identifier("cmlm-lid+lid.176").path == "cmlm-lid+lid.176"
 
 
+# -- answering among listed languages (lid.languages) -----------------------------------------------------------
+
+def test_a_restricted_identifier_answers_among_its_languages_with_the_models_own_scores(combined):
+    from pipelines.text.identifier import RestrictedIdentifier
+
+    listed = RestrictedIdentifier(combined, ["deu_Latn", "srp_Latn", "srp_Cyrl"])
+    texts = [GERMAN[1], SERBIAN[0], cyrillic(SERBIAN[2]), ENGLISH[0], CHINESE[0], "1234"]
+    free, answers = combined.predict(texts, k=50), listed.predict(texts, k=3)
+    assert [a[0][0] for a in answers[:3]] == ["deu_Latn", "srp_Latn", "srp_Cyrl"]
+    for unrestricted, answer in zip(free, answers):  # the model's probabilities, not renormalised over the list
+        assert all(code in listed.allowed and p == dict(unrestricted)[code] for code, p in answer if p) \
+            or answer == [(UNDETERMINED, 0.0)]
+    assert answers[3][0][1] < 0.5 and answers[4][0][1] < 0.001  # unlisted languages: too low to pass lid_score
+    assert answers[5] == [(UNDETERMINED, 0.0)]                    # no letters
+    assert listed.covers("deu_Latn") and not listed.covers("eng_Latn")
+    assert sorted(listed.languages) == ["deu_Latn", "srp_Cyrl", "srp_Latn"]
+
+
+def test_restricting_to_languages_the_model_does_not_name_is_refused(combined, tmp_path):
+    from pipelines.preflight import check_lid_languages
+    from pipelines.settings import load_settings
+    from pipelines.text.identifier import RestrictedIdentifier
+    from pipelines.text.stage import TextStage
+
+    with pytest.raises(ValueError, match="does not name xxx_Latn"):
+        RestrictedIdentifier(combined, ["deu_Latn", "xxx_Latn"])
+    with pytest.raises(ValueError, match="does not name xxx_Latn"):
+        check_lid_languages({"model": "combined", "languages": ["xxx_Latn"]})
+    settings = load_settings()
+    for bad, message in (("deu_Latn", "a list of codes"), ([], "a list of codes"), (["../x"], "not a language code")):
+        settings["lid"] = {**settings["lid"], "languages": bad}
+        with pytest.raises(ValueError, match=message):
+            TextStage.check_settings(settings)
+    settings["lid"] = {**settings["lid"], "languages": ["deu_Latn", "eng_Latn"]}
+    assert TextStage(settings).lid.path.endswith("@2")   # the default model, answering among 2 languages
+
+
 # -- lingua -----------------------------------------------------------------------------------------------------
 
 def test_lingua_answers_in_our_names():
@@ -156,7 +193,7 @@ def write_pairs(folder):
 def test_compare_prints_contenders_side_by_side(tmp_path, capsys):
     flores, pairs = write_flores(tmp_path / "devtest"), write_pairs(tmp_path / "tune")
     output = tmp_path / "report.json"
-    assert evaluate_main(["--compare", "cmlm-lid,lid.176,combined,lingua-low", "--flores", str(flores),
+    assert evaluate_main(["--compare", "cmlm-lid,lid.176,combined,lingua-low,combined@lingua-low", "--flores", str(flores),
                           "--pairs", str(pairs), "--output", str(output)]) == 0
     table = capsys.readouterr().out
     assert "| combined |" in table and "FLORES cut to 2-6 words: own" in table and "1-3 words" in table
@@ -165,6 +202,9 @@ def test_compare_prints_contenders_side_by_side(tmp_path, capsys):
     row = report["contenders"]["lid.176"]
     assert row["FLORES:common"] >= 75 and row["sentences_per_s"] > 0
     assert set(row["per_language"]) == {"FLORES", "FLORES cut to 2-6 words", "short pairs"}
+    among_lingua = report["contenders"]["combined@lingua-low"]     # answers among lingua's languages only
+    assert among_lingua["languages"] == report["contenders"]["lingua-low"]["languages"]
+    assert among_lingua["FLORES:common"] >= report["contenders"]["combined"]["FLORES:common"] - 1e-9
 
 
 def test_weights_are_swept_on_held_out_pairs(tmp_path, combined):

@@ -60,6 +60,7 @@ from miner.languages import (
     char_script,
     dominant_script,
     han_script,
+    script_fits,
     script_of,
 )
 from pipelines.text.filters import LengthFilter
@@ -192,6 +193,7 @@ class LabelledIdentifier(Identifier):
         return sorted(((code, min(1.0, p)) for code, p in scores.items()), key=lambda item: (-item[1], item[0]))
 
 
+SCRIPT_DEPTH = 20  # labels read again for a text whose answer does not fit its letters (LanguageIdentifier)
 PRIOR_DEPTH = 20   # labels read when the training prior is divided out: the correction reorders the languages the
                    # model already finds likely; past the 20th their probabilities are too small to matter
 
@@ -277,7 +279,26 @@ class LanguageIdentifier(LabelledIdentifier):
                 labels, probabilities = self.model.predict(texts_read, k=k, threshold=threshold)
             for i, row_labels, row_probabilities in zip(rows, labels, probabilities):
                 results[i] = self._named(row_labels, row_probabilities, normalized[i])
+            self._fit_scripts(results, normalized, [i for i in rows if not script_fits(results[i][0][0], normalized[i])],
+                              k)
         return results
+
+    def _fit_scripts(self, results: list, normalized: list[str], unfit: list[int], k: int) -> None:
+        """Answers in a script the text does not hold (script_fits) give way to the languages that fit among the
+        model's first SCRIPT_DEPTH, their probabilities renormalised over those (the model's belief given the
+        letters it sees); where none fits, the answer stands. Only these texts are read again."""
+        if not unfit:
+            return
+        texts = [normalized[i] for i in unfit]
+        labels, probabilities = self.model.predict(texts, k=max(k, SCRIPT_DEPTH, PRIOR_DEPTH if self._scale else 0))
+        for i, text, row_labels, row_probabilities in zip(unfit, texts, labels, probabilities):
+            if self._scale:
+                row_labels, row_probabilities = self._corrected(row_labels, row_probabilities, SCRIPT_DEPTH, 0.0)
+            fitting = [(code, p) for code, p in self._named(row_labels, row_probabilities, text)
+                       if script_fits(code, text)]
+            total = sum(p for _, p in fitting)
+            if fitting and total > 0:
+                results[i] = [(code, min(1.0, p / total)) for code, p in fitting[:k]]
 
     def _corrected(self, labels, probabilities, k: int, threshold: float) -> tuple[list[str], list[float]]:
         """The top k of one text's labels after the training prior is divided out (class notes)."""

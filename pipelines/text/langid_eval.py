@@ -410,10 +410,22 @@ def tune_prior(identifier, exponents: list[float], sets: dict[str, dict[str, lis
 
 
 def load_contender(name: str):
+    """A built-in identifier, a model path or a peer; `NAME@PEER` answers among the peer's languages only
+    (identifier.RestrictedIdentifier: `combined@lingua` chooses from the languages lingua knows, as lingua does)."""
+    from pipelines.text.identifier import RestrictedIdentifier
     from pipelines.text.langid import load_identifier
     from pipelines.text.langid_peers import PEERS
 
-    return PEERS[name]() if name in PEERS else load_identifier(name)
+    name, _, among = name.partition("@")
+    identifier = PEERS[name]() if name in PEERS else load_identifier(name)
+    if not among:
+        return identifier
+    if among not in PEERS:
+        raise ValueError(f"{name}@{among}: after @ name a peer whose languages to answer among ({', '.join(PEERS)})")
+    peer = PEERS[among]()
+    restricted = RestrictedIdentifier(identifier, [code for code in identifier.languages if peer.covers(code)])
+    restricted.path = f"{name}@{among}"
+    return restricted
 
 
 DEFAULT_CONTENDERS = "cmlm-lid,lid.176,combined,lingua"

@@ -16,16 +16,18 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
+from miner.languages import check_code
 from pipelines import storage
 from pipelines.text.extract import Extractor, ExtractSettings
 from pipelines.text.filters import apply_filters, build_filters
+from pipelines.text.identifier import RestrictedIdentifier
 from pipelines.text.langid import SHORT_WORDS, short_sentence_label
 from pipelines.text.records import Page, Sentence, Tally
 from pipelines.text.sentences import SentenceSplitter
 from pipelines.text.warc import ReadLimits, read_pages
 
 STAGE = "sentences"
-LID_OPTIONS = ("model", "short_words")
+LID_OPTIONS = ("model", "short_words", "languages")
 
 
 def _options(cls, values: dict | None, section: str):
@@ -49,6 +51,7 @@ class TextStage:
         self.filters = build_filters(settings.get("filters"))
         lid = settings.get("lid") or {}
         self.lid_model = lid.get("model")
+        self.lid_languages = lid.get("languages")
         self.short_words = int(lid.get("short_words", SHORT_WORDS))
         self._extractor = self._lid = self._splitter = None
 
@@ -66,6 +69,12 @@ class TextStage:
         if isinstance(short_words, bool) or not isinstance(short_words, int) or short_words < 0:
             raise ValueError(f"lid.short_words: a whole number of words >= 0 (0 turns the rule off), not "
                              f"{short_words!r}")
+        languages = lid.get("languages")
+        if languages is not None:
+            if not isinstance(languages, list) or not languages:
+                raise ValueError(f"lid.languages: a list of codes such as deu_Latn (or leave it out), not {languages!r}")
+            for code in languages:
+                check_code(code, "lid.languages:")
         if not lid.get("model"):
             raise ValueError("lid.model: a fastText language-identification model is needed "
                              "(python -m pipelines.text.langid train, or lid.176.bin, GlotLID, NLLB's LID)")
@@ -91,6 +100,8 @@ class TextStage:
                     path = f"{folder}/{path.rsplit('/', 1)[1]}"
                 parts.append(path)
             self._lid = load_identifier("+".join(parts))
+            if self.lid_languages:
+                self._lid = RestrictedIdentifier(self._lid, self.lid_languages)
         return self._lid
 
     @property
