@@ -138,6 +138,18 @@ def test_a_restricted_identifier_answers_among_its_languages_with_the_models_own
     assert sorted(listed.languages) == ["deu_Latn", "srp_Cyrl", "srp_Latn"]
 
 
+def test_predict_command_answers_among_the_languages_given(monkeypatch, capsys):
+    import io
+
+    from pipelines.text.langid import main
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(f"{GERMAN[0]}\n{SERBIAN[1]}\n"))
+    assert main(["predict", "--languages", "deu_Latn,srp_Latn", "--k", "2"]) == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert [row[0] for row in rows] == ["deu_Latn", "srp_Latn"]
+    assert {row[2] for row in rows if len(row) > 3} <= {"deu_Latn", "srp_Latn"}
+
+
 def test_restricting_to_languages_the_model_does_not_name_is_refused(combined, tmp_path):
     from pipelines.preflight import check_lid_languages
     from pipelines.settings import load_settings

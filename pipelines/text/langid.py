@@ -37,6 +37,7 @@ when written in its script, and is otherwise left out (short_sentence_label; the
         --flores ../shared/data/dev/flores200-devtest/devtest --documents --output lid-report.json
     python -m pipelines.text.langid_eval --compare --flores ../shared/data/dev/flores200-devtest/devtest
     python -m pipelines.text.langid predict --model combined < sentences.txt     # lang<TAB>score<TAB>text
+    python -m pipelines.text.langid predict --languages deu_Latn,eng_Latn < sentences.txt   # among these only
 """
 
 from __future__ import annotations
@@ -493,6 +494,10 @@ def train_command(args) -> dict:
 
 def predict_command(args) -> None:
     identifier = load_identifier(args.model)
+    if args.languages:
+        from pipelines.text.identifier import RestrictedIdentifier
+
+        identifier = RestrictedIdentifier(identifier, args.languages.split(","))
     lines = [line.rstrip("\n") for line in sys.stdin]
     if args.document:
         language, probability = identifier.identify_document(lines)
@@ -538,6 +543,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "A+B, or a fastText model's path")
     predict.add_argument("--k", type=int, default=1)
     predict.add_argument("--document", action="store_true", help="the lines are one document's sentences")
+    predict.add_argument("--languages", help="comma-separated lang_Script codes to answer among (lid.languages)")
     return parser
 
 
