@@ -216,6 +216,9 @@ def test_with_document_follows_the_document_only_when_the_sentence_leaves_room()
     assert with_document(ambiguous, "deu_Latn", 10)[0] == "deu_Latn"
     assert with_document(ambiguous, "deu_Latn", 10)[1] == pytest.approx(3.0 / (3.0 + 0.7))
     assert with_document(quoted_english, "deu_Latn", 10)[0] == "eng_Latn"
+    # the document's language first already: its score is the same posterior, not the bare probability
+    assert with_document([("deu_Latn", 0.4), ("nld_Latn", 0.35)], "deu_Latn", 10) == \
+        ("deu_Latn", pytest.approx(4.0 / (4.0 + 0.6)))
     assert with_document(ambiguous, "fra_Latn", 10) == ("nld_Latn", 0.5)   # not in the sentence's top k
     assert with_document(ambiguous, None) == ("nld_Latn", 0.5)
     assert with_document([(UNDETERMINED, 0.0)], "deu_Latn") == (UNDETERMINED, 0.0)

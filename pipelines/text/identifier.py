@@ -139,10 +139,12 @@ def with_document(prediction: list[tuple[str, float]], document_language: str | 
     posterior(d) = w p(d) / (w p(d) + 1 - p(d)), posterior(x) = p(x) / (w p(d) + 1 - p(d)) for x != d.
     """
     best, p_best = prediction[0]
-    if not document_language or best in (document_language, UNDETERMINED):
+    if not document_language or best == UNDETERMINED:
         return best, p_best
     p_doc = dict(prediction).get(document_language, 0.0)
     norm = document_weight * p_doc + 1.0 - p_doc
+    if best == document_language:  # the same posterior as when a neighbour ranked first: lid_score reads it alike
+        return best, min(1.0, document_weight * p_doc / norm)
     if document_weight * p_doc > p_best:
         return document_language, min(1.0, document_weight * p_doc / norm)
     return best, min(1.0, p_best / norm)
