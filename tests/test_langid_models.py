@@ -135,6 +135,8 @@ def test_a_restricted_identifier_answers_among_its_languages_with_the_models_own
     assert answers[3][0][1] < 0.5 and answers[4][0][1] < 0.001  # unlisted languages: too low to pass lid_score
     assert answers[5] == [(UNDETERMINED, 0.0)]                    # no letters
     assert listed.covers("deu_Latn") and not listed.covers("eng_Latn")
+    # a listed language the text has no letter of is never the answer: Chinese is not Korean or German
+    assert RestrictedIdentifier(combined, ["kor_Hang", "deu_Latn"]).predict(CHINESE[:2]) == [[(UNDETERMINED, 0.0)]] * 2
     assert sorted(listed.languages) == ["deu_Latn", "srp_Cyrl", "srp_Latn"]
 
 

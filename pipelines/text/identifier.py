@@ -8,6 +8,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
 
+from miner.languages import script_fits
 from pipelines.text.records import Document, Tally
 
 UNDETERMINED = "und_Zyyy"
@@ -81,8 +82,8 @@ class RestrictedIdentifier(Identifier):
     of languages, as lingua's `from_languages` does: a fragment of one of them is no longer lost to an unlisted
     neighbour (English read as Scots). The model's own probabilities are kept, not renormalised over the list, so a
     text in an unlisted language keeps its low score, which the lid_score filter drops, instead of passing as its
-    listed neighbour (Dutch as German); a text with no listed language among the model's first RESTRICT_DEPTH
-    answers gets `und_Zyyy` with score 0."""
+    listed neighbour (Dutch as German); a text with no listed language whose script it holds (script_fits) among
+    the model's first RESTRICT_DEPTH answers gets `und_Zyyy` with score 0."""
 
     def __init__(self, inner: Identifier, languages: Sequence[str]):
         unknown = sorted(code for code in set(languages) if not inner.covers(code))
@@ -112,7 +113,8 @@ class RestrictedIdentifier(Identifier):
                   if any(code not in self.allowed and code != UNDETERMINED for code, _ in answer)]
         for i, prediction in zip(deeper, self.inner.predict([texts[i] for i in deeper], k=max(k, RESTRICT_DEPTH))
                                  if deeper else []):
-            results[i] = [item for item in prediction if item[0] in self.allowed][:k] or [(UNDETERMINED, 0.0)]
+            results[i] = [item for item in prediction if item[0] in self.allowed and script_fits(item[0], texts[i])
+                          ][:k] or [(UNDETERMINED, 0.0)]
         return results
 
 
