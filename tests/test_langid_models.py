@@ -208,8 +208,10 @@ def test_compare_prints_contenders_side_by_side(tmp_path, capsys):
     flores, pairs = write_flores(tmp_path / "devtest"), write_pairs(tmp_path / "tune")
     output = tmp_path / "report.json"
     assert evaluate_main(["--compare", "cmlm-lid,lid.176,combined,lingua-low,combined@lingua-low", "--flores", str(flores),
-                          "--pairs", str(pairs), "--output", str(output)]) == 0
+                          "--pairs", str(pairs), "--output", str(output), "--per-language"]) == 0
     table = capsys.readouterr().out
+    [german] = [line for line in table.splitlines() if line.startswith("| deu_Latn |")]  # the per-language table
+    assert len(german.split("|")) == 2 + 1 + 5 * 3                  # a column per contender and set
     assert "| combined |" in table and "FLORES cut to 2-6 words: own" in table and "1-3 words" in table
     report = json.loads(output.read_text())
     assert report["common_languages"] == ["deu_Latn", "eng_Latn", "fra_Latn", "srp_Cyrl", "zho_Hans"]

@@ -355,6 +355,21 @@ def compare_table(report: dict, sets: list[str]) -> str:
     return "\n".join(rows)
 
 
+def per_language_table(report: dict, sets: list[str]) -> str:
+    """Accuracy per language, one column per set and contender (the --compare report's `per_language`); empty where
+    a contender does not name the language."""
+    contenders = report["contenders"]
+    columns = [(label, name) for label in sets for name in contenders]
+    languages = sorted({code for row in contenders.values() for label in sets
+                        for code, value in row["per_language"].get(label, {}).items() if value is not None})
+    rows = ["| language | " + " | ".join(f"{name} {label}" for label, name in columns) + " |",
+            "|" + "---|" * (len(columns) + 1)]
+    for code in languages:
+        cells = [_cell(contenders[name]["per_language"].get(label, {}).get(code)) for label, name in columns]
+        rows.append(f"| {code} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
 def _cell(value) -> str:
     return "" if value is None else f"{value:.1f}"
 
@@ -461,6 +476,8 @@ def evaluate_command(args: argparse.Namespace) -> dict:
         contenders = {name: load_contender(name) for name in args.compare.split(",")}
         report = compare(contenders, sets)
         print(compare_table(report, list(sets)))
+        if args.per_language:
+            print("\n" + per_language_table(report, list(sets)))
     else:
         if args.flores is None:
             raise ValueError("--flores is needed (or --compare with --pairs, or --tune-weights)")
@@ -487,6 +504,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare", nargs="?", const=DEFAULT_CONTENDERS, help="contenders side by side "
                         f"(comma-separated; default {DEFAULT_CONTENDERS}; lingua-low is its low-accuracy mode; NAME@PEER answers "
                         "among the peer's languages only, e.g. combined@lingua)")
+    parser.add_argument("--per-language", action="store_true", help="with --compare, also the accuracy per language")
     parser.add_argument("--pairs", type=Path, help="held-out short pairs (data/train/heldout-short/tune or test)")
     parser.add_argument("--news-heldout", type=Path, help="the train pool (../shared/data/train), whose held-out NTREX "
                         "documents (news, as FLORES is; in no identifier's training) are measured (--compare) or "
