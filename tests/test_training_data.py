@@ -166,14 +166,15 @@ def test_bitext_weights_draw_a_source_as_often_as_if_it_were_repeated(tmp_path, 
 
 
 def test_joined_pairs_put_short_pairs_side_by_side_reproducibly(tmp_path, tiny_tokenizer):
-    from training.data import JoinRule, joined_pairs
+    from training.config import JoinConfig
+    from training.data import joined_pairs
 
     pairs = [(f"satz {i} hier", f"sentence number {i} is here") for i in range(40)] + [("Datei", "File")]
-    rule = JoinRule(0.5, (2, 3), min_words=4, max_chars=300)
-    joined = joined_pairs(("deu_Latn", "eng_Latn"), pairs, rule, seed=0)
+    rule = JoinConfig([0.5], [2, 3], min_words=4, max_chars=300)
+    joined = joined_pairs(("deu_Latn", "eng_Latn"), pairs, 0.5, rule, seed=0)
     assert len(joined) == round(0.5 * len(pairs))
-    assert joined == joined_pairs(("deu_Latn", "eng_Latn"), pairs, rule, seed=0)  # a rerun draws the same
-    assert joined != joined_pairs(("deu_Latn", "eng_Latn"), pairs, rule, seed=1)
+    assert joined == joined_pairs(("deu_Latn", "eng_Latn"), pairs, 0.5, rule, seed=0)  # a rerun draws the same
+    assert joined != joined_pairs(("deu_Latn", "eng_Latn"), pairs, 0.5, rule, seed=1)
     by_target = dict((t, s) for s, t in pairs)
     for source, target in joined:
         parts = [f"sentence number {p}" for p in target.split("sentence number ")[1:]]
@@ -182,7 +183,8 @@ def test_joined_pairs_put_short_pairs_side_by_side_reproducibly(tmp_path, tiny_t
         assert source == " ".join(by_target[p.strip()] for p in parts)
     # Chinese sentences follow one another without a space; a side over max_chars loses parts from the end
     chinese = [("这是一句话。", "This is one sentence here.")] * 3
-    [(zh, en)] = joined_pairs(("zho_Hans", "eng_Latn"), chinese, JoinRule(0.34, (3, 3), max_chars=60), seed=0)
+    [(zh, en)] = joined_pairs(("zho_Hans", "eng_Latn"), chinese, 0.34, JoinConfig([0.34], [3, 3], max_chars=60),
+                              seed=0)
     assert zh == "这是一句话。这是一句话。" and en == "This is one sentence here. This is one sentence here."
 
 
@@ -192,10 +194,10 @@ def test_a_recipe_joins_the_entries_it_names_at_their_weight(tmp_path, tiny_toke
     write(tmp_path / "news" / "de-en.tsv", "".join(f"Nachricht {i} heute\tnews story {i} today\n" for i in range(4)))
     write(tmp_path / "short" / "de-en.tsv", "".join(f"kurz {i} ja\tshort line {i} right here\n" for i in range(10)))
     specs = [str(tmp_path / "news" / "*.tsv"), str(tmp_path / "short" / "*.tsv")]
-    from training.data import JoinRule
+    from training.config import JoinConfig
 
     [de] = load_bitext(specs, Tokenize(tiny_tokenizer, 64), Skips(), None, keep_texts=True,
-                       joins=[None, JoinRule(0.5, weight=3.0)])
+                       join=JoinConfig([0, 0.5], weight=3.0))
     sources = de.texts[0]
     assert len(sources) == 4 + 10 + 5 and all(s.startswith("kurz") for s in sources[14:])
     assert de.weights.tolist() == [1.0] * 14 + [3.0] * 5

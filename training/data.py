@@ -33,6 +33,7 @@ import numpy as np
 
 from miner.io import InputFormatError, iter_lines
 from miner.languages import script_of
+from training.config import JoinConfig
 
 log = logging.getLogger("training.data")
 LOGGED_SKIPS = 5  # per reason: enough to find the problem, not a log flooded by a broken file
@@ -316,24 +317,13 @@ def read_parquet_bitext(path: Path, min_score: float | None) -> dict[tuple[str, 
 JOINED_WITHOUT_SPACE = {"Hans", "Hant", "Jpan", "Hani"}
 
 
-@dataclass(frozen=True)
-class JoinRule:
-    """How short pairs become long ones: `share` new pairs per pair, `parts` pairs joined each (DataConfig)."""
-
-    share: float
-    parts: tuple[int, int] = (2, 4)
-    min_words: int = 4
-    max_chars: int = 300
-    weight: float | None = None  # None: the entry's
-
-
-def joined_pairs(langs: tuple[str, str], pairs: list[tuple[str, str]], rule: JoinRule,
+def joined_pairs(langs: tuple[str, str], pairs: list[tuple[str, str]], share: float, rule: JoinConfig,
                  seed: int) -> list[tuple[str, str]]:
-    """`rule.share * len(pairs)` pairs, each 2-4 pairs of `pairs` side by side, drawn without replacement within a
-    joined pair and reproducibly per language pair; parts whose target has fewer than `min_words` words are not
+    """`share * len(pairs)` pairs, each `rule.parts` pairs of `pairs` side by side, drawn without replacement within
+    a joined pair and reproducibly per language pair; parts whose target has fewer than `min_words` words are not
     used, and parts are dropped from the end until both sides have at most `max_chars` characters."""
     usable = [p for p in pairs if len(p[1].split()) >= rule.min_words]
-    count = round(rule.share * len(pairs))
+    count = round(share * len(pairs))
     if len(usable) < 2 or not count:
         return []
     rng = np.random.default_rng([seed, zlib.crc32(f"{langs[0]}-{langs[1]}".encode())])
@@ -372,10 +362,10 @@ def bitext_set(langs: tuple[str, str], pairs: list[tuple[str, str]], tokenize: T
 
 def load_bitext(specs: list[str], tokenize: Tokenize, skips: Skips, min_score: float | None,
                 keep_texts: bool = False, limit: int | None = None,
-                weights: list[float] | None = None, joins: list[JoinRule | None] | None = None,
+                weights: list[float] | None = None, join: JoinConfig | None = None,
                 seed: int = 0) -> list[BitextSet]:
     """Every spec's pairs grouped by language pair; `weights` (one per spec) become each pair's draw weight;
-    `joins` (one per spec) add that spec's joined pairs (joined_pairs), at its weight."""
+    `join.shares` (one per spec) add that spec's joined pairs (joined_pairs), at `join.weight` or the spec's."""
     by_pair: dict[tuple[str, str], list[tuple[str, str]]] = {}
     pair_weights: dict[tuple[str, str], list[float]] = {}
 
@@ -383,7 +373,8 @@ def load_bitext(specs: list[str], tokenize: Tokenize, skips: Skips, min_score: f
         by_pair.setdefault(langs, []).extend(pairs)
         pair_weights.setdefault(langs, []).extend([weight] * len(pairs))
 
-    for spec, weight, join in zip(specs, weights or [1.0] * len(specs), joins or [None] * len(specs), strict=True):
+    shares = join.shares if join else [0.0] * len(specs)
+    for spec, weight, share in zip(specs, weights or [1.0] * len(specs), shares, strict=True):
         label, files = expand(spec, "bitext")
         spec_pairs: dict[tuple[str, str], list[tuple[str, str]]] = {}
         for path in files:
@@ -394,10 +385,10 @@ def load_bitext(specs: list[str], tokenize: Tokenize, skips: Skips, min_score: f
                 spec_pairs.setdefault(pair_of(path, label), []).extend(read_tsv_bitext(path, skips, min_score))
         for langs, pairs in spec_pairs.items():
             add(langs, pairs, weight)
-            if join is not None:
-                add(langs, joined_pairs(langs, pairs, join, seed), join.weight or weight)
+            if share:
+                add(langs, joined_pairs(langs, pairs, share, join, seed), join.weight or weight)
     keys = TextKeys()
-    used = set(weights or [1.0]) | {j.weight for j in joins or [] if j is not None and j.weight is not None}
+    used = set(weights or [1.0]) | ({join.weight} if join and join.weight is not None and any(shares) else set())
     uniform = len(used) == 1  # equal weights draw as none: the same batches as before
     return [bitext_set(langs, pairs[:limit], tokenize, keys, keep_texts,
                        None if uniform else np.asarray(pair_weights[langs][:limit], dtype=np.float64))
@@ -463,11 +454,8 @@ def load_training_data(config, tokenizer) -> TrainingData:
         if not result.documents:
             raise ConfigError("data.documents: no document with two or more sentences")
     if objectives & {"br", "distill"}:
-        join = data.join
-        joins = [JoinRule(share, tuple(join.parts), join.min_words, join.max_chars, join.weight) if share else None
-                 for share in join.shares] if join else None
         result.bitext = load_bitext(data.bitext, tokenize, skips, data.min_score, keep_texts="distill" in objectives,
-                                    weights=data.bitext_weights or None, joins=joins, seed=config.seed)
+                                    weights=data.bitext_weights or None, join=data.join, seed=config.seed)
         if not result.bitext:
             raise ConfigError("data.bitext: no usable translation pair")
     if "distill" in objectives:

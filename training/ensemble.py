@@ -20,7 +20,8 @@ For a share a of the first member (1 - a of the second), on a grid of `--step`:
    among those, the best mean over the sets, a tie going to the share nearer the default, and the default kept
    unless the best gains more than `--min-gain` points over it (a few hundred sentences cannot tell smaller
    differences apart). `--prefer-members` first keeps the better member alone unless the best gains that much
-   over it (measured 2026-11-26: fewer languages below a member on the short test half, French BUCC lower). Where no share is that good on both sets (one member better on short sentences, the other
+   over it (measured 2026-11-26: fewer languages below a member on the short test half, French BUCC lower).
+   Where no share is that good on both sets (one member better on short sentences, the other
    on long), the member alone whose worst loss is smaller. `heldout.json` says which rule chose each share.
 The short sets' `test` half is scored after the choice (members alone and the chosen share): the figures that say
 whether the rule holds on sentences no choice saw.
@@ -172,8 +173,9 @@ def never_below_a_member(scores: list[dict[float, float]], grid: list[float], de
         return max(members, key=lambda m: (worst[m], mean[m])), "a member alone (no share matches both members)"
     best = max(allowed, key=lambda a: (mean[a], -abs(a - default)))
     better = max(members, key=lambda m: mean[m])
-    if prefer_members and better in allowed and mean[best] - mean[better] <= min_gain:  # a blend that only ties a member on these
-        return better, "the better member alone"                     # sets often loses to it on the next ones
+    # a blend that only ties a member on these sets often loses to it on the next ones
+    if prefer_members and better in allowed and mean[best] - mean[better] <= min_gain:
+        return better, "the better member alone"
     if default in allowed and mean[best] - mean[default] <= min_gain:
         return default, "the default"
     return best, "its own share"
