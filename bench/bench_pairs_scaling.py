@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import io
 import json
 import logging
@@ -164,7 +165,11 @@ def run_stage(n: int, dim: int, seed: int, args, dtype: str = "float16") -> dict
         report = run(settings, options, ["pairs"])
     cpu, wall = tree.cpu() - cpu, time.perf_counter() - wall
     counters = report["counters"]["pairs"]["pairs"]
-    table = storage.read_parquet(layout.bitext_files(output, *LANGUAGES)[0], columns=["src_text", "tgt_text"])
+    files = layout.bitext_files(output, *LANGUAGES)
+    table = storage.read_parquet(files[0], columns=["src_text", "tgt_text"])
+    # the bitext's bytes, so that a change meant to keep them (issue 23: block-wise work, faster comparisons) is
+    # checked at every benchmark size, not only on the sample
+    bitext_sha256 = hashlib.sha256(b"".join(storage.read_bytes(path) for path in files)).hexdigest()
     mined = {(int(s.rsplit(" ", 1)[1]), int(t.rsplit(" ", 1)[1])) for s, t in
              zip(table["src_text"].to_pylist(), table["tgt_text"].to_pylist())}
     shutil.rmtree(output, ignore_errors=True)
@@ -179,7 +184,7 @@ def run_stage(n: int, dim: int, seed: int, args, dtype: str = "float16") -> dict
             "embedding_bytes_on_disk_per_sentence": row_bytes,
             "vector_bytes_shuffled_per_sentence": round(sent * row_bytes / sentences, 1),
             "similarities_per_sentence": round(counters["similarities_computed"] / sentences, 1),
-            "pairs": len(mined), "planted_recall": round(len(mined & set(planted.items())) / len(planted), 4),
+            "pairs": len(mined), "bitext_sha256": bitext_sha256, "planted_recall": round(len(mined & set(planted.items())) / len(planted), 4),
             "queries_searched_exactly_after_short_lists":
                 counters.get("queries_searched_exactly_after_short_lists", 0),
             "peer": peer(src, tgt, planted, nlist, args) if args.peer else None,

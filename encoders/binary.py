@@ -142,6 +142,15 @@ def cosine_estimate(sims: np.ndarray, code: str) -> np.ndarray:
         return np.where(np.isneginf(sims), sims, np.sin(np.float32(np.pi / 2) * sims)).astype(sims.dtype)
 
 
+def exact_products(code: str | None, dim: int) -> bool:
+    """Whether dot products of `unit_rows` of this code are exact in float32 whatever the summation order: sign
+    codes whose widened values +-1 / sqrt(dim) are powers of two (dim = 4^m: 256, 1,024, 4,096 bits), so every
+    product is +-1 / dim and every partial sum a multiple of it within [-1, 1]. A matrix product then gives each
+    similarity the same bits as a pair-by-pair sum, however rows are blocked or grouped, and nothing need be
+    recomputed (miner.knn_join.list_topk). Threshold codes divide by sqrt(|a| |b|) and float vectors round."""
+    return code == "sign" and dim >= 1 and (dim & (dim - 1)) == 0 and dim.bit_length() % 2 == 1
+
+
 def check_packed(packed: np.ndarray, name: str, dim: int | None = None) -> None:
     if not isinstance(packed, np.ndarray) or packed.dtype != np.uint8 or packed.ndim != 2:
         raise BinaryVectorError(f"{name}: binary vectors are a 2-D uint8 array, got "

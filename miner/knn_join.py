@@ -203,7 +203,7 @@ class Neighbours:
 
 
 def list_topk(queries: np.ndarray, query_refs: np.ndarray, database: np.ndarray, database_refs: np.ndarray,
-              k: int, device: str | None = None, unit: bool = False) -> Neighbours:
+              k: int, device: str | None = None, unit: bool = False, exact: bool = False) -> Neighbours:
     """Each query's k best database rows by exact cosine, ties broken by the smaller reference. `unit` says both
     are unit float32 rows already (miner.vectors.unit_rows works row by row, so normalising a group's rows once
     gives the bits normalising each list's would: a query probes many lists).
@@ -212,13 +212,15 @@ def list_topk(queries: np.ndarray, query_refs: np.ndarray, database: np.ndarray,
     is None, else torch on that device ("cuda", or "cpu" to run that path without a GPU). Their similarities are
     then computed pair by pair with miner.index.rescore, whose result does not depend on which other rows share
     the block or which device found them, so a neighbour's similarity is the same bits however the lists were
-    grouped, split or compared."""
+    grouped, split or compared. `exact` says the rows' dot products are exact in any summation order (widened
+    sign codes: encoders.binary.exact_products): the product's values are those bits already, and the k best are
+    taken from it directly."""
     database_refs = np.asarray(database_refs, dtype=np.int64)
     out = Neighbours.none(query_refs, k)
     take = min(k, len(database))
     if take == 0:
         return out
-    fetch = min(len(database), k + RESCORE_SPARE)
+    fetch = take if exact else min(len(database), k + RESCORE_SPARE)
     if unit:
         unit_queries, unit_database = queries, database
     else:
@@ -227,8 +229,8 @@ def list_topk(queries: np.ndarray, query_refs: np.ndarray, database: np.ndarray,
         candidates = _numpy_candidates(unit_queries, unit_database, database_refs, fetch)
     else:
         candidates = _torch_candidates(unit_queries, unit_database, database_refs, fetch, device)
-    for block, top in candidates:
-        sims = rescore(unit_queries[block], unit_database, top, unit=True)
+    for block, top, values in candidates:
+        sims = values if exact else rescore(unit_queries[block], unit_database, top, unit=True)
         order = np.lexsort((database_refs[top], -sims), axis=1)[:, :take]
         out.sims[block, :take] = np.take_along_axis(sims, order, axis=1)
         out.refs[block, :take] = database_refs[np.take_along_axis(top, order, axis=1)]
@@ -236,15 +238,18 @@ def list_topk(queries: np.ndarray, query_refs: np.ndarray, database: np.ndarray,
 
 
 def _numpy_candidates(unit_queries: np.ndarray, unit_database: np.ndarray, refs: np.ndarray,
-                      fetch: int) -> Iterator[tuple[slice, np.ndarray]]:
+                      fetch: int) -> Iterator[tuple[slice, np.ndarray, np.ndarray]]:
+    """(query block, each query's candidate columns, the product's values there), block by block."""
     step = max(1, BLOCK_FLOATS // len(unit_database))
     for start in range(0, len(unit_queries), step):
         block = slice(start, start + step)
-        yield block, _topk_rows(unit_queries[block] @ unit_database.T, refs, fetch)
+        sims = unit_queries[block] @ unit_database.T
+        top = _topk_rows(sims, refs, fetch)
+        yield block, top, np.take_along_axis(sims, top, axis=1)
 
 
 def _torch_candidates(unit_queries: np.ndarray, unit_database: np.ndarray, refs: np.ndarray, fetch: int,
-                      device: str) -> Iterator[tuple[slice, np.ndarray]]:
+                      device: str) -> Iterator[tuple[slice, np.ndarray, np.ndarray]]:
     """The numpy path's candidates from a torch matrix product on `device` (full float32, no TF32), selected
     there by the same _topk_rows."""
     import torch
@@ -254,7 +259,9 @@ def _torch_candidates(unit_queries: np.ndarray, unit_database: np.ndarray, refs:
         step = max(1, DEVICE_BLOCK_FLOATS // len(unit_database))
         for start in range(0, len(unit_queries), step):
             block = slice(start, start + step)
-            yield block, _topk_rows(torch.from_numpy(unit_queries[block]).to(device) @ database.T, refs, fetch)
+            sims = torch.from_numpy(unit_queries[block]).to(device) @ database.T
+            top = _topk_rows(sims, refs, fetch)
+            yield block, top, torch.take_along_dim(sims, torch.from_numpy(top).to(device), dim=1).cpu().numpy()
 
 
 @contextmanager
@@ -377,9 +384,12 @@ def query_similarity_order(queries: np.ndarray, sims: np.ndarray, refs: np.ndarr
     key = (queries.astype(np.int64) << 32) | descending_key(sims)
     order = np.argsort(key, kind="stable")
     ordered = key[order]
-    tied = np.flatnonzero(ordered[1:] == ordered[:-1])
-    if len(tied):
-        at = np.union1d(tied, tied + 1)  # positions inside runs of equal keys, ascending
+    tied = ordered[1:] == ordered[:-1]
+    if tied.any():
+        in_run = np.zeros(len(ordered), dtype=bool)  # positions inside runs of equal keys (a mask: no sort)
+        in_run[:-1] |= tied
+        in_run[1:] |= tied
+        at = np.flatnonzero(in_run)
         run = np.cumsum(np.r_[0, ordered[at][1:] != ordered[at][:-1]])
         members = order[at]
         order[at] = members[np.lexsort((refs[members], run))]

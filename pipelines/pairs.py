@@ -373,11 +373,13 @@ class CompareList(beam.DoFn):
             self._check_whole(pair, side, (query_lang, db_lang), group, queries.lists, database.lists, sizes)
         self.largest.update(len(queries.refs) + len(database.refs))
         k = neighbours_wanted(self.manifest, self.config, db_lang)
+        exact = database.rows is not None and binary.exact_products(code, database.rows.shape[1])
         parts = []
         for list_id in np.intersect1d(queries.lists, database.lists):  # a hot list's block may lack one kind
             (q_refs, q_rows), (db_refs, db_rows) = queries.of_list(list_id), database.of_list(list_id)
             self.similarities.inc(len(q_refs) * len(db_refs))
-            parts.append(as_cosines(list_topk(q_rows, q_refs, db_rows, db_refs, k, self.device, unit=True), code))
+            found = list_topk(q_rows, q_refs, db_rows, db_refs, k, self.device, unit=True, exact=exact)
+            parts.append(as_cosines(found, code))
         if not parts:
             return
         found = parts[0] if len(parts) == 1 else merge_topk(parts, k)  # a query may probe several of the lists

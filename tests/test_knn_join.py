@@ -108,6 +108,38 @@ def test_codes_crowded_with_ties_pick_the_smaller_reference_in_every_row():
     np.testing.assert_array_equal(found.refs, want)
 
 
+@pytest.mark.parametrize("bits", [256, 1024])
+def test_exact_sign_codes_skip_the_rescoring_and_give_its_bits_in_any_blocking(bits, monkeypatch):
+    """Widened sign codes of 4^m bits have dot products exact in float32 (encoders.binary.exact_products): the
+    matrix product's values are taken as they are, and they are the rescored path's bits, neighbours and order,
+    whichever block of queries a row was compared in and on either path (numpy, or torch as on a GPU worker)."""
+    from encoders import binary
+    from miner import knn_join
+
+    rng = np.random.default_rng(bits)
+    base = rng.standard_normal((40, bits))
+    codes = [np.packbits(base[rng.integers(0, 40, n)] + 0.8 * rng.standard_normal((n, bits)) > 0, axis=1)
+             for n in (250, 180)]
+    queries, database = (binary.unit_rows(c, "sign") for c in codes)
+    refs = rng.permutation(10_000)[:180].astype(np.int64)
+    rescored = list_topk(queries, np.arange(250), database, refs, 4, unit=True)
+    exact = list_topk(queries, np.arange(250), database, refs, 4, unit=True, exact=True)
+    monkeypatch.setattr(knn_join, "BLOCK_FLOATS", 7 * len(database))  # 7 queries a block
+    blocked = list_topk(queries, np.arange(250), database, refs, 4, unit=True, exact=True)
+    on_torch = list_topk(queries, np.arange(250), database, refs, 4, "cpu", unit=True, exact=True)
+    for found in (exact, blocked, on_torch):
+        np.testing.assert_array_equal(found.refs, rescored.refs)
+        assert found.sims.tobytes() == rescored.sims.tobytes()
+    assert len(np.unique(rescored.sims)) < rescored.sims.size  # ties were there to break
+
+
+def test_exact_products_are_sign_codes_of_a_power_of_four_bits():
+    from encoders.binary import exact_products
+
+    assert [d for d in range(1, 5000) if exact_products("sign", d)] == [1, 4, 16, 64, 256, 1024, 4096]
+    assert not exact_products("threshold", 1024) and not exact_products(None, 1024)
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.sampled_from([3, 17, 120, PARTITION_MAX_COLUMNS + 37]),
        st.integers(1, 12), st.sampled_from([2, 5, 1000]), st.booleans())
