@@ -43,16 +43,21 @@ from miner.vectors import unit_rows
 # 256); 64 keeps training (whose cost grows as nlist^2 in one level, nlist^1.5 in two: knn.two_level_lists) a
 # small part of the stage. recall@k measured with it: docs/benchmarks.md.
 TRAIN_ROWS_PER_LIST = 64
-# Floats of one similarity block (queries x database rows) in list_topk: bounds its memory to ~64 MB.
+# Floats of one similarity block (queries x database rows) in list_topk: bounds its memory to ~64 MB (twice that
+# while _argmax_topk picks from a copy).
 BLOCK_FLOATS = 1 << 24
 # The same on a device (torch): 1 GB of similarities per block, a few percent of a data-centre GPU's memory.
 DEVICE_BLOCK_FLOATS = 1 << 28
 # Candidates beyond k whose similarities are recomputed pair by pair: the matrix product's last bit depends on the
 # block's shape, so a row within an ulp of the k-th could otherwise be chosen in one grouping and not another.
 RESCORE_SPARE = 4
-# Rows of up to this many columns pick their candidates by numpy's partition and two masks (on rows of a hundred
-# to a few hundred columns, as the join's lists hold, 3-6x faster than torch's topk and no slower on rows crowded
-# with ties); wider rows by torch's topk, faster there (docs/benchmarks.md).
+# Up to this many places a row's candidates are picked by repeated argmax on the host, at any width (k passes over
+# the block: 1.1-6x faster than numpy's partition or torch's topk up to k = 16 on rows of 40 to 100,000 columns,
+# level at 16; docs/benchmarks.md).
+ARGMAX_MAX_K = 16
+# More places: rows of up to this many columns by numpy's partition and two masks (on rows of a hundred to a few
+# hundred columns, 3-6x faster than torch's topk and no slower on rows crowded with ties); wider rows by torch's
+# topk, faster there.
 PARTITION_MAX_COLUMNS = 400
 
 
@@ -298,15 +303,18 @@ def _topk_rows(sims, refs: np.ndarray, k: int) -> np.ndarray:
     """Column indices of each row's k best, by similarity then smaller reference among rows tied at the k-th (in
     no particular order within a row: callers rescore and sort them).
 
-    `sims` is a numpy array or a torch tensor on any device. Host rows of up to PARTITION_MAX_COLUMNS columns take
-    _partition_topk; wider ones and device tensors torch's topk, where it runs (1.3-1.5x faster than numpy's
-    argpartition on wide rows, docs/benchmarks.md). topk picks arbitrarily among values tied with the k-th best:
-    such crowded rows are selected again on the host, all at once (_untied_topk). Float vectors crowd a row
-    rarely; binary codes, whose similarities take d + 1 values, crowd most rows."""
+    `sims` is a numpy array or a torch tensor on any device. On the host, the few places a join asks (k up to
+    ARGMAX_MAX_K) take _argmax_topk at any width; more places take _partition_topk on rows of up to
+    PARTITION_MAX_COLUMNS columns, torch's topk on wider ones (1.3-1.5x faster than numpy's argpartition there,
+    docs/benchmarks.md), as device tensors do. topk picks arbitrarily among values tied with the k-th best: such crowded rows are
+    selected again on the host, all at once (_untied_topk). Float vectors crowd a row rarely; binary codes, whose
+    similarities take d + 1 values, crowd most rows."""
     import torch
 
     if k >= sims.shape[1]:
         return np.broadcast_to(np.arange(sims.shape[1]), tuple(sims.shape)).copy()
+    if isinstance(sims, np.ndarray) and k <= ARGMAX_MAX_K:
+        return _argmax_topk(sims, refs, k)
     if isinstance(sims, np.ndarray) and sims.shape[1] <= PARTITION_MAX_COLUMNS:
         return _partition_topk(sims, refs, k)
     matrix = torch.from_numpy(np.ascontiguousarray(sims)) if isinstance(sims, np.ndarray) else sims
@@ -321,6 +329,22 @@ def _topk_rows(sims, refs: np.ndarray, k: int) -> np.ndarray:
         index = torch.from_numpy(crowded).to(matrix.device)
         top[crowded] = _untied_topk(matrix[index].cpu().numpy(), kth[index].cpu().numpy(), refs, k)
     return top
+
+
+def _argmax_topk(sims: np.ndarray, refs: np.ndarray, k: int) -> np.ndarray:
+    """_topk_rows on the host by k passes of a row-wise argmax, each taking the best column left: numpy's argmax
+    returns the first of tied maxima, which is the smaller reference once columns are in reference order (the join's
+    lists arrive so). Each pass reads the block once, where a partition and its tie masks read it several times:
+    2-12x faster at k = 4 on rows of 40-400 columns (docs/benchmarks.md). A row's columns come out best first."""
+    order = np.argsort(refs, kind="stable") if np.any(refs[1:] < refs[:-1]) else None
+    left = sims[:, order] if order is not None else sims.copy()
+    rows = np.arange(len(left))
+    top = np.empty((len(left), k), dtype=np.int64)
+    for place in range(k):
+        best = left.argmax(axis=1)
+        top[:, place] = best
+        left[rows, best] = -np.inf
+    return top if order is None else order[top]
 
 
 def _partition_topk(sims: np.ndarray, refs: np.ndarray, k: int) -> np.ndarray:
