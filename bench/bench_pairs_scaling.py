@@ -184,7 +184,8 @@ def run_stage(n: int, dim: int, seed: int, args, dtype: str = "float16") -> dict
             "embedding_bytes_on_disk_per_sentence": row_bytes,
             "vector_bytes_shuffled_per_sentence": round(sent * row_bytes / sentences, 1),
             "similarities_per_sentence": round(counters["similarities_computed"] / sentences, 1),
-            "pairs": len(mined), "bitext_sha256": bitext_sha256, "planted_recall": round(len(mined & set(planted.items())) / len(planted), 4),
+            "pairs": len(mined), "bitext_sha256": bitext_sha256,
+            "planted_recall": round(len(mined & set(planted.items())) / len(planted), 4),
             "queries_searched_exactly_after_short_lists":
                 counters.get("queries_searched_exactly_after_short_lists", 0),
             "peer": peer(src, tgt, planted, nlist, args) if args.peer else None,

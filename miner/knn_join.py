@@ -52,8 +52,8 @@ DEVICE_BLOCK_FLOATS = 1 << 28
 # block's shape, so a row within an ulp of the k-th could otherwise be chosen in one grouping and not another.
 RESCORE_SPARE = 4
 # Up to this many places a row's candidates are picked by repeated argmax on the host, at any width (k passes over
-# the block: 1.1-6x faster than numpy's partition or torch's topk up to k = 16 on rows of 40 to 100,000 columns,
-# level at 16; docs/benchmarks.md).
+# the block: 1.1-12x faster than numpy's partition or torch's topk for k = 4-8 on rows of 40 to 100,000 columns,
+# level with them at k = 16; docs/benchmarks.md).
 ARGMAX_MAX_K = 16
 # More places: rows of up to this many columns by numpy's partition and two masks (on rows of a hundred to a few
 # hundred columns, 3-6x faster than torch's topk and no slower on rows crowded with ties); wider rows by torch's
@@ -306,9 +306,9 @@ def _topk_rows(sims, refs: np.ndarray, k: int) -> np.ndarray:
     `sims` is a numpy array or a torch tensor on any device. On the host, the few places a join asks (k up to
     ARGMAX_MAX_K) take _argmax_topk at any width; more places take _partition_topk on rows of up to
     PARTITION_MAX_COLUMNS columns, torch's topk on wider ones (1.3-1.5x faster than numpy's argpartition there,
-    docs/benchmarks.md), as device tensors do. topk picks arbitrarily among values tied with the k-th best: such crowded rows are
-    selected again on the host, all at once (_untied_topk). Float vectors crowd a row rarely; binary codes, whose
-    similarities take d + 1 values, crowd most rows."""
+    docs/benchmarks.md), as device tensors do. topk picks arbitrarily among values tied with the k-th best: such
+    crowded rows are selected again on the host, all at once (_untied_topk). Float vectors crowd a row rarely;
+    binary codes, whose similarities take d + 1 values, crowd most rows."""
     import torch
 
     if k >= sims.shape[1]:
@@ -335,7 +335,7 @@ def _argmax_topk(sims: np.ndarray, refs: np.ndarray, k: int) -> np.ndarray:
     """_topk_rows on the host by k passes of a row-wise argmax, each taking the best column left: numpy's argmax
     returns the first of tied maxima, which is the smaller reference once columns are in reference order (the join's
     lists arrive so). Each pass reads the block once, where a partition and its tie masks read it several times:
-    2-12x faster at k = 4 on rows of 40-400 columns (docs/benchmarks.md). A row's columns come out best first."""
+    1.8-12x faster at k = 4 on rows of 40-400 columns (docs/benchmarks.md). A row's columns come out best first."""
     order = np.argsort(refs, kind="stable") if np.any(refs[1:] < refs[:-1]) else None
     left = sims[:, order] if order is not None else sims.copy()
     rows = np.arange(len(left))
