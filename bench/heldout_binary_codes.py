@@ -9,7 +9,7 @@ plain sign codes and sign codes less each language's mean (encoders.binary). The
         --members use-multilingual models/cmlm-distilled [--cache data/ensemble-cache]
 
 Prints xsim accuracy (NTREX held-out rows; short pairs) and the best mining F1 (NTREX among 600 / 1,200
-distractors) with the ratio and the distance margin, each the mean over languages. `--learned-rotation` adds
+distractors) with the ratio and the distance margin (`--k` neighbours, 4 by default), each the mean over languages. `--learned-rotation` adds
 the centred sign code after a rotation learned by iterative quantisation (ITQ: Gong and Lazebnik 2011) on the short
 pairs' other half (heldout-short/test) instead of the fixed randomised Hadamard one.
 """
@@ -53,12 +53,12 @@ def learned_rotation(vectors: list[np.ndarray], iterations: int = 50) -> np.ndar
     return rotation
 
 
-def best_f1(src: np.ndarray, tgt: np.ndarray, n_gold: int, margin: str, code: str | None) -> float:
+def best_f1(src: np.ndarray, tgt: np.ndarray, n_gold: int, margin: str, code: str | None, k: int = 4) -> float:
     """Best F1 (%) over thresholds: row i of src translates row i of tgt for i < n_gold (training.ensemble's
-    mining_f1, with the margin and the code's cosine estimates as the pipeline uses them)."""
+    mining_f1, with the margin, its k and the code's cosine estimates as the pipeline uses them)."""
     from miner.mining import MiningConfig, mine
 
-    pairs = mine(src, tgt, MiningConfig(k=4, margin=margin, selection="max", threshold=None), code=code)
+    pairs = mine(src, tgt, MiningConfig(k=k, margin=margin, selection="max", threshold=None), code=code)
     correct = np.cumsum((pairs.src == pairs.tgt) & (pairs.src < n_gold))
     return float(100.0 * (2 * correct / (np.arange(1, len(correct) + 1) + n_gold)).max()) if len(correct) else 0.0
 
@@ -78,6 +78,8 @@ def main() -> None:
     parser.add_argument("--learned-rotation", type=Path, metavar="OTHER_HALF", nargs="?",
                         const=Path("data/train/heldout-short/test"),
                         help="also the centred code after an ITQ rotation learned on these short pairs")
+    parser.add_argument("--k", type=int, default=4,
+                        help="the margins' neighbourhood for the mining F1 (mining.k; 4 by default)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
@@ -113,7 +115,7 @@ def main() -> None:
             rows[name]["NTREX xsim"].append(xsim_accuracy(a[:n_gold], b[:n_gold], texts[language][:n_gold],
                                                           texts[ENGLISH][:n_gold]))
             for margin in ("ratio", "distance"):
-                rows[name][f"NTREX F1 {margin}"].append(best_f1(a, b, n_gold, margin, code))
+                rows[name][f"NTREX F1 {margin}"].append(best_f1(a, b, n_gold, margin, code, args.k))
     for language, (own_texts, english_texts) in short.items():
         a = vectors(short_key("tune", language), language)
         for name, code_of in codes.items():
