@@ -9,9 +9,9 @@ plain sign codes and sign codes less each language's mean (encoders.binary). The
         --members use-multilingual models/cmlm-distilled [--cache data/ensemble-cache]
 
 Prints xsim accuracy (NTREX held-out rows; short pairs) and the best mining F1 (NTREX among 600 / 1,200
-distractors) with the ratio and the distance margin (`--k` neighbours, 4 by default), each the mean over languages. `--learned-rotation` adds
-the centred sign code after a rotation learned by iterative quantisation (ITQ: Gong and Lazebnik 2011) on the short
-pairs' other half (heldout-short/test) instead of the fixed randomised Hadamard one.
+distractors) with the ratio and the distance margin (`--k` neighbours, 4 by default), each the mean over languages.
+`--learned-rotation` adds the centred sign code after a rotation learned by iterative quantisation (ITQ: Gong and
+Lazebnik 2011) on the short pairs' other half (heldout-short/test) instead of the fixed randomised Hadamard one.
 """
 
 from __future__ import annotations

@@ -280,8 +280,8 @@ class LanguageIdentifier(LabelledIdentifier):
                 labels, probabilities = self.model.predict(texts_read, k=k, threshold=threshold)
             for i, row_labels, row_probabilities in zip(rows, labels, probabilities):
                 results[i] = self._named(row_labels, row_probabilities, normalized[i])
-            self._fit_scripts(results, normalized, [i for i in rows if not script_fits(results[i][0][0], normalized[i])],
-                              k)
+            unfit = [i for i in rows if not script_fits(results[i][0][0], normalized[i])]
+            self._fit_scripts(results, normalized, unfit, k)
         return results
 
     def _fit_scripts(self, results: list, normalized: list[str], unfit: list[int], k: int) -> None:

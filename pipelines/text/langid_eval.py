@@ -502,8 +502,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--document-weights", default=f"{DOCUMENT_WEIGHT:g}", help="comma-separated prior odds")
     parser.add_argument("--languages", help="comma-separated lang_Script subset")
     parser.add_argument("--compare", nargs="?", const=DEFAULT_CONTENDERS, help="contenders side by side "
-                        f"(comma-separated; default {DEFAULT_CONTENDERS}; lingua-low is its low-accuracy mode; NAME@PEER answers "
-                        "among the peer's languages only, e.g. combined@lingua)")
+                        f"(comma-separated; default {DEFAULT_CONTENDERS}; lingua-low is its low-accuracy mode; "
+                        "NAME@PEER answers among the peer's languages only, e.g. combined@lingua)")
     parser.add_argument("--per-language", action="store_true", help="with --compare, also the accuracy per language")
     parser.add_argument("--pairs", type=Path, help="held-out short pairs (data/train/heldout-short/tune or test)")
     parser.add_argument("--news-heldout", type=Path, help="the train pool (../shared/data/train), whose held-out NTREX "

@@ -72,7 +72,8 @@ class TextStage:
         languages = lid.get("languages")
         if languages is not None:
             if not isinstance(languages, list) or not languages:
-                raise ValueError(f"lid.languages: a list of codes such as deu_Latn (or leave it out), not {languages!r}")
+                raise ValueError(f"lid.languages: a list of codes such as deu_Latn (or leave it out), "
+                                 f"not {languages!r}")
             for code in languages:
                 check_code(code, "lid.languages:")
         if not lid.get("model"):
