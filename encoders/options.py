@@ -12,8 +12,8 @@ def add_encoder_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--device", help="auto (default: every GPU, else CPU), cpu, cuda, or cuda:0,cuda:1")
     group.add_argument("--precision", choices=("auto", "fp32", "bf16", "fp16"),
                        help="auto (default): bf16 on GPUs and on CPUs with native bf16, else fp16 / fp32")
-    group.add_argument("--token-budget", type=int, help="padded tokens per batch (default 65536 GPU, 8192 CPU)")
-    group.add_argument("--batch-size", type=int, help="sentences per batch at most (default 1024 GPU, 128 CPU)")
+    group.add_argument("--token-budget", type=int, help="padded tokens per batch (default 262144 GPU, 8192 CPU)")
+    group.add_argument("--batch-size", type=int, help="sentences per batch at most (default 4096 GPU, 128 CPU)")
     group.add_argument("--max-seq-length", type=int, help="truncate sentences to this many tokens")
     group.add_argument("--pooling", choices=("mean", "cls", "max", "mean_sqrt_len_tokens", "lasttoken", "pooler"),
                        help="override the checkpoint's pooling; `pooler` uses the model's pooler head (plain "
