@@ -145,29 +145,14 @@ class EnsembleEncoder:
         if problems:
             raise BadSentenceError(problems)
         shares = self.shares(language, sentences)
-        running = [i for i, share in enumerate(shares) if share != 0]  # a member with no weight adds zeros: not run
-        vectors = self._run_members(running, sentences, show_progress)
-        parts = [np.float32(math.sqrt(shares[i])) * vectors[i] if i in vectors
-                 else np.zeros((len(sentences), self.dims[i]), dtype=np.float32) for i in range(len(shares))]
+        parts = []
+        for i, share in enumerate(shares):
+            if share == 0:  # a member with no weight adds zeros: not run
+                parts.append(np.zeros((len(sentences), self.dims[i]), dtype=np.float32))
+                continue
+            vectors = self.member(i).encode(sentences, show_progress=show_progress, progress=None)
+            parts.append(np.float32(math.sqrt(share)) * vectors)
         out = np.hstack(parts)
         if progress is not None:
             progress(len(sentences))
         return as_dtype(out, dtype)
-
-    def _run_members(self, members: list[int], sentences: Sequence[str], show_progress: bool) -> dict:
-        """Each member's vectors. On GPUs the members run at once, one thread each: a member's tokenising (CPU,
-        the GIL released) then overlaps the other's kernels, which leave the GPU mostly idle (measured:
-        docs/benchmarks.md). On CPUs they run one after the other: both would share the same cores."""
-        encoders = {i: self.member(i) for i in members}
-        if len(encoders) < 2 or not all(_on_gpu(encoder) for encoder in encoders.values()):
-            return {i: e.encode(sentences, show_progress=show_progress, progress=None) for i, e in encoders.items()}
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(len(encoders)) as pool:
-            futures = {i: pool.submit(e.encode, sentences, progress=None) for i, e in encoders.items()}
-            return {i: future.result() for i, future in futures.items()}
-
-
-def _on_gpu(encoder) -> bool:
-    devices = getattr(encoder, "devices", None)  # torch devices (transformer checkpoints, the teacher's port)
-    return bool(devices) and all(getattr(device, "type", None) == "cuda" for device in devices)

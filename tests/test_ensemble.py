@@ -3,7 +3,6 @@ need no model: hashed character n-grams of two sizes."""
 
 import gzip
 import json
-import threading
 
 import numpy as np
 import pytest
@@ -35,42 +34,6 @@ def test_vectors_are_the_members_scaled_by_the_square_roots_of_their_shares(tmp_
     assert not german[:, 64:].any()
     # the dot product is the shares-weighted sum of the members' cosines
     np.testing.assert_allclose(mixed @ german.T, 0.5 * first @ first.T, rtol=1e-6)
-
-
-def record_member_threads(encoder, devices=None, barrier=None) -> list:
-    """Wrap each member's encode to record its thread (and wait at `barrier`: proof that both run at once)."""
-    threads = []
-    for i in (0, 1):
-        member = encoder.member(i)
-        if devices:
-            member.devices = devices
-        inner = member.encode
-
-        def recording(*args, _inner=inner, **kwargs):
-            threads.append(threading.get_ident())
-            if barrier:
-                barrier.wait()
-            return _inner(*args, **kwargs)
-
-        member.encode = recording
-    return threads
-
-
-def test_members_on_gpus_run_at_once_and_give_the_same_vectors(tmp_path):
-    import torch
-
-    encoder = load_encoder(str(write_ensemble(tmp_path / "e")))
-    expected = encoder.encode(SENTENCES)
-    threads = record_member_threads(encoder, [torch.device("cuda", 0)], threading.Barrier(2, timeout=10))
-    np.testing.assert_array_equal(encoder.encode(SENTENCES), expected)
-    assert len(set(threads)) == 2 and threading.get_ident() not in threads
-
-
-def test_members_on_cpus_run_one_after_the_other(tmp_path):
-    encoder = load_encoder(str(write_ensemble(tmp_path / "e")))
-    threads = record_member_threads(encoder)
-    encoder.encode(SENTENCES)
-    assert threads == [threading.get_ident()] * 2
 
 
 @pytest.mark.parametrize("language, expected", [
