@@ -80,8 +80,9 @@ def handler_from_settings(settings: dict) -> KeyedModelHandler:
     share = values["share_model"]
     if share == "auto":  # one model per GPU machine, not one per process: GPU memory is the scarce thing
         share = options.get("device", "auto") != "cpu" and _gpu_visible()
-    # floats are cast when written; centred sign codes are made when written too, once the language means are known
-    dtype = values["dtype"] if values["dtype"] == binary.DTYPE and not centres_languages(settings) else "float32"
+    # vectors leave the encoder in the stored dtype, so the shuffle to the writers carries float16 (half of float32)
+    # or packed codes; centred sign codes need float32 there: they are made when written, once the means are known
+    dtype = "float32" if centres_languages(settings) else values["dtype"]
     return KeyedModelHandler(EncoderModelHandler(settings["encoder"], options, bool(share), dtype))
 
 

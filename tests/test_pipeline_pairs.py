@@ -379,6 +379,20 @@ def test_uncentred_sign_codes_are_what_the_encoder_gives_and_changing_the_centre
         run({**settings, "embed": {"dtype": "binary", "binary_center": "mean"}}, PipelineOptions([]), ["embed"])
 
 
+@pytest.mark.parametrize("embed, carried", [
+    ({"dtype": "float16"}, np.float16), ({"dtype": "float32"}, np.float32),
+    ({"dtype": "binary", "binary_center": "none"}, np.uint8), ({"dtype": "binary"}, np.float32)])
+def test_vectors_leave_the_encoder_as_stored_so_the_shuffle_carries_no_more(embed, carried):
+    """float16 shards: half float32's bytes through the shuffle to the writers; centred sign codes need float32
+    there (a language's mean is known only once all its shards are embedded)."""
+    from pipelines.embed import handler_from_settings
+
+    handler = handler_from_settings({"encoder": "char-ngram", "embed": embed})
+    [(_, result)] = handler.run_inference([("k", ("deu_Latn", ["Guten Morgen.", "Das Haus ist alt."]))],
+                                          handler.load_model())
+    assert result.inference.dtype == carried
+
+
 def test_binary_vectors_of_another_bit_count_in_one_shard_are_an_error_naming_it(tmp_path):
     output = str(tmp_path / "out")
     write_shards(output, 2)
