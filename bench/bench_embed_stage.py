@@ -7,10 +7,10 @@
 Sentences (a file of `language<TAB>text` lines, or FLORES devtest of the teacher's 16 languages: dev pool, measuring
 only) are written as one sentence shard (Parquet, `text`) per language, `--copies` times over (a crawl's shards
 hold 100,000 rows; FLORES has 1,012 a language). The embed stage then runs as `python -m pipelines.embed` runs it
-(`pipelines.job.run_stage`, the DirectRunner, one process), for each `embed.batch_size` and `embed.share_model`; beside it, in the same
-process, the encoder's own `encode()` over the same shards in chunks of that size, as RunInference calls it. Both
-are wall seconds after a warm-up call over every sentence; their ratio is what Beam (reading and writing shards,
-the shuffle of chunks) adds to the encoder.
+(`pipelines.job.run_stage`, the DirectRunner, one process), for each `embed.batch_size` and `embed.share_model`;
+beside it, in the same process, the encoder's own `encode()` over the same shards in chunks of that size, as
+RunInference calls it. Both are wall seconds after a warm-up call over every sentence; their ratio is what Beam
+(reading and writing shards, the shuffle of chunks) adds to the encoder.
 """
 
 from __future__ import annotations
@@ -101,9 +101,9 @@ def main() -> None:
             for start in range(0, len(texts), size):
                 encoder.encode(texts[start:start + size], language=language)
         calls = time.perf_counter() - started
-        settings = {"encoder": args.encoder, "encoder_options": options,
-                    "embed": {"batch_size": size, "dtype": "float16", "share_model": share if share == "auto" else share == "true"},
-                    "output": str(folder)}  # replaced each run
+        embed = {"batch_size": size, "dtype": "float16", "share_model": share if share == "auto" else share == "true"}
+        settings = {"encoder": args.encoder, "encoder_options": options, "embed": embed,
+                    "output": str(folder)}  # the stage's output is replaced each run
         started = time.perf_counter()
         run_stage("embed", EmbedStage(settings, {"extract": sentences}), settings,
                   PipelineOptions(["--runner=DirectRunner"]))
