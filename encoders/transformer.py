@@ -7,7 +7,8 @@ Speed comes from doing less work, not from approximating: the whole input is tok
 token length and cut into batches by a token budget (encoders.batching), so there is almost no padding; the model
 runs under `torch.inference_mode` in bf16 where the hardware has native bf16 (any recent GPU, CPUs with AVX512-BF16
 or AMX), fp16 on older GPUs, else fp32; pooling and normalisation stay in fp32. Every visible GPU gets a replica and
-pulls batches from a shared queue. A batch that runs out of GPU memory is split and retried, never dropped.
+pulls batches from a shared queue. A batch that runs out of GPU memory is split and retried, never dropped, and
+later batches are cut to fit.
 """
 
 from __future__ import annotations
@@ -184,14 +185,19 @@ class TransformerEncoder(SentenceEncoder):
                 future.result()
 
     def _forward_splitting(self, replica: Replica, ids: list[list[int]], raw: bool = False) -> np.ndarray:
+        """A batch that runs out of GPU memory is split in halves and retried, and later calls' batches are cut to
+        half its padded tokens, so that a GPU too small for the default budget pays for the error once, not on
+        every batch."""
         try:
             return self._forward(replica, ids, raw)
         except torch.cuda.OutOfMemoryError:
             if len(ids) == 1:
                 raise
             torch.cuda.empty_cache()
-            half = len(ids) // 2
-            log.warning("GPU out of memory on a batch of %d; splitting it", len(ids))
+            half, tokens = len(ids) // 2, len(ids) * max(map(len, ids))
+            self.token_budget = min(self.token_budget, max(1, tokens // 2))
+            log.warning("GPU out of memory on a batch of %d sentences (%d padded tokens): splitting it; batches "
+                        "from now on hold at most %d tokens", len(ids), tokens, self.token_budget)
             return np.concatenate([self._forward_splitting(replica, ids[:half], raw),
                                    self._forward_splitting(replica, ids[half:], raw)])
 

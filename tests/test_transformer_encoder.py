@@ -99,6 +99,29 @@ def test_bf16_stays_faithful_and_float16_output(tiny_encoder_dir, fp32_encoder):
     assert cosines(bf16.astype(np.float32), fp32_encoder.encode(SENTENCES)).min() > 0.99
 
 
+def test_a_batch_out_of_gpu_memory_is_split_and_later_batches_are_cut_to_fit(tiny_encoder_dir, fp32_encoder,
+                                                                              monkeypatch, caplog):
+    """A device that holds at most 3 sentences a batch (the OOM a GPU raises, raised here on the CPU): every vector
+    comes back as without the limit, and once the budget has shrunk, later calls raise no more errors."""
+    encoder = load_encoder(str(tiny_encoder_dir), precision="fp32", device="cpu", batch_size=16)
+    forward, errors = encoder._forward, []
+
+    def small_device(replica, ids, raw=False):
+        if len(ids) > 3:
+            errors.append(len(ids))
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        return forward(replica, ids, raw)
+
+    monkeypatch.setattr(encoder, "_forward", small_device)
+    with caplog.at_level("WARNING", logger="encoders.transformer"):
+        vectors = encoder.encode(SENTENCES)
+    np.testing.assert_allclose(vectors, fp32_encoder.encode(SENTENCES), atol=1e-5)
+    assert errors and "splitting it; batches from now on hold at most" in caplog.text
+    errors.clear()
+    np.testing.assert_allclose(encoder.encode(SENTENCES[:12]), fp32_encoder.encode(SENTENCES[:12]), atol=1e-5)
+    assert errors == []
+
+
 def test_long_sentences_are_truncated_and_counted(fp32_encoder):
     long_sentence = " ".join(["Marktplatz"] * 200)  # far past 32 tokens
     before = fp32_encoder.stats["truncated"]
