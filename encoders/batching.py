@@ -104,6 +104,23 @@ def padded(ids: list[list[int]], pad_id: int, width: int | None = None) -> tuple
     return input_ids, mask
 
 
+def split_on_out_of_memory(forward, ids: list[list[int]], shrink) -> np.ndarray:
+    """`forward(ids)` -> one row per sentence; a batch that runs out of GPU memory is split in halves and retried,
+    never dropped, and `shrink(padded tokens)` hears what failed, so that later batches can be cut to fit."""
+    import torch
+
+    try:
+        return forward(ids)
+    except torch.cuda.OutOfMemoryError:
+        if len(ids) == 1:
+            raise
+        torch.cuda.empty_cache()
+        shrink(len(ids) * max(map(len, ids)))
+        half = len(ids) // 2
+        return np.concatenate([split_on_out_of_memory(forward, ids[:half], shrink),
+                               split_on_out_of_memory(forward, ids[half:], shrink)])
+
+
 @dataclass
 class EncodedSentences:
     """What `encode_valid` returns: vectors for the sentences that could be embedded, and why others could not."""
@@ -114,7 +131,7 @@ class EncodedSentences:
 
 
 class SentenceEncoder:
-    """`encode` and `encode_valid` for an encoder that defines `max_seq_length` and
+    """`encode` and `encode_valid` for an encoder that defines `max_seq_length`, `token_budget` and
     `_embed(texts, clipped, show_progress, progress) -> float32 [len(texts), dim]`, and optionally
     `_finish(vectors, language)` (language removal). Validation, clipping and reporting live here once."""
 
@@ -147,6 +164,13 @@ class SentenceEncoder:
 
     def _embed(self, texts: list[str], clipped: set[int], show_progress: bool, progress) -> np.ndarray:
         raise NotImplementedError
+
+    def _shrink_budget(self, failed_tokens: int) -> None:
+        """After a batch of `failed_tokens` padded tokens ran out of GPU memory, later calls' batches hold at most
+        half as many: a GPU too small for the default budget pays for the error once, not on every batch."""
+        self.token_budget = min(self.token_budget, max(1, failed_tokens // 2))
+        log.warning("GPU out of memory on a batch of %d padded tokens: splitting it; batches from now on hold at "
+                    "most %d tokens", failed_tokens, self.token_budget)
 
     def _finish(self, vectors: np.ndarray, language: str | None) -> np.ndarray:
         return vectors

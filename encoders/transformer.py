@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import logging
 import threading
 from collections import Counter
@@ -25,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from encoders.batching import SentenceEncoder, padded, token_budget_batches
+from encoders.batching import SentenceEncoder, padded, split_on_out_of_memory, token_budget_batches
 from encoders.binary import is_binary, pack, threshold_bits
 from encoders.checkpoint import HUB_ID, CheckpointError, CheckpointLayout, read_checkpoint, resolve_hub_id
 from encoders.language_removal import load_language_removal
@@ -155,7 +156,8 @@ class TransformerEncoder(SentenceEncoder):
 
         with tqdm(total=len(texts), unit="sent", disable=not show_progress, desc="encode") as bar:
             def run(replica: Replica, batch: np.ndarray) -> None:
-                out[batch] = self._forward_splitting(replica, [ids[i] for i in batch], raw)
+                forward = functools.partial(self._forward, replica, raw=raw)
+                out[batch] = split_on_out_of_memory(forward, [ids[i] for i in batch], self._shrink_budget)
                 bar.update(len(batch))
                 if progress:
                     progress(len(batch))
@@ -183,23 +185,6 @@ class TransformerEncoder(SentenceEncoder):
         with ThreadPoolExecutor(len(self.replicas)) as pool_:
             for future in [pool_.submit(worker, r) for r in self.replicas]:
                 future.result()
-
-    def _forward_splitting(self, replica: Replica, ids: list[list[int]], raw: bool = False) -> np.ndarray:
-        """A batch that runs out of GPU memory is split in halves and retried, and later calls' batches are cut to
-        half its padded tokens, so that a GPU too small for the default budget pays for the error once, not on
-        every batch."""
-        try:
-            return self._forward(replica, ids, raw)
-        except torch.cuda.OutOfMemoryError:
-            if len(ids) == 1:
-                raise
-            torch.cuda.empty_cache()
-            half, tokens = len(ids) // 2, len(ids) * max(map(len, ids))
-            self.token_budget = min(self.token_budget, max(1, tokens // 2))
-            log.warning("GPU out of memory on a batch of %d sentences (%d padded tokens): splitting it; batches "
-                        "from now on hold at most %d tokens", len(ids), tokens, self.token_budget)
-            return np.concatenate([self._forward_splitting(replica, ids[:half], raw),
-                                   self._forward_splitting(replica, ids[half:], raw)])
 
     def _forward(self, replica: Replica, ids: list[list[int]], raw: bool = False) -> np.ndarray:
         """Sentence vectors of one batch: unit rows, or with `raw` the lens's features before normalising."""

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from encoders.batching import SentenceEncoder, padded, token_budget_batches
+from encoders.batching import SentenceEncoder, padded, split_on_out_of_memory, token_budget_batches
 
 log = logging.getLogger(__name__)
 
@@ -245,7 +245,7 @@ class UseMultilingualEncoder(SentenceEncoder):
         with tqdm(total=len(texts), unit="sent", disable=not show_progress, desc="encode") as bar, \
                 torch.inference_mode():
             for batch in batches:
-                out[batch] = self._forward([ids[i] for i in batch])
+                out[batch] = split_on_out_of_memory(self._forward, [ids[i] for i in batch], self._shrink_budget)
                 bar.update(len(batch))
                 if progress:
                     progress(len(batch))

@@ -113,7 +113,7 @@ def test_a_batch_out_of_gpu_memory_is_split_and_later_batches_are_cut_to_fit(tin
         return forward(replica, ids, raw)
 
     monkeypatch.setattr(encoder, "_forward", small_device)
-    with caplog.at_level("WARNING", logger="encoders.transformer"):
+    with caplog.at_level("WARNING", logger="encoders.batching"):
         vectors = encoder.encode(SENTENCES)
     np.testing.assert_allclose(vectors, fp32_encoder.encode(SENTENCES), atol=1e-5)
     assert errors and "splitting it; batches from now on hold at most" in caplog.text

@@ -82,6 +82,27 @@ def test_small_token_budget_gives_the_same_vectors():
     np.testing.assert_allclose(small.encode(SENTENCES), default.encode(SENTENCES), atol=1e-5)
 
 
+def test_a_batch_out_of_gpu_memory_is_split_and_later_batches_are_cut_to_fit(encoder, monkeypatch):
+    """As the transformer encoder does (encoders.batching.split_on_out_of_memory), on a simulated small device."""
+    import torch
+
+    small = load_encoder("use-multilingual", batch_size=8)
+    forward, errors = small._forward, []
+
+    def small_device(ids):
+        if len(ids) > 3:
+            errors.append(len(ids))
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        return forward(ids)
+
+    monkeypatch.setattr(small, "_forward", small_device)
+    np.testing.assert_allclose(small.encode(SENTENCES), encoder.encode(SENTENCES), atol=1e-5)
+    assert errors and small.token_budget < encoder.token_budget
+    errors.clear()
+    np.testing.assert_allclose(small.encode(SENTENCES[:8]), encoder.encode(SENTENCES[:8]), atol=1e-5)
+    assert errors == []
+
+
 def test_half_precision_stays_close_to_fp32(encoder):
     """bf16 is what a GPU runs by default; its layer norms compute in fp32 over bf16 weights (they failed on a
     lent H100 with a dtype error, so the same path is pinned here on CPU)."""
