@@ -1,10 +1,12 @@
 """en-pairs (training/en_pairs.py): every bad line counted by reason and logged with file:line, the held-out split
-chosen by the English side alone."""
+chosen by the English side alone, multi-sentence pairs split into sentence pairs where both sides split alike."""
 
 import gzip
 import logging
 
-from training.en_pairs import MIN_PAIRS, heldout_half, read_en_pairs
+import pytest
+
+from training.en_pairs import MIN_PAIRS, heldout_half, read_en_pairs, sentence_pairs
 
 
 def write(path, lines):
@@ -60,3 +62,33 @@ def test_heldout_sets_keep_one_pair_per_english_sentence(tmp_path):
     halves = read_en_pairs(tmp_path).heldout["deu_Latn"]
     assert [p for p in halves[heldout_half(held)] if p[1] == held] == [("Abbrechen", held)]
 
+
+
+@pytest.mark.parametrize("pair, expected", [
+    (("Η άμυνα ήταν καλή. Κέρδισαν το παιχνίδι; Ναι, κέρδισαν!", "The defence was good. Did they win the game? "
+      "Yes, they did!"),
+     [("Η άμυνα ήταν καλή.", "The defence was good."), ("Κέρδισαν το παιχνίδι;", "Did they win the game?"),
+      ("Ναι, κέρδισαν!", "Yes, they did!")]),
+    (("委员会批准了预算。会议在周二举行。", "The committee approved the budget. The meeting was on Tuesday."),
+     [("委员会批准了预算。", "The committee approved the budget."), ("会议在周二举行。", "The meeting was on Tuesday.")]),
+    (("यह पहला वाक्य है। यह दूसरा है।", "This is the first sentence. This is the second."),
+     [("यह पहला वाक्य है।", "This is the first sentence."), ("यह दूसरा है।", "This is the second.")]),
+    (("Der Dr. Müller kam. Er ging dann.", "Dr. Mueller came. He then left."), []),  # an abbreviation's cut
+    (("Er kam und ging.", "He came. He left."), []),  # counts differ: the paragraph stays whole only
+    (("Eine Zeile.", "One line only."), []),
+])
+def test_multi_sentence_pairs_give_their_sentences_paired_in_order(pair, expected):
+    assert sentence_pairs(pair) == expected
+
+
+def test_only_training_pairs_are_split_and_no_sentence_is_added_twice(tmp_path):
+    paragraph = "Öffne die Datei. Speichere sie dann.\tOpen the file. Then save it."
+    held = next(f"Absatz {i}. Noch ein Satz.\tParagraph {i}. One more sentence." for i in range(10_000)
+                if heldout_half(f"Paragraph {i}. One more sentence."))
+    write(tmp_path / "help" / "deu_Latn-eng_Latn.tsv.gz",
+          good_pairs(MIN_PAIRS) + [paragraph, paragraph.replace("Öffne", "Oeffne"), held])
+    write(tmp_path / "ui" / "deu_Latn-eng_Latn.tsv.gz", ["Öffne die Datei.\tOpen the file."])  # a pair already
+    result = read_en_pairs(tmp_path)
+    assert result.split["deu_Latn"] == [("Speichere sie dann.", "Then save it."),
+                                        ("Oeffne die Datei.", "Open the file.")]
+    assert ("Öffne die Datei. Speichere sie dann.", "Open the file. Then save it.") in result.train["deu_Latn"]

@@ -14,6 +14,8 @@ Writes, with every language named ISO 639-3 + script (miner/languages.py):
                                   choices made after training (`miner.evaluate suite --short data/train/heldout-news`)
     bitext-short/<lang>-eng_Latn.tsv.gz  en-pairs/ (training/en_pairs.py): localisation strings, help text,
                                   questions, captions; checked line by line, skips counted by reason
+    bitext-split/<lang>-eng_Latn.tsv.gz  the sentences of bitext-short's multi-sentence pairs (help paragraphs,
+                                  XQuAD contexts), paired in order where both sides split alike
     heldout-short/{tune,test}/<lang>-eng_Latn.tsv.gz  en-pairs' held-out split, chosen by the English side (so
                                   it is held out in every language): `tune` for choices, `test` for reporting
     loop/                         the mining loop's pool: UD PUD (19 languages) and WMT news sets of 4 languages, *not*
@@ -271,13 +273,20 @@ def write_loop_pool(output: Path, pool: dict[str, list[tuple[str, str]]], held_e
 
 
 def write_en_pairs(output: Path, short: EnPairs, unseen_english: set[str]) -> dict:
-    """bitext-short/ (training pairs whose English is held out nowhere) and heldout-short/{tune,test}/."""
+    """bitext-short/ (training pairs whose English is held out nowhere), bitext-split/ (the sentences of its
+    multi-sentence pairs, training.en_pairs.sentence_pairs) and heldout-short/{tune,test}/."""
     report: dict = {"skipped": dict(sorted(short.skips.items())), "sources": short.sources, "bitext_short": {},
                     "heldout_short": {"tune": {}, "test": {}}}
     for language, pairs in sorted(short.train.items()):
         report["bitext_short"][language] = write_gz_lines(
             output / "bitext-short" / f"{language}-{ENGLISH}.tsv.gz",
             (f"{a}\t{b}" for a, b in pairs if b not in unseen_english))
+    report["bitext_split"] = {}
+    for language, pairs in sorted(short.split.items()):
+        if pairs:
+            report["bitext_split"][language] = write_gz_lines(
+                output / "bitext-split" / f"{language}-{ENGLISH}.tsv.gz",
+                (f"{a}\t{b}" for a, b in pairs if b not in unseen_english))
     for language, halves in sorted(short.heldout.items()):
         for half, pairs in halves.items():
             if pairs:
@@ -306,7 +315,7 @@ def prepare(shared: Path, output: Path, vocab_size: int, sample_lines: int, seed
     if shared.name == "dev" or "dev" in shared.resolve().parts[-1:]:
         raise ValueError(f"{shared}: training data comes from the train pool only, never dev/")
     for folder in ("documents", "bitext", "heldout", "heldout-news", "loop", "tokenizer", "bitext-short",
-                   "heldout-short"):
+                   "bitext-split", "heldout-short"):
         shutil.rmtree(output / folder, ignore_errors=True)  # a rerun writes the same set, never a union
     collect, loop_pool = Collector(), {}
     log.info("reading NTREX-128 from %s", shared)
