@@ -148,12 +148,9 @@ def main() -> None:
 
     if args.no_cudnn_attention:
         torch.backends.cuda.enable_cudnn_sdp(False)
-    if args.sentences_file:
-        texts = [line for line in args.sentences_file.read_text(encoding="utf-8").split("\n") if line.strip()]
-    else:
-        from bench_use import sentences
+    from bench_use import read_sentences
 
-        texts = sentences(args.per_language)
+    texts = read_sentences(args)  # the file's lines, or FLORES of the teacher's 16 languages interleaved
     report = {"sentences": len(texts), "device": args.device,
               "machine": {"cores": os.cpu_count(), "usable_cores": len(os.sched_getaffinity(0)),
                           "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
