@@ -277,16 +277,11 @@ def write_en_pairs(output: Path, short: EnPairs, unseen_english: set[str]) -> di
     multi-sentence pairs, training.en_pairs.sentence_pairs) and heldout-short/{tune,test}/."""
     report: dict = {"skipped": dict(sorted(short.skips.items())), "sources": short.sources, "bitext_short": {},
                     "heldout_short": {"tune": {}, "test": {}}}
-    for language, pairs in sorted(short.train.items()):
-        report["bitext_short"][language] = write_gz_lines(
-            output / "bitext-short" / f"{language}-{ENGLISH}.tsv.gz",
-            (f"{a}\t{b}" for a, b in pairs if b not in unseen_english))
-    report["bitext_split"] = {}
-    for language, pairs in sorted(short.split.items()):
-        if pairs:
-            report["bitext_split"][language] = write_gz_lines(
-                output / "bitext-split" / f"{language}-{ENGLISH}.tsv.gz",
-                (f"{a}\t{b}" for a, b in pairs if b not in unseen_english))
+    for folder, by_language in (("bitext-short", short.train), ("bitext-split", short.split)):
+        report[folder.replace("-", "_")] = {
+            language: write_gz_lines(output / folder / f"{language}-{ENGLISH}.tsv.gz",
+                                     (f"{a}\t{b}" for a, b in pairs if b not in unseen_english))
+            for language, pairs in sorted(by_language.items()) if pairs}
     for language, halves in sorted(short.heldout.items()):
         for half, pairs in halves.items():
             if pairs:
