@@ -14,6 +14,12 @@ git-ignored; name it in the device tool's carry):
   plus its SentencePiece model. Only `resource_files()` reads this folder (encoders/use_multilingual.py).
 
     python bench/gpu_pack.py --cap 8000 --output .gpu/distill      # then bench/gpu_distill.sh on the machine
+
+With --sentences-file (`language<TAB>text` lines, what a benchmark will embed) it packs the teacher alone, pruned
+to those sentences' tokens, and no training data: what the ensemble needs to run through Beam on a lent machine
+beside Beam's own wheels (the full teacher and the wheels together do not fit).
+
+    python bench/gpu_pack.py --sentences-file .gpu/stage/sentences.tsv --output .gpu/stage-teacher
 """
 
 from __future__ import annotations
@@ -126,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--monolingual-from", type=Path, help="a recipe whose distill.monolingual languages keep "
                         "their sources' tokens in the packed teacher (their own vectors are computed there)")
     parser.add_argument("--output", type=Path, default=ROOT / ".gpu/distill")
+    parser.add_argument("--sentences-file", type=Path, help="pack only the teacher, for these `language<TAB>text` "
+                        "lines (a benchmark's sentences)")
     parser.add_argument("--check", type=int, default=2000, help="English sentences on which the packed teacher "
                         "is compared with the full one")
     args = parser.parse_args(argv)
@@ -137,14 +145,19 @@ def main(argv: list[str] | None = None) -> int:
         from training.config import load_recipe
 
         monolingual = frozenset(load_recipe(args.monolingual_from).distill.monolingual)
-    kept, embedded = sample_bitext(args.train, args.cap, staging, args.news_cap, monolingual)
-    print(f"{kept:,} pairs, {len(embedded):,} distinct sentences for the teacher", flush=True)
+    if args.sentences_file:
+        embedded = {line.partition("\t")[2].strip() for line in read_lines(args.sentences_file)} - {""}
+        print(f"{len(embedded):,} distinct sentences for the teacher", flush=True)
+    else:
+        kept, embedded = sample_bitext(args.train, args.cap, staging, args.news_cap, monolingual)
+        print(f"{kept:,} pairs, {len(embedded):,} distinct sentences for the teacher", flush=True)
     print(f"teacher: {pruned_teacher(embedded, staging):,} token ids kept", flush=True)
-    lowest = check_teacher(staging / "site", random.Random(0).sample(sorted(embedded), args.check))
+    checked = random.Random(0).sample(sorted(embedded), min(args.check, len(embedded)))
+    lowest = check_teacher(staging / "site", checked)
     print(f"packed teacher against the full one, lowest cosine over {args.check} sentences: {lowest:.6f}")
     if lowest < 0.999:
         raise SystemExit("the packed teacher changes the vectors: not packed")
-    for name in ("data", "site"):  # xz: the text, and the teacher's uint8 rows, 10-50% smaller than zip's deflate
+    for name in ("site",) if args.sentences_file else ("data", "site"):  # xz: the text, and the teacher's uint8 rows, 10-50% smaller than zip's deflate
         with open(args.output / f"{name}.tar.xz", "wb") as handle:
             tar = subprocess.Popen(["tar", "-C", str(staging), "-cf", "-", name], stdout=subprocess.PIPE)
             subprocess.run(["xz", "-9", "-T2"], stdin=tar.stdout, stdout=handle, check=True)
