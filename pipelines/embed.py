@@ -218,7 +218,7 @@ class EmbedStage:
         tasks = tasks_from_manifest(self.sentences)
         paths = {(t["language"], t["shard"]): t["sentences"] for t in tasks}
         return (pipeline
-                | "embed/Shards" >> beam.Create(tasks)
+                | "embed/Shards" >> beam.Create(tasks, reshuffle=False)  # embed/Spread spreads them
                 | "embed/Spread" >> beam.Reshuffle()
                 | "embed/Embed" >> EmbedShards(self.settings, paths))
 

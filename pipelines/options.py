@@ -14,6 +14,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 STAGES = ("extract", "embed", "pairs")
 LOCAL_RUNNERS = {None, "DirectRunner", "direct", "PrismRunner", "prism", "FnApiRunner", "BundleBasedDirectRunner"}
+DIRECT_RUNNERS = {None, "DirectRunner", "direct", "SwitchingDirectRunner"}  # run as pipelines.local_runner
 PORTABLE_RUNNERS = {"PortableRunner", "portable", "FlinkRunner", "flink", "SparkRunner", "spark"}
 
 
@@ -60,14 +61,20 @@ DASK_RUNNERS = {"DaskRunner", "dask"}
 
 
 def pipeline_runner(options: PipelineOptions):
-    """The runner instance for `--runner` where it is ours (DaskRunner: pipelines.dask_runner, which Beam does not
-    know by name), else None: Beam resolves the name."""
+    """The runner instance for `--runner` where it is ours, else None (Beam resolves the name): DaskRunner
+    (pipelines.dask_runner, which Beam does not know by name), and the DirectRunner, the default, which runs as
+    pipelines.local_runner (the in-process FnApiRunner; Beam's own would first download and try Prism)."""
     from apache_beam.options.pipeline_options import StandardOptions
 
-    if options.view_as(StandardOptions).runner in DASK_RUNNERS:
+    runner = options.view_as(StandardOptions).runner
+    if runner in DASK_RUNNERS:
         from pipelines.dask_runner import DaskRunner
 
         return DaskRunner()
+    if runner in DIRECT_RUNNERS:
+        from pipelines.local_runner import LocalRunner
+
+        return LocalRunner()
     return None
 
 

@@ -530,7 +530,8 @@ class KnnJoin(beam.PTransform):
                                        | "TrainQuantizer" >> beam.ParDo(TrainQuantizer(manifest, config.knn,
                                                                                       self.output)))
         shards = [(lang, s) for lang in languages for s in range(len(manifest["languages"][lang]["shards"]))]
-        chunks = (begin | "Shards" >> beam.Create(shards) | "SpreadShards" >> beam.Reshuffle()
+        # reshuffle=False: SpreadShards is the one spread (Create's own would shuffle the same elements twice)
+        chunks = (begin | "Shards" >> beam.Create(shards, reshuffle=False) | "SpreadShards" >> beam.Reshuffle()
                   | "Assign" >> beam.ParDo(AssignShard(manifest, self.pairs, config.knn), centroids))
         sizes = beam.pvalue.AsDict(chunks | "ListSize" >> beam.Map(list_sizes)
                                    | "ListSizes" >> beam.CombinePerKey(CountByList()))
@@ -895,7 +896,7 @@ class MinePairs(beam.PTransform):
                      | f"Attach{side}" >> beam.ParDo(AttachSide(manifest, side)))
         if PairFilter.from_settings(self.pair_filter) is not None:
             pairs = pairs | "FilterPairs" >> beam.ParDo(FilterPairs(self.pair_filter))
-        empty = begin | "AllPairs" >> beam.Create([(pair, None) for pair in self.pairs])
+        empty = begin | "AllPairs" >> beam.Create([(pair, None) for pair in self.pairs], reshuffle=False)  # a few
         return ((pairs, empty)
                 | "WithEmpty" >> beam.Flatten()
                 | "PerPair" >> beam.GroupByKey()

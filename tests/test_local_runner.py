@@ -1,0 +1,47 @@
+"""The default runner: Beam's in-process FnApiRunner, never Prism's downloaded binary (pipelines/local_runner.py)."""
+
+from __future__ import annotations
+
+import apache_beam as beam
+import pytest
+from apache_beam.metrics import Metrics
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.runners.portability import prism_runner
+
+from pipelines.dask_runner import DaskRunner
+from pipelines.local_runner import LocalRunner
+from pipelines.options import pipeline_runner
+
+
+class PrismTried(BaseException):
+    """Not an Exception: Beam's DirectRunner catches those from Prism and falls back, hiding the attempt."""
+
+
+@pytest.mark.parametrize("flags", [[], ["--runner", "DirectRunner"], ["--runner=direct"]])
+def test_the_direct_runner_is_the_local_runner(flags):
+    assert isinstance(pipeline_runner(PipelineOptions(flags)), LocalRunner)
+
+
+def test_other_runners_are_left_to_their_names():
+    assert isinstance(pipeline_runner(PipelineOptions(["--runner", "DaskRunner"])), DaskRunner)
+    assert pipeline_runner(PipelineOptions(["--runner", "PrismRunner"])) is None  # asked for by name: Beam's
+
+
+def count(element):
+    Metrics.counter("test", "seen").inc()
+    return element * 2
+
+
+def test_a_job_runs_in_process_without_prism_or_the_network(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise PrismTried("the local runner tried Prism or the network")
+
+    monkeypatch.setattr(prism_runner.PrismRunner, "run_pipeline", refuse)
+    monkeypatch.setattr("urllib.request.urlopen", refuse)
+    options = PipelineOptions([])
+    pipeline = beam.Pipeline(runner=pipeline_runner(options), options=options)
+    _ = pipeline | beam.Create(range(10)) | beam.Map(count)
+    result = pipeline.run()
+    result.wait_until_finish()
+    seen = result.metrics().query()["counters"]
+    assert [c.committed for c in seen if c.key.metric.name == "seen"] == [10]
