@@ -9,7 +9,7 @@ import pytest
 
 from encoders import BadSentenceError, CheckpointError, check_spec, load_encoder
 from encoders.ensemble import EnsembleError
-from training.ensemble import blend, choose_shares, fit, mining_f1, never_below_a_member
+from training.ensemble import blend, choose_shares, fit, mining_f1, never_below_a_member, sign_test_p
 
 SENTENCES = ["Guten Morgen, wie geht es dir?", "Das Haus ist alt.", "Zwei Katzen schlafen."]
 
@@ -272,3 +272,34 @@ def test_a_damaged_or_stale_cache_is_embedded_again(tmp_path):
     np.testing.assert_array_equal(member_vectors("char-ngram:16", texts, tmp_path)["eng_Latn"], first["eng_Latn"])
     changed = member_vectors("char-ngram:16", {"eng_Latn": ["other text", "and more"]}, tmp_path)
     assert not np.array_equal(changed["eng_Latn"], first["eng_Latn"])
+
+
+def test_the_sign_test_counts_the_queries_where_two_shares_differ():
+    assert sign_test_p(5, 0) == pytest.approx(1 / 32)
+    assert sign_test_p(3, 3) == pytest.approx(42 / 64)  # P(X >= 3), X ~ Bin(6, 1/2)
+    assert sign_test_p(0, 0) == 1.0
+
+
+def rows(right: int, n: int = 200) -> np.ndarray:
+    return np.arange(n) < right  # the first `right` queries retrieved; shares differ only on the last ones
+
+
+@pytest.mark.parametrize("blend_right, expected", [
+    (152, (0.0, "a member alone (no blend beats it significantly on short sentences or by min_gain on long)")),
+    (170, (0.5, "the default")),  # 20 wins, no loss: p ~ 1e-6
+])
+def test_a_blend_must_beat_the_better_member_significantly(blend_right, expected):
+    short_rows = {0.0: rows(150), 0.25: rows(140), 0.5: rows(blend_right), 0.75: rows(100), 1.0: rows(60)}
+    short_scores = {a: 100.0 * r.mean() for a, r in short_rows.items()}
+    assert never_below_a_member([short_scores], GRID, 0.5, min_gain=1.0)[0] == 0.5  # any gain, without the test
+    assert never_below_a_member([short_scores], GRID, 0.5, 1.0, short_rows=short_rows, blend_alpha=0.05) == expected
+
+
+def test_a_blend_that_gains_on_long_sentences_needs_no_test_on_short_ones():
+    short_rows = {0.0: rows(150), 0.25: rows(140), 0.5: rows(151), 0.75: rows(100), 1.0: rows(60)}
+    short_scores = {a: 100.0 * r.mean() for a, r in short_rows.items()}
+    long_scores = scores(50, 52, 55, 40, 30)  # +5 points of mining F1 over the better member
+    assert never_below_a_member([long_scores, short_scores], GRID, 0.5, 1.0, short_rows=short_rows, blend_alpha=0.05,
+                                long_scores=long_scores) == (0.5, "the default")
+    assert never_below_a_member([long_scores, short_scores], GRID, 0.5, 1.0, short_rows=short_rows,
+                                blend_alpha=0.05)[0] == 0.0  # the long gain unknown: the short test decides

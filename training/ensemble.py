@@ -37,6 +37,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 import os
 from pathlib import Path
 
@@ -118,9 +119,27 @@ def xsim_accuracy(src: np.ndarray, tgt: np.ndarray, src_texts: list[str], tgt_te
     return 100.0 - 50.0 * (result["src->tgt"]["error_rate"] + result["tgt->src"]["error_rate"])
 
 
+def xsim_outcomes(src: np.ndarray, tgt: np.ndarray, src_texts: list[str], tgt_texts: list[str]) -> np.ndarray:
+    """Per query of both directions (sources first), whether cosine retrieval found its translation (or a copy
+    of its text): xsim_accuracy is 100 x their mean, the rows are what a paired test compares."""
+    from miner.index import KnnConfig
+    from miner.xsim import correct_rows, retrieve
+
+    forward, backward = retrieve(src, tgt, "absolute", 1, KnnConfig())
+    return np.concatenate([correct_rows(forward, tgt_texts), correct_rows(backward, src_texts)])
+
+
+def sign_test_p(wins: int, losses: int) -> float:
+    """One-sided exact sign test: the chance of at least `wins` of `wins + losses` discordant queries going one
+    way if either way were equally likely (McNemar's exact test)."""
+    n = wins + losses
+    return sum(math.comb(n, x) for x in range(wins, n + 1)) / 2 ** n if n else 1.0
+
+
 def choose_shares(vectors: list[dict[str, np.ndarray]], texts: dict[str, list[str]], n_gold: int, grid: list[float],
                   min_gain: float, criterion: str = "mining",
-                  short: dict[str, tuple[list[str], list[str]]] | None = None, prefer_members: bool = False) -> dict:
+                  short: dict[str, tuple[list[str], list[str]]] | None = None, prefer_members: bool = False,
+                  blend_alpha: float | None = None) -> dict:
     """The default share and each language's (see the module docstring), with the scores they come from. `texts`
     are the long (NTREX) sets, `short` the short sentences' sets: per language its texts and their English (the
     members' vectors under `short_key("tune", language)` and `short_key("tune", language, ENGLISH)`)."""
@@ -134,45 +153,69 @@ def choose_shares(vectors: list[dict[str, np.ndarray]], texts: dict[str, list[st
             return mining_f1(src, tgt, n_gold)
         return xsim_accuracy(src[:n_gold], tgt[:n_gold], texts[language][:n_gold], texts[ENGLISH][:n_gold])
 
+    outcomes: dict[str, dict[float, np.ndarray]] = {}
+
     def short_score(language: str, a: float, a_english: float) -> float:
         src = blend([v[short_key("tune", language)] for v in vectors], a)
         tgt = blend([v[short_key("tune", language, ENGLISH)] for v in vectors], a_english)
-        return xsim_accuracy(src, tgt, *short[language])
+        rows = xsim_outcomes(src, tgt, *short[language])
+        if a_english == default_share[0]:
+            outcomes.setdefault(language, {})[a] = rows
+        n = len(rows) // 2  # as xsim_accuracy computes it, to the last bit (ties between shares stay ties)
+        return 100.0 - 50.0 * (int((~rows[:n]).sum()) / n + int((~rows[n:]).sum()) / n)
 
+    default_share = [None]  # set once the default is known; only then are the rows kept
     sets = {"long": (long_languages, long_score), "short": (list(short), short_score)}
     sets = {name: value for name, value in sets.items() if value[0]}
     with _quiet("miner"):
         both = {a: float(np.mean([np.mean([score(lang, a, a) for lang in langs]) for langs, score in sets.values()]))
                 for a in grid}
         default = max(grid, key=lambda a: (both[a], -a))
+        default_share[0] = default
         scores = {name: {lang: {a: score(lang, a, default) for a in grid} for lang in langs}
                   for name, (langs, score) in sets.items()}
     table, reasons = {}, {}
     for language in sorted({lang for langs, _ in sets.values() for lang in langs}):
         table[language], reasons[language] = never_below_a_member(
             [by_language[language] for by_language in scores.values() if language in by_language], grid, default,
-            min_gain, prefer_members)
+            min_gain, prefer_members, outcomes.get(language), blend_alpha, scores.get("long", {}).get(language))
     return {"criterion": criterion, "default": default, "languages": table, "reasons": reasons,
             "scores_both_sides": both, "scores": scores.get("long", {}), "short_scores": scores.get("short", {})}
 
 
 def never_below_a_member(scores: list[dict[float, float]], grid: list[float], default: float,
-                         min_gain: float, prefer_members: bool = False) -> tuple[float, str]:
+                         min_gain: float, prefer_members: bool = False,
+                         short_rows: dict[float, np.ndarray] | None = None, blend_alpha: float | None = None,
+                         long_scores: dict[float, float] | None = None) -> tuple[float, str]:
     """A language's share from its scores on each held-out set (share -> score; share 1 is the first member alone,
     0 the second): only shares that score at least as well as the better member alone on *every* set may be
     chosen; among them the best mean, the default unless the best gains more than `min_gain` points over it (a
     few hundred sentences cannot tell smaller differences apart); with `prefer_members`, first the better member
-    alone unless the best gains that much over it. When no share is that good on every set (one
+    alone unless the best gains that much over it. With `blend_alpha` and the short set's per-query `short_rows`
+    (share -> outcomes), a blend must also earn its place: beat the short set's better member significantly
+    (one-sided sign test on the queries where they differ, p < blend_alpha), or the long set's (`long_scores`)
+    by more than `min_gain` points; on 100-300 short sentences a gain of a few queries is as likely to be a loss
+    on the next ones. When no share is that good on every set (one
     member is better on short sentences, the other on long ones), the member whose worst loss is smaller."""
     members = (grid[0], grid[-1])
     floors = [max(s[m] for m in members) for s in scores]
     allowed = [a for a in grid if all(s[a] >= floor for s, floor in zip(scores, floors))]
+    unproven = []
+    if blend_alpha is not None and short_rows:
+        rival = short_rows[max(members, key=lambda m: short_rows[m].mean())]
+        long_floor = max(long_scores[m] for m in members) if long_scores else None
+        unproven = [a for a in allowed if a not in members and sign_test_p(
+            int((short_rows[a] & ~rival).sum()), int((rival & ~short_rows[a]).sum())) >= blend_alpha
+            and not (long_scores and long_scores[a] - long_floor > min_gain)]
+        allowed = [a for a in allowed if a not in unproven]
     mean = {a: float(np.mean([s[a] for s in scores])) for a in grid}
     if not allowed:
         worst = {m: min(s[m] - floor for s, floor in zip(scores, floors)) for m in members}
         return max(members, key=lambda m: (worst[m], mean[m])), "a member alone (no share matches both members)"
     best = max(allowed, key=lambda a: (mean[a], -abs(a - default)))
     better = max(members, key=lambda m: mean[m])
+    if unproven and best in members:
+        return best, "a member alone (no blend beats it significantly on short sentences or by min_gain on long)"
     # a blend that only ties a member on these sets often loses to it on the next ones
     if prefer_members and better in allowed and mean[best] - mean[better] <= min_gain:
         return better, "the better member alone"
@@ -232,7 +275,7 @@ def mining_sets(root: Path, source_distractors: int, target_distractors: int) ->
 def fit(members: list[str], output: Path, cache: Path, ntrex_root: Path, step: float, min_gain: float,
         criterion: str = "mining", source_distractors: int = 600, target_distractors: int = 1200,
         short_root: Path | None = None, short_limit: int = 1000, short_min: int = 100,
-        prefer_members: bool = False) -> dict:
+        prefer_members: bool = False, blend_alpha: float | None = None) -> dict:
     """Choose the shares (on NTREX's held-out documents and, with `short_root`, its `tune/` short sentences),
     write the ensemble, and report the chosen shares on `short_root/test/`, which no choice saw."""
     if len(members) != 2:
@@ -251,7 +294,8 @@ def fit(members: list[str], output: Path, cache: Path, ntrex_root: Path, step: f
                  len(short["tune"]), len(short["test"]), short_limit)
     grid = [round(i * step, 6) for i in range(round(1 / step) + 1)]
     vectors = [_all_vectors(spec, texts, short, cache) for spec in members]
-    chosen = choose_shares(vectors, texts, n_gold, grid, min_gain, criterion, short["tune"], prefer_members)
+    chosen = choose_shares(vectors, texts, n_gold, grid, min_gain, criterion, short["tune"], prefer_members,
+                           blend_alpha)
     dims = [int(v[ENGLISH].shape[1]) for v in vectors]
     output.mkdir(parents=True, exist_ok=True)
     specs = [_relative(spec, output) for spec in members]
@@ -266,7 +310,8 @@ def fit(members: list[str], output: Path, cache: Path, ntrex_root: Path, step: f
                              f"{len(texts) - 1} languages, against English; {source_distractors} and "
                              f"{target_distractors} distractors), criterion {criterion}{short_note}, grid step "
                              f"{step}, min gain {min_gain} points"
-                             f"{' (over the better member alone first)' if prefer_members else ''} "
+                             f"{' (over the better member alone first)' if prefer_members else ''}"
+                             f"{f', a blend only where it beats the better member on the short set (sign test, p < {blend_alpha})' if blend_alpha is not None else ''} "
                              f"(python -m training.ensemble)"}
     test = short_test_scores(vectors, short["test"], chosen)
     write_json(output / "ensemble.json", ensemble)
@@ -371,6 +416,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prefer-members", action="store_true",
                         help="keep the better member alone unless a blend gains more than --min-gain over it (fewer "
                         "languages below a member on new short sentences; costs French BUCC, docs/training.md)")
+    parser.add_argument("--blend-alpha", type=float, metavar="P",
+                        help="a blend of the members must beat the better member alone on the short tune set by a "
+                        "one-sided sign test at this level (e.g. 0.05), or on the long set by more than --min-gain; "
+                        "without it, any gain counts")
     parser.add_argument("--criterion", choices=("mining", "xsim"), default="mining",
                         help="score a share by mining F1 among distractors (default) or by xsim retrieval")
     parser.add_argument("--short", type=Path, default=Path("data/train/heldout-short"),
@@ -396,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     return exit_status(lambda: print(json.dumps(fit(
         args.members, args.output, args.cache, args.train_pool, args.step, args.min_gain, args.criterion,
         args.source_distractors, args.target_distractors, short, args.short_limit, args.short_min,
-        args.prefer_members), indent=1)))
+        args.prefer_members, args.blend_alpha), indent=1)))
 
 
 if __name__ == "__main__":
