@@ -21,6 +21,8 @@ For a share a of the first member (1 - a of the second), on a grid of `--step`:
    unless the best gains more than `--min-gain` points over it (a few hundred sentences cannot tell smaller
    differences apart). `--prefer-members` first keeps the better member alone unless the best gains that much
    over it (measured 2026-11-26: fewer languages below a member on the short test half, French BUCC lower).
+   `--blend-alpha P` lets a blend replace the better member only where a one-sided sign test on the short tune
+   set's queries proves it better (p < P), or its long-set gain exceeds `--min-gain` (docs/training.md).
    Where no share is that good on both sets (one member better on short sentences, the other
    on long), the member alone whose worst loss is smaller. `heldout.json` says which rule chose each share.
 The short sets' `test` half is scored after the choice (members alone and the chosen share): the figures that say
