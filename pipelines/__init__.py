@@ -7,6 +7,7 @@
     embed.py     sentence shards -> vectors (RunInference with our encoders)        wraps encoders/
     pairs.py     vectors -> index, k-NN both ways, margins, selection -> bitext      wraps miner/
     options.py   the command-line options (PipelineOptions subclasses)
+    local_runner.py, dask_runner.py   the DirectRunner as Beam's in-process FnApiRunner; Beam on dask.distributed
     settings.py  the YAML settings and overrides;  layout.py: where outputs go;  storage.py: FileSystems I/O
     report.py    report.json and the printed summary
     text/        the text stages as plain Python (no Beam)

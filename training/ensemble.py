@@ -22,7 +22,8 @@ For a share a of the first member (1 - a of the second), on a grid of `--step`:
    differences apart). `--prefer-members` first keeps the better member alone unless the best gains that much
    over it (measured 2026-11-26: fewer languages below a member on the short test half, French BUCC lower).
    `--blend-alpha P` lets a blend replace the better member only where a one-sided sign test on the short tune
-   set's queries proves it better (p < P), or its long-set gain exceeds `--min-gain` (docs/training.md).
+   set's queries proves it better (p < P), or its long-set gain exceeds `--min-gain` (not with
+   `--blend-short-only`; docs/training.md).
    Where no share is that good on both sets (one member better on short sentences, the other
    on long), the member alone whose worst loss is smaller. `heldout.json` says which rule chose each share.
 The short sets' `test` half is scored after the choice (members alone and the chosen share): the figures that say
@@ -141,7 +142,7 @@ def sign_test_p(wins: int, losses: int) -> float:
 def choose_shares(vectors: list[dict[str, np.ndarray]], texts: dict[str, list[str]], n_gold: int, grid: list[float],
                   min_gain: float, criterion: str = "mining",
                   short: dict[str, tuple[list[str], list[str]]] | None = None, prefer_members: bool = False,
-                  blend_alpha: float | None = None) -> dict:
+                  blend_alpha: float | None = None, blend_long_counts: bool = True) -> dict:
     """The default share and each language's (see the module docstring), with the scores they come from. `texts`
     are the long (NTREX) sets, `short` the short sentences' sets: per language its texts and their English (the
     members' vectors under `short_key("tune", language)` and `short_key("tune", language, ENGLISH)`)."""
@@ -180,7 +181,8 @@ def choose_shares(vectors: list[dict[str, np.ndarray]], texts: dict[str, list[st
     for language in sorted({lang for langs, _ in sets.values() for lang in langs}):
         table[language], reasons[language] = never_below_a_member(
             [by_language[language] for by_language in scores.values() if language in by_language], grid, default,
-            min_gain, prefer_members, outcomes.get(language), blend_alpha, scores.get("long", {}).get(language))
+            min_gain, prefer_members, outcomes.get(language), blend_alpha,
+            scores.get("long", {}).get(language) if blend_long_counts else None)
     return {"criterion": criterion, "default": default, "languages": table, "reasons": reasons,
             "scores_both_sides": both, "scores": scores.get("long", {}), "short_scores": scores.get("short", {})}
 
@@ -195,8 +197,8 @@ def never_below_a_member(scores: list[dict[float, float]], grid: list[float], de
     few hundred sentences cannot tell smaller differences apart); with `prefer_members`, first the better member
     alone unless the best gains that much over it. With `blend_alpha` and the short set's per-query `short_rows`
     (share -> outcomes), a blend must also earn its place: beat the short set's better member significantly
-    (one-sided sign test on the queries where they differ, p < blend_alpha), or the long set's (`long_scores`)
-    by more than `min_gain` points; on 100-300 short sentences a gain of a few queries is as likely to be a loss
+    (one-sided sign test on the queries where they differ, p < blend_alpha), or, given `long_scores`, the long
+    set's by more than `min_gain` points; on 100-300 short sentences a gain of a few queries is as likely to be a loss
     on the next ones. When no share is that good on every set (one
     member is better on short sentences, the other on long ones), the member whose worst loss is smaller."""
     members = (grid[0], grid[-1])
@@ -277,7 +279,7 @@ def mining_sets(root: Path, source_distractors: int, target_distractors: int) ->
 def fit(members: list[str], output: Path, cache: Path, ntrex_root: Path, step: float, min_gain: float,
         criterion: str = "mining", source_distractors: int = 600, target_distractors: int = 1200,
         short_root: Path | None = None, short_limit: int = 1000, short_min: int = 100,
-        prefer_members: bool = False, blend_alpha: float | None = None) -> dict:
+        prefer_members: bool = False, blend_alpha: float | None = None, blend_long_counts: bool = True) -> dict:
     """Choose the shares (on NTREX's held-out documents and, with `short_root`, its `tune/` short sentences),
     write the ensemble, and report the chosen shares on `short_root/test/`, which no choice saw."""
     if len(members) != 2:
@@ -297,7 +299,7 @@ def fit(members: list[str], output: Path, cache: Path, ntrex_root: Path, step: f
     grid = [round(i * step, 6) for i in range(round(1 / step) + 1)]
     vectors = [_all_vectors(spec, texts, short, cache) for spec in members]
     chosen = choose_shares(vectors, texts, n_gold, grid, min_gain, criterion, short["tune"], prefer_members,
-                           blend_alpha)
+                           blend_alpha, blend_long_counts)
     dims = [int(v[ENGLISH].shape[1]) for v in vectors]
     output.mkdir(parents=True, exist_ok=True)
     specs = [_relative(spec, output) for spec in members]
@@ -313,7 +315,7 @@ def fit(members: list[str], output: Path, cache: Path, ntrex_root: Path, step: f
                              f"{target_distractors} distractors), criterion {criterion}{short_note}, grid step "
                              f"{step}, min gain {min_gain} points"
                              f"{' (over the better member alone first)' if prefer_members else ''}"
-                             f"{f', a blend only where it beats the better member on the short set (sign test, p < {blend_alpha})' if blend_alpha is not None else ''} "
+                             f"{blend_rule(blend_alpha, blend_long_counts)} "
                              f"(python -m training.ensemble)"}
     test = short_test_scores(vectors, short["test"], chosen)
     write_json(output / "ensemble.json", ensemble)
@@ -322,6 +324,14 @@ def fit(members: list[str], output: Path, cache: Path, ntrex_root: Path, step: f
             "mean score": summarise(chosen["scores"], chosen, grid),
             **({"mean short tune accuracy": summarise(chosen["short_scores"], chosen, grid)} if short["tune"] else {}),
             **({"short test": summarise_test(test)} if test else {})}
+
+
+def blend_rule(blend_alpha: float | None, long_counts: bool) -> str:
+    """How a blend proves itself, for ensemble.json's `chosen_on` ('' without --blend-alpha)."""
+    if blend_alpha is None:
+        return ""
+    return (f", a blend only where it beats the better member on the short set (sign test, p < {blend_alpha})"
+            + (" or by more than the min gain on the long set" if long_counts else ""))
 
 
 def _all_vectors(spec: str, texts: dict[str, list[str]], short: dict[str, dict], cache: Path) -> dict:
@@ -422,6 +432,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="a blend of the members must beat the better member alone on the short tune set by a "
                         "one-sided sign test at this level (e.g. 0.05), or on the long set by more than --min-gain; "
                         "without it, any gain counts")
+    parser.add_argument("--blend-short-only", action="store_true",
+                        help="with --blend-alpha, only the short set's test proves a blend (a long-set gain does not)")
     parser.add_argument("--criterion", choices=("mining", "xsim"), default="mining",
                         help="score a share by mining F1 among distractors (default) or by xsim retrieval")
     parser.add_argument("--short", type=Path, default=Path("data/train/heldout-short"),
@@ -447,7 +459,7 @@ def main(argv: list[str] | None = None) -> int:
     return exit_status(lambda: print(json.dumps(fit(
         args.members, args.output, args.cache, args.train_pool, args.step, args.min_gain, args.criterion,
         args.source_distractors, args.target_distractors, short, args.short_limit, args.short_min,
-        args.prefer_members, args.blend_alpha), indent=1)))
+        args.prefer_members, args.blend_alpha, not args.blend_short_only), indent=1)))
 
 
 if __name__ == "__main__":
