@@ -219,6 +219,8 @@ def test_fit_with_short_sentences_chooses_on_tune_and_reports_test(tmp_path, cap
     assert tune[str(share)] >= max(tune["0.0"], tune["1.0"])  # never below a member on the tune half
     assert heldout["short_test"]["deu_Latn"]["pairs"] == 20 and heldout["reasons"]["deu_Latn"]
     assert summary["short test"]["languages"] == 1
+    assert 0.0 < heldout["short_test"]["deu_Latn"]["p_below"] <= 1.0  # the ensemble against the better member
+    assert summary["short test"]["significantly below (sign test, p < 0.05)"] in (0, 1)
     assert "short held-out sentences" in json.loads((tmp_path / "ens" / "ensemble.json").read_text())["chosen_on"]
     from training.ensemble import main
 
@@ -228,6 +230,7 @@ def test_fit_with_short_sentences_chooses_on_tune_and_reports_test(tmp_path, cap
     assert "| deu_Latn | 20 | " in printed
     assert f"Mean of 1 languages: char-ngram:64 {result['first member']:.1f}, char-ngram:32 " \
            f"{result['second member']:.1f}, ensemble {result['ensemble']:.1f}; the ensemble below" in printed
+    assert "below the better member by a sign test (p < 0.05) in" in printed
     cached = sorted(p.name for p in (tmp_path / "cache").rglob("short-*.npy"))
     assert cached == sorted(["short-tune.deu_Latn.npy", "short-tune.deu_Latn.eng_Latn.npy",
                              "short-test.deu_Latn.npy", "short-test.deu_Latn.eng_Latn.npy"] * 2)

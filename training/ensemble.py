@@ -132,6 +132,12 @@ def xsim_outcomes(src: np.ndarray, tgt: np.ndarray, src_texts: list[str], tgt_te
     return np.concatenate([correct_rows(forward, tgt_texts), correct_rows(backward, src_texts)])
 
 
+def outcome_accuracy(rows: np.ndarray) -> float:
+    """xsim_outcomes' rows as xsim_accuracy's figure, to the last bit (so ties between shares stay ties)."""
+    n = len(rows) // 2
+    return 100.0 - 50.0 * (int((~rows[:n]).sum()) / n + int((~rows[n:]).sum()) / n)
+
+
 def sign_test_p(wins: int, losses: int) -> float:
     """One-sided exact sign test: the chance of at least `wins` of `wins + losses` discordant queries going one
     way if either way were equally likely (McNemar's exact test)."""
@@ -164,8 +170,7 @@ def choose_shares(vectors: list[dict[str, np.ndarray]], texts: dict[str, list[st
         rows = xsim_outcomes(src, tgt, *short[language])
         if a_english == default_share[0]:
             outcomes.setdefault(language, {})[a] = rows
-        n = len(rows) // 2  # as xsim_accuracy computes it, to the last bit (ties between shares stay ties)
-        return 100.0 - 50.0 * (int((~rows[:n]).sum()) / n + int((~rows[n:]).sum()) / n)
+        return outcome_accuracy(rows)
 
     default_share = [None]  # set once the default is known; only then are the rows kept
     sets = {"long": (long_languages, long_score), "short": (list(short), short_score)}
@@ -348,16 +353,20 @@ def _all_vectors(spec: str, texts: dict[str, list[str]], short: dict[str, dict],
 
 def short_test_scores(vectors: list[dict[str, np.ndarray]], sets: dict, chosen: dict) -> dict:
     """xsim accuracy on the short sentences' test half for each member alone and the chosen share: the figures
-    that say whether the rule holds on data no choice saw."""
+    that say whether the rule holds on data no choice saw; and the one-sided sign test's p that the ensemble is
+    worse than the better member (small where it loses on many queries, not on a few)."""
     result = {}
     for language, texts in sets.items():
         share = chosen["languages"].get(language, chosen["default"])
         sides = [[v[short_key("test", language, side)] for v in vectors] for side in (None, ENGLISH)]
         with _quiet("miner"):
-            accuracy = {a: xsim_accuracy(blend(sides[0], a), blend(sides[1], chosen["default"]), *texts)
-                        for a in dict.fromkeys((1.0, 0.0, share))}
+            rows = {a: xsim_outcomes(blend(sides[0], a), blend(sides[1], chosen["default"]), *texts)
+                    for a in dict.fromkeys((1.0, 0.0, share))}
+        accuracy = {a: outcome_accuracy(r) for a, r in rows.items()}
+        better = rows[max((1.0, 0.0), key=lambda m: accuracy[m])]
+        p_below = sign_test_p(int((better & ~rows[share]).sum()), int((rows[share] & ~better).sum()))
         result[language] = {"share": share, "first member": accuracy[1.0], "second member": accuracy[0.0],
-                            "ensemble": accuracy[share], "pairs": len(texts[0])}
+                            "ensemble": accuracy[share], "pairs": len(texts[0]), "p_below": round(p_below, 4)}
     return result
 
 
@@ -376,6 +385,7 @@ def summarise_test(test: dict) -> dict:
             "second member alone": round(float(np.mean([r["second member"] for r in rows])), 2),
             "ensemble": round(float(np.mean([r["ensemble"] for r in rows])), 2),
             "below the better member": len(below),
+            "significantly below (sign test, p < 0.05)": sum(r.get("p_below", 1.0) < 0.05 for r in rows),
             "largest loss": round(max([max(r["first member"], r["second member"]) - r["ensemble"]
                                        for r in rows] + [0.0]), 2)}
 
@@ -392,7 +402,8 @@ def short_test_table(heldout: dict, columns: int = 3) -> str:
     its chosen share (marked where it is below the better member), several languages a row."""
     rows = []
     for language, r in sorted(heldout["short_test"].items()):
-        below = " (below)" if r["ensemble"] < max(r["first member"], r["second member"]) else ""
+        below = (f" (below, p {r['p_below']:.2f})" if "p_below" in r else " (below)") \
+            if r["ensemble"] < max(r["first member"], r["second member"]) else ""
         rows.append([language, str(r["pairs"]), f"{r['first member']:.1f}", f"{r['second member']:.1f}",
                      f"**{r['ensemble']:.1f}**{below}", str(r["share"])])
     members = [Path(m).name for m in heldout["members"]]
@@ -405,9 +416,12 @@ def short_test_summary(short_test: dict, members: list[str]) -> str:
     results = list(short_test.values())
     mean = lambda key: sum(r[key] for r in results) / max(len(results), 1)
     below = lambda key: sum(r["ensemble"] < r[key] for r in results)
+    significant = sum(r.get("p_below", 1.0) < 0.05 for r in results)
     return (f"Mean of {len(results)} languages: {members[0]} {mean('first member'):.1f}, {members[1]} "
             f"{mean('second member'):.1f}, ensemble {mean('ensemble'):.1f}; the ensemble below {members[0]} in "
-            f"{below('first member')}, below {members[1]} in {below('second member')}.")
+            f"{below('first member')}, below {members[1]} in {below('second member')}"
+            + (f"; below the better member by a sign test (p < 0.05) in {significant}." if any(
+               "p_below" in r for r in results) else "."))
 
 
 def main(argv: list[str] | None = None) -> int:
