@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import apache_beam as beam
+from apache_beam import typehints as th
 import numpy as np
 import pyarrow as pa
 from apache_beam.metrics import Metrics
@@ -478,8 +479,7 @@ class SplitShort(beam.DoFn):
 
 # Output types on the DoFns whose process Beam would otherwise infer by reading its bytecode (trivial inference,
 # at every pipeline construction: 64 ms for ExactSearch alone); each is the type Beam infers, so the same coders.
-@beam.typehints.with_output_types(
-    beam.typehints.Tuple[beam.typehints.Tuple[beam.typehints.Any, beam.typehints.Any, beam.typehints.Any], Neighbours])
+@th.with_output_types(th.Tuple[th.Tuple[th.Any, th.Any, th.Any], Neighbours])
 class ExactSearch(beam.DoFn):
     """(pair, side, query shard) with the queries that found fewer than k neighbours in their lists -> their
     k-NN table from an exact pass over the other language's shards (one in memory at a time)."""
@@ -616,7 +616,7 @@ def to_margin_join(element) -> Iterable[tuple]:
         yield (pair, other, neighbour_shard), candidates.take(rows)
 
 
-@beam.typehints.with_output_types(beam.typehints.Any)
+@th.with_output_types(th.Any)
 class ScoreCandidates(beam.DoFn):
     """(pair, side, shard) with its sentences' means and the candidates pointing at them -> the candidates'
     margins (miner.margin), keyed by the query shard they belong to. A candidate pointing at a sentence whose mean
@@ -692,7 +692,7 @@ class PairBlock:
         return self.take(np.lexsort((self.tgt, self.src, -self.score)))
 
 
-@beam.typehints.with_output_types(beam.typehints.Any)
+@th.with_output_types(th.Any)
 class BestCandidates(beam.DoFn):
     """A query shard's scored candidates -> each query's best (highest margin, then highest cosine, then smaller
     reference: deterministic), as pairs keyed by (pair, source shard), where the two directions' choices meet.
@@ -726,7 +726,7 @@ def chosen_by_mode(mode: str, chosen_by: np.ndarray) -> np.ndarray:
     return {"forward": forward, "backward": backward, "intersect": forward & backward}.get(mode, forward | backward)
 
 
-@beam.typehints.with_output_types(beam.typehints.Tuple[beam.typehints.Any, beam.typehints.Any])
+@th.with_output_types(th.Tuple[th.Any, th.Any])
 class Select(beam.DoFn):
     """One source shard's best candidates, both directions -> the pairs the selection mode keeps, once each.
 
@@ -826,7 +826,7 @@ class FilterPairs(beam.DoFn):
             yield pair, pairs.take(np.asarray(keep, dtype=np.int64))
 
 
-@beam.typehints.with_output_types(beam.typehints.Dict[str, beam.typehints.Any])
+@th.with_output_types(th.Dict[str, th.Any])
 class WriteBitext(beam.DoFn):
     """One language pair's pairs, best first, to Parquet and TSV.gz (atomically); emits the pair's summary."""
 
