@@ -146,7 +146,12 @@ def main(argv: list[str] | None = None) -> int:
 
         monolingual = frozenset(load_recipe(args.monolingual_from).distill.monolingual)
     if args.sentences_file:
-        embedded = {line.partition("\t")[2].strip() for line in read_lines(args.sentences_file)} - {""}
+        embedded = set()
+        for number, line in enumerate(read_lines(args.sentences_file), start=1):
+            text = line.partition("\t")[2].strip()
+            if not text:  # as bench_embed_stage.py reads the same files
+                raise SystemExit(f"{args.sentences_file}:{number}: expected language<TAB>text")
+            embedded.add(text)
         print(f"{len(embedded):,} distinct sentences for the teacher", flush=True)
     else:
         kept, embedded = sample_bitext(args.train, args.cap, staging, args.news_cap, monolingual)
@@ -154,10 +159,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"teacher: {pruned_teacher(embedded, staging):,} token ids kept", flush=True)
     checked = random.Random(0).sample(sorted(embedded), min(args.check, len(embedded)))
     lowest = check_teacher(staging / "site", checked)
-    print(f"packed teacher against the full one, lowest cosine over {args.check} sentences: {lowest:.6f}")
+    print(f"packed teacher against the full one, lowest cosine over {len(checked)} sentences: {lowest:.6f}")
     if lowest < 0.999:
         raise SystemExit("the packed teacher changes the vectors: not packed")
-    for name in ("site",) if args.sentences_file else ("data", "site"):  # xz: the text, and the teacher's uint8 rows, 10-50% smaller than zip's deflate
+    # xz: the text, and the teacher's uint8 rows, 10-50% smaller than zip's deflate
+    for name in ("site",) if args.sentences_file else ("data", "site"):
         with open(args.output / f"{name}.tar.xz", "wb") as handle:
             tar = subprocess.Popen(["tar", "-C", str(staging), "-cf", "-", name], stdout=subprocess.PIPE)
             subprocess.run(["xz", "-9", "-T2"], stdin=tar.stdout, stdout=handle, check=True)

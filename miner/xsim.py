@@ -59,15 +59,20 @@ def direction_report(predicted: np.ndarray, result_texts=None) -> dict:
     return {"errors": errors, "accuracy": 1 - errors / len(predicted), "error_rate": errors / len(predicted)}
 
 
-def xsim(src: np.ndarray, tgt: np.ndarray, margin: str = "absolute", k: int = 4,
-         knn_config: KnnConfig = KnnConfig(), src_texts=None, tgt_texts=None,
-         exact: tuple[np.ndarray, np.ndarray] | None = None, candidates: int = RESCORE_CANDIDATES) -> dict:
+def check_aligned(src: np.ndarray, tgt: np.ndarray, src_texts=None, tgt_texts=None) -> None:
+    """Row i of src translates row i of tgt: the same width and count, and texts for both sides or neither."""
     check_same_dim(src, "source", tgt, "target")
-    check_margin(margin)
     if len(src) != len(tgt):
         raise EmbeddingError(f"xsim needs aligned pairs: {len(src)} source vs {len(tgt)} target vectors")
     if (src_texts is None) != (tgt_texts is None):
         raise ValueError("give texts for both sides or for neither")
+
+
+def xsim(src: np.ndarray, tgt: np.ndarray, margin: str = "absolute", k: int = 4,
+         knn_config: KnnConfig = KnnConfig(), src_texts=None, tgt_texts=None,
+         exact: tuple[np.ndarray, np.ndarray] | None = None, candidates: int = RESCORE_CANDIDATES) -> dict:
+    check_aligned(src, tgt, src_texts, tgt_texts)
+    check_margin(margin)
     fwd, bwd = retrieve(src, tgt, margin, k, knn_config, exact, candidates)
     return {
         "n": len(src),

@@ -13,8 +13,8 @@ from __future__ import annotations
 from apache_beam.options.pipeline_options import PipelineOptions
 
 STAGES = ("extract", "embed", "pairs")
-LOCAL_RUNNERS = {None, "DirectRunner", "direct", "PrismRunner", "prism", "FnApiRunner", "BundleBasedDirectRunner"}
 DIRECT_RUNNERS = {None, "DirectRunner", "direct", "SwitchingDirectRunner"}  # run as pipelines.local_runner
+LOCAL_RUNNERS = DIRECT_RUNNERS | {"PrismRunner", "prism", "FnApiRunner", "BundleBasedDirectRunner"}
 PORTABLE_RUNNERS = {"PortableRunner", "portable", "FlinkRunner", "flink", "SparkRunner", "spark"}
 
 

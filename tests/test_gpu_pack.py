@@ -5,6 +5,8 @@ import gzip
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -66,3 +68,11 @@ def test_a_benchmark_pack_holds_the_teacher_pruned_to_its_sentences_and_no_data(
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["site.tar.xz"]  # no training data
     printed = capsys.readouterr().out
     assert "3 distinct sentences for the teacher" in printed and "lowest cosine over 3 sentences: 1.0" in printed
+
+
+def test_a_sentence_line_without_its_language_is_an_error_naming_the_line(tmp_path):
+    pack = _pack_module()
+    sentences = tmp_path / "sentences.tsv"
+    sentences.write_text("deu_Latn\tDie Katze schläft.\nThe cat sleeps.\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match=r"sentences.tsv:2: expected language<TAB>text"):
+        pack.main(["--sentences-file", str(sentences), "--output", str(tmp_path / "out")])

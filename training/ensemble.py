@@ -114,28 +114,26 @@ def mining_f1(src: np.ndarray, tgt: np.ndarray, n_gold: int) -> float:
     return float(100.0 * (2 * correct / (extracted + n_gold)).max()) if len(correct) else 0.0
 
 
-def xsim_accuracy(src: np.ndarray, tgt: np.ndarray, src_texts: list[str], tgt_texts: list[str]) -> float:
-    """100 - xsim error (%): cosine retrieval, the mean of both directions; an identical text counts as right."""
-    from miner.xsim import xsim
-
-    result = xsim(src, tgt, "absolute", src_texts=src_texts, tgt_texts=tgt_texts)
-    return 100.0 - 50.0 * (result["src->tgt"]["error_rate"] + result["tgt->src"]["error_rate"])
-
-
 def xsim_outcomes(src: np.ndarray, tgt: np.ndarray, src_texts: list[str], tgt_texts: list[str]) -> np.ndarray:
     """Per query of both directions (sources first), whether cosine retrieval found its translation (or a copy
-    of its text): xsim_accuracy is 100 x their mean, the rows are what a paired test compares."""
+    of its text, as miner.xsim counts it): the rows a paired test compares."""
     from miner.index import KnnConfig
-    from miner.xsim import correct_rows, retrieve
+    from miner.xsim import check_aligned, correct_rows, retrieve
 
+    check_aligned(src, tgt, src_texts, tgt_texts)
     forward, backward = retrieve(src, tgt, "absolute", 1, KnnConfig())
     return np.concatenate([correct_rows(forward, tgt_texts), correct_rows(backward, src_texts)])
 
 
 def outcome_accuracy(rows: np.ndarray) -> float:
-    """xsim_outcomes' rows as xsim_accuracy's figure, to the last bit (so ties between shares stay ties)."""
+    """100 - xsim error (%), the mean of both directions' error rates, from xsim_outcomes' rows."""
     n = len(rows) // 2
     return 100.0 - 50.0 * (int((~rows[:n]).sum()) / n + int((~rows[n:]).sum()) / n)
+
+
+def xsim_accuracy(src: np.ndarray, tgt: np.ndarray, src_texts: list[str], tgt_texts: list[str]) -> float:
+    """100 - xsim error (%): cosine retrieval, the mean of both directions; an identical text counts as right."""
+    return outcome_accuracy(xsim_outcomes(src, tgt, src_texts, tgt_texts))
 
 
 def sign_test_p(wins: int, losses: int) -> float:
@@ -143,6 +141,11 @@ def sign_test_p(wins: int, losses: int) -> float:
     way if either way were equally likely (McNemar's exact test)."""
     n = wins + losses
     return sum(math.comb(n, x) for x in range(wins, n + 1)) / 2 ** n if n else 1.0
+
+
+def p_better(rows: np.ndarray, rival: np.ndarray) -> float:
+    """sign_test_p that `rows` (per-query outcomes) beat `rival`'s on the same queries."""
+    return sign_test_p(int((rows & ~rival).sum()), int((rival & ~rows).sum()))
 
 
 def choose_shares(vectors: list[dict[str, np.ndarray]], texts: dict[str, list[str]], n_gold: int, grid: list[float],
@@ -162,26 +165,27 @@ def choose_shares(vectors: list[dict[str, np.ndarray]], texts: dict[str, list[st
             return mining_f1(src, tgt, n_gold)
         return xsim_accuracy(src[:n_gold], tgt[:n_gold], texts[language][:n_gold], texts[ENGLISH][:n_gold])
 
-    outcomes: dict[str, dict[float, np.ndarray]] = {}
-
-    def short_score(language: str, a: float, a_english: float) -> float:
+    def short_rows(language: str, a: float, a_english: float) -> np.ndarray:
         src = blend([v[short_key("tune", language)] for v in vectors], a)
         tgt = blend([v[short_key("tune", language, ENGLISH)] for v in vectors], a_english)
-        rows = xsim_outcomes(src, tgt, *short[language])
-        if a_english == default_share[0]:
-            outcomes.setdefault(language, {})[a] = rows
-        return outcome_accuracy(rows)
+        return xsim_outcomes(src, tgt, *short[language])
 
-    default_share = [None]  # set once the default is known; only then are the rows kept
+    def short_score(language: str, a: float, a_english: float) -> float:
+        return outcome_accuracy(short_rows(language, a, a_english))
+
     sets = {"long": (long_languages, long_score), "short": (list(short), short_score)}
     sets = {name: value for name, value in sets.items() if value[0]}
     with _quiet("miner"):
         both = {a: float(np.mean([np.mean([score(lang, a, a) for lang in langs]) for langs, score in sets.values()]))
                 for a in grid}
         default = max(grid, key=lambda a: (both[a], -a))
-        default_share[0] = default
         scores = {name: {lang: {a: score(lang, a, default) for a in grid} for lang in langs}
-                  for name, (langs, score) in sets.items()}
+                  for name, (langs, score) in sets.items() if name != "short"}
+        # the short set against English at the default: its per-query rows (for the paired test) and their scores
+        outcomes = {lang: {a: short_rows(lang, a, default) for a in grid} for lang in short}
+        if outcomes:
+            scores["short"] = {lang: {a: outcome_accuracy(r) for a, r in rows.items()}
+                               for lang, rows in outcomes.items()}
     table, reasons = {}, {}
     for language in sorted({lang for langs, _ in sets.values() for lang in langs}):
         table[language], reasons[language] = never_below_a_member(
@@ -213,9 +217,8 @@ def never_below_a_member(scores: list[dict[float, float]], grid: list[float], de
     if blend_alpha is not None and short_rows:
         rival = short_rows[max(members, key=lambda m: short_rows[m].mean())]
         long_floor = max(long_scores[m] for m in members) if long_scores else None
-        unproven = [a for a in allowed if a not in members and sign_test_p(
-            int((short_rows[a] & ~rival).sum()), int((rival & ~short_rows[a]).sum())) >= blend_alpha
-            and not (long_scores and long_scores[a] - long_floor > min_gain)]
+        unproven = [a for a in allowed if a not in members and p_better(short_rows[a], rival) >= blend_alpha
+                    and not (long_scores and long_scores[a] - long_floor > min_gain)]
         allowed = [a for a in allowed if a not in unproven]
     mean = {a: float(np.mean([s[a] for s in scores])) for a in grid}
     if not allowed:
@@ -364,7 +367,7 @@ def short_test_scores(vectors: list[dict[str, np.ndarray]], sets: dict, chosen: 
                     for a in dict.fromkeys((1.0, 0.0, share))}
         accuracy = {a: outcome_accuracy(r) for a, r in rows.items()}
         better = rows[max((1.0, 0.0), key=lambda m: accuracy[m])]
-        p_below = sign_test_p(int((better & ~rows[share]).sum()), int((rows[share] & ~better).sum()))
+        p_below = p_better(better, rows[share])
         result[language] = {"share": share, "first member": accuracy[1.0], "second member": accuracy[0.0],
                             "ensemble": accuracy[share], "pairs": len(texts[0]), "p_below": round(p_below, 4)}
     return result
