@@ -94,7 +94,7 @@ def prepare_for_runner(settings: dict, options: PipelineOptions) -> None:
 def stage_lid_model(spec: str, target: str) -> str:
     """Each local model of `lid.model` copied to `target` with its sidecar; a built-in carried by a wheel (lid.176)
     stays a name (the workers install it through setup.py), ours (models/lid/, not a package) is staged as its file."""
-    from pipelines.text.langid import BUILTIN_MODELS, lid_parts, model_file
+    from pipelines.text.langid import BUILTIN_MODELS, is_expert_set, lid_parts, model_file
 
     staged = []
     for part in lid_parts(spec):
@@ -102,6 +102,10 @@ def stage_lid_model(spec: str, target: str) -> str:
             staged.append(part)
             continue
         path = model_file(part)
+        if is_expert_set(part):  # the index with its folder's models: experts/experts.json beside the others
+            folder = storage.stage_folder(os.path.dirname(path), storage.join(target, "experts"))
+            staged.append(storage.join(folder, os.path.basename(path)))
+            continue
         copy = storage.join(target, os.path.basename(path))
         for suffix in ("", ".json"):  # the model and its sidecar (normalisation, checksum), when there is one
             if os.path.exists(path + suffix):

