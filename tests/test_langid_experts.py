@@ -73,6 +73,8 @@ def test_an_expert_is_asked_only_for_texts_answered_in_its_group():
     answers = identifier.predict([GERMAN[0], SERBIAN[0], GERMAN[1]], k=2)
     assert expert.asked == 1                                          # the two German texts never reach it
     assert [a[0][0] for a in answers] == ["deu_Latn", "srp_Latn", "deu_Latn"] and all(len(a) == 2 for a in answers)
+    sure = ExpertIdentifier(main, [ExpertGroup(GROUP, expert, 1.0)], ask_below=0.6)   # the main answer is 0.6
+    assert sure.predict([SERBIAN[0]])[0][0][0] == "hrv_Latn" and expert.asked == 1    # not asked again
     with pytest.raises(ValueError, match="does not name bos_Latn"):
         ExpertIdentifier(main, [ExpertGroup(("bos_Latn", "hrv_Latn"), expert, 1.0)])
     with pytest.raises(ValueError, match="hrv_Latn is in two expert groups"):
@@ -83,7 +85,8 @@ def write_set(folder: Path, main: Identifier, held_out: dict) -> dict:
     pool = Pool()
     pool.add("hrv_Latn", CROATIAN, "test")
     pool.add("srp_Latn", SERBIAN, "test")
-    return train_experts(pool, [GROUP], main, HeldOut.of(main, held_out), folder, SETTINGS, [0.5, 1.0], 2.0, OURS)
+    return train_experts(pool, [GROUP], main, HeldOut.of(main, held_out), folder, SETTINGS, [0.5, 1.0], 2.0, OURS,
+                         thresholds=[0.5, 0.9])
 
 
 def test_an_expert_set_is_trained_weighed_on_held_out_text_and_loaded(tmp_path):
@@ -94,6 +97,10 @@ def test_an_expert_set_is_trained_weighed_on_held_out_text_and_loaded(tmp_path):
     assert entry["gains"]["1.0"]["short"] == pytest.approx(100.0)    # Serbian 0 -> 100%, Croatian stays 100%
     assert entry["examples"] == {"hrv_Latn": 32, "srp_Latn": 32}       # 8 lines, repeated 4 times at most
     assert index["chosen_on"].endswith("short") and (tmp_path / "experts" / entry["model"]).is_file()
+    # main answers at 0.6: below 0.5 nothing is asked (no gain), below 0.9 all are (the whole gain, fewest asked)
+    sweep = index["ask_below_sweep"]
+    assert index["ask_below"] == 0.9 and sweep["0.5"]["asked"] == 0 and sweep["0.5"]["mean"] == 0
+    assert sweep["0.9"]["asked"] == sweep["1.0"]["asked"] == 8 and sweep["0.9"]["mean"] == sweep["1.0"]["mean"] > 0
     identifier = load_experts(tmp_path / "experts" / "experts.json", main)
     assert [a[0][0] for a in identifier.predict(SERBIAN[4:] + CROATIAN[4:])] == ["srp_Latn"] * 4 + ["hrv_Latn"] * 4
 
@@ -120,6 +127,9 @@ def test_an_expert_set_that_does_not_match_its_files_is_refused(tmp_path):
     rewritten(languages=["bos_Latn", "srp_Latn"])
     with pytest.raises(InputFormatError, match="names hrv_Latn, srp_Latn, but .*experts.json lists"):
         load_experts(path, FixedMain({}))
+    path.write_text(json.dumps({**index, "ask_below": 0}))
+    with pytest.raises(InputFormatError, match=r"ask_below 0.0 is not in \(0, 1\]"):
+        load_experts(path, main)
     rewritten(weight=1.5)
     with pytest.raises(InputFormatError, match="group 1: weight 1.5"):
         load_experts(path, main)
@@ -169,6 +179,7 @@ def test_the_experts_config_is_checked(tmp_path):
                           ("groups: [[hrv_Latn, ../x]]", "group 1: '../x' is not a language code"),
                           ("groups: [[hrv_Latn, srp_Latn]]\nweights: [0, 1]", "weights must lie in"),
                           ("groups: [[hrv_Latn, srp_Latn]]\nsettings: {depth: 3}", "unknown setting"),
+                          ("groups: [[hrv_Latn, srp_Latn]]\nask_below: [1.5]", "ask_below thresholds"),
                           ("groupz: []", "unknown key")):
         config.write_text(text)
         with pytest.raises(ValueError, match=message):

@@ -59,24 +59,57 @@ def language_points(gold: Sequence[str], predicted: Sequence[str]) -> float:
     return 100.0 * sum(right[code] / n for code, n in total.items())
 
 
-def weight_sweep(held: HeldOut, languages: Sequence[str], expert: Identifier, weights: Sequence[float]) -> dict:
-    """Language-points gained on each held-out set (and their mean over sets) at each weight, against the main
-    identifier alone: only texts it answers within the group can change."""
-    gains = {w: {} for w in weights}
+Opinions = dict  # set name -> {row: (group's languages, weight, the expert's answer)}
+
+
+def opinions_of(held: HeldOut, languages: Sequence[str], expert: Identifier, weight: float = 1.0) -> Opinions:
+    """The expert's answer for every held-out text the main identifier answers within the group."""
+    opinions: Opinions = {}
     for name, answers in held.answers.items():
-        gold = held.gold[name]
+        rows = [i for i, answer in enumerate(answers) if answer[0][0] in languages]
+        answered = expert.predict([held.texts[name][i] for i in rows], k=len(languages)) if rows else []
+        opinions[name] = {i: (languages, weight, answer) for i, answer in zip(rows, answered)}
+    return opinions
+
+
+def gains_of(held: HeldOut, opinions: Opinions, weight: float | None = None, ask_below: float = 1.0) -> dict:
+    """Language-points gained on each held-out set and their mean over sets, against the main identifier alone,
+    with every opinion at `weight` (or its own), where the main answer's probability is below `ask_below`."""
+    gains = {}
+    for name, answers in held.answers.items():
         before = [answer[0][0] for answer in answers]
-        rows = [i for i, code in enumerate(before) if code in languages]
-        opinions = expert.predict([held.texts[name][i] for i in rows], k=len(languages)) if rows else []
-        base = language_points(gold, before)
-        for w in weights:
-            after = list(before)
-            for i, opinion in zip(rows, opinions):
-                after[i] = redistribute(answers[i], opinion, languages, w)[0][0]
-            gains[w][name] = round(language_points(gold, after) - base, 2)
-    for w in weights:
-        gains[w]["mean"] = round(sum(gains[w].values()) / max(1, len(held.answers)), 2)
+        after = list(before)
+        for i, (languages, own_weight, opinion) in opinions[name].items():
+            if answers[i][0][1] < ask_below:
+                after[i] = redistribute(answers[i], opinion, languages, own_weight if weight is None else weight)[0][0]
+        gains[name] = round(language_points(held.gold[name], after) - language_points(held.gold[name], before), 2)
+    gains["mean"] = round(sum(gains.values()) / max(1, len(held.answers)), 2)
     return gains
+
+
+def weight_sweep(held: HeldOut, languages: Sequence[str], expert: Identifier, weights: Sequence[float]) -> dict:
+    """gains_of at each weight: only texts the main identifier answers within the group can change."""
+    opinions = opinions_of(held, languages, expert)
+    return {w: gains_of(held, opinions, w) for w in weights}
+
+
+ASK_TOLERANCE = 1.0   # language-points: what retraining the same experts moves a group's gain by (fastText threads)
+
+
+def ask_below_sweep(held: HeldOut, opinions: Opinions, thresholds: Sequence[float]) -> tuple[float, dict]:
+    """The gains and the texts sent to experts at each threshold (1: every text), and the one chosen."""
+    report = {}
+    for t in sorted(set(thresholds) | {1.0}):
+        asked = sum(held.answers[name][i][0][1] < t for name in opinions for i in opinions[name])
+        report[t] = {**gains_of(held, opinions, ask_below=t), "asked": asked}
+    return choose_ask_below(report), report
+
+
+def choose_ask_below(report: dict, tolerance: float = ASK_TOLERANCE) -> float:
+    """The lowest threshold (fewest texts sent to experts) whose mean gain is within `tolerance` of asking for
+    every text."""
+    every = report[1.0]["mean"]
+    return min(t for t in report if report[t]["mean"] >= every - tolerance)
 
 
 def choose_weight(gains: dict, min_gain: float) -> tuple[float, str]:
@@ -167,27 +200,36 @@ def train_group(pool, languages: Sequence[str], settings: ExpertSettings, normal
 
 
 def train_experts(pool, groups: Sequence[Sequence[str]], main: Identifier, held: HeldOut, output: Path,
-                  settings: ExpertSettings, weights: Sequence[float], min_gain: float, normalization) -> dict:
-    """Every group trained, its weight chosen on `held` (module notes), the index written last (atomically);
-    models of groups left out are removed, so the folder holds what the index uses."""
+                  settings: ExpertSettings, weights: Sequence[float], min_gain: float, normalization,
+                  thresholds: Sequence[float] = ()) -> dict:
+    """Every group trained, its weight chosen on `held` (module notes), then the probability above which the main
+    answer is not sent to experts (ask_below_sweep); the index written last (atomically); models of groups left
+    out are removed, so the folder holds what the index uses."""
     from miner.io import write_json
     from pipelines.text.langid import LanguageIdentifier, sidecar_path
 
     output.mkdir(parents=True, exist_ok=True)
-    entries = []
+    entries, used = [], {}
     for number, languages in enumerate(groups, start=1):
         model_file = output / f"{'-'.join(code.split('_')[0] for code in languages)}.ftz"
         examples = train_group(pool, languages, settings, normalization, model_file)
-        gains = weight_sweep(held, languages, LanguageIdentifier.load(model_file), weights)
+        expert = LanguageIdentifier.load(model_file)
+        gains = weight_sweep(held, languages, expert, weights)
         weight, reason = choose_weight(gains, min_gain)
+        if weight:
+            for name, rows in opinions_of(held, tuple(languages), expert, weight).items():
+                used.setdefault(name, {}).update(rows)
         log.info("group %d/%d %s: %s", number, len(groups), "/".join(languages), reason)
         entries.append(index_entry(languages, model_file, weight, reason, gains, examples))
         if not weight:
             model_file.unlink()
             sidecar_path(model_file).unlink()
             entries[-1].update(model=None, model_sha256=None, model_bytes=0)
+    ask_below, asked = ask_below_sweep(held, {name: used.get(name, {}) for name in held.answers}, thresholds)
+    log.info("experts asked below %s: %s", ask_below, asked[ask_below])
     index = {"format": INDEX_FORMAT, "main": main.path, "settings": settings.as_dict(),
-             "weights_tried": list(weights), "min_gain": min_gain,
+             "weights_tried": list(weights), "min_gain": min_gain, "ask_below": ask_below,
+             "ask_below_sweep": {str(t): report for t, report in asked.items()},
              "chosen_on": "the train pool's held-out sets: " + ", ".join(held.answers),
              "groups": entries}
     write_json(output / INDEX_NAME, index)
@@ -200,7 +242,7 @@ def read_config(path: Path) -> dict:
     from miner.languages import check_code
 
     config = load_config(path)
-    unknown = set(config) - {"main", "groups", "weights", "min_gain", "settings"}
+    unknown = set(config) - {"main", "groups", "weights", "min_gain", "ask_below", "settings"}
     if unknown:
         raise ValueError(f"{path}: unknown key(s) {sorted(unknown)}")
     groups = config.get("groups")
@@ -214,12 +256,15 @@ def read_config(path: Path) -> dict:
     weights = [float(w) for w in config.get("weights") or (0.25, 0.5, 0.75, 1.0)]
     if not all(0.0 < w <= 1.0 for w in weights):
         raise ValueError(f"{path}: weights must lie in (0, 1], not {weights}")
+    thresholds = [float(t) for t in config.get("ask_below") or (1.0,)]
+    if not all(0.0 < t <= 1.0 for t in thresholds):
+        raise ValueError(f"{path}: ask_below thresholds must lie in (0, 1], not {thresholds}")
     fields = set(ExpertSettings.__dataclass_fields__)
     settings = dict(config.get("settings") or {})
     if set(settings) - fields:
         raise ValueError(f"{path}: unknown setting(s) {sorted(set(settings) - fields)}; known: {sorted(fields)}")
     return {"main": str(config.get("main") or "combined"), "groups": [tuple(g) for g in groups],
-            "weights": weights, "min_gain": float(config.get("min_gain", 2.0)),
+            "weights": weights, "min_gain": float(config.get("min_gain", 2.0)), "ask_below": thresholds,
             "settings": ExpertSettings(**settings)}
 
 
@@ -240,7 +285,7 @@ def train_experts_command(args) -> dict:
     held = HeldOut.of(main, sets)
     pool = read_pool(args.train_pool)
     index = train_experts(pool, config["groups"], main, held, args.output, config["settings"], config["weights"],
-                          config["min_gain"], OURS)
+                          config["min_gain"], OURS, config["ask_below"])
     return {"groups": len(index["groups"]), "used": sum(g["used"] for g in index["groups"]),
             "bytes": sum(g["model_bytes"] for g in index["groups"])}
 
