@@ -106,11 +106,19 @@ def test_an_expert_set_is_trained_weighed_on_held_out_text_and_loaded(tmp_path):
 
 
 def test_a_group_that_gains_nothing_is_left_out(tmp_path):
+    """... and a rerun into the folder of an earlier set leaves none of the earlier index's models behind."""
+    folder = tmp_path / "experts"
+    folder.mkdir()
+    for name in ("deu-gsw.ftz", "deu-gsw.ftz.json"):
+        (folder / name).write_text("an earlier run's")
+    (folder / "experts.json").write_text(json.dumps({"format": "cmlm-lid-experts/1", "groups": [
+        {"languages": ["deu_Latn", "gsw_Latn"], "weight": 1.0, "model": "deu-gsw.ftz"}]}))
+    (folder / "notes.txt").write_text("not an index's: kept")
     right = FixedMain({**{t: [("hrv_Latn", 0.9)] for t in CROATIAN}, **{t: [("srp_Latn", 0.9)] for t in SERBIAN}})
     index = write_set(tmp_path / "experts", right, {"short": {"hrv_Latn": CROATIAN, "srp_Latn": SERBIAN}})
     (entry,) = index["groups"]
     assert not entry["used"] and "< 2.0" in entry["reason"] and entry["model"] is None
-    assert sorted(p.name for p in (tmp_path / "experts").iterdir()) == ["experts.json"]
+    assert sorted(p.name for p in (tmp_path / "experts").iterdir()) == ["experts.json", "notes.txt"]
     assert load_experts(tmp_path / "experts" / "experts.json", right).groups == []
 
 

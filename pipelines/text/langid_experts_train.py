@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from miner.io import file_sha256
+from miner.io import InputFormatError, file_sha256
 from pipelines.text.identifier import Identifier
 from pipelines.text.langid_experts import DEPTH, INDEX_FORMAT, INDEX_NAME, redistribute
 
@@ -204,7 +204,8 @@ def train_experts(pool, groups: Sequence[Sequence[str]], main: Identifier, held:
                   thresholds: Sequence[float] = ()) -> dict:
     """Every group trained, its weight chosen on `held` (module notes), then the probability above which the main
     answer is not sent to experts (ask_below_sweep); the index written last (atomically); models of groups left
-    out are removed, so the folder holds what the index uses."""
+    out, and those an earlier index in the folder named that this one does not, are removed, so the folder holds
+    what the index uses."""
     from miner.io import write_json
     from pipelines.text.langid import LanguageIdentifier, sidecar_path
 
@@ -232,8 +233,25 @@ def train_experts(pool, groups: Sequence[Sequence[str]], main: Identifier, held:
              "ask_below_sweep": {str(t): report for t, report in asked.items()},
              "chosen_on": "the train pool's held-out sets: " + ", ".join(held.answers),
              "groups": entries}
+    earlier = previous_models(output / INDEX_NAME)
     write_json(output / INDEX_NAME, index)
+    for name in earlier - {entry["model"] for entry in entries}:   # a rerun's folder holds its own models only
+        for stale in (output / name, sidecar_path(output / name)):
+            stale.unlink(missing_ok=True)
     return index
+
+
+def previous_models(index_path: Path) -> set[str]:
+    """The model files an earlier index in the folder named (none when there is none or it is not an index)."""
+    from pipelines.text.langid_experts import read_index
+
+    if not index_path.is_file():
+        return set()
+    try:
+        return {entry["model"] for entry in read_index(index_path)["groups"]
+                if isinstance(entry, dict) and isinstance(entry.get("model"), str) and "/" not in entry["model"]}
+    except InputFormatError:
+        return set()
 
 
 def read_config(path: Path) -> dict:
