@@ -1,5 +1,5 @@
 """Close languages told apart by experts: a small fastText model per group of languages the main identifier
-confuses (Bosnian, Croatian and Serbian; Indonesian and Malay; Bokmal, Nynorsk and Danish ...), asked only where
+confuses (Bosnian, Croatian and Serbian; Indonesian and Malay; Standard Arabic and the dialects ...), asked only where
 the main identifier's answer falls in the group.
 
 Within a group G the main identifier's mass M = sum of p over G stays G's; the expert redistributes it:
@@ -9,7 +9,7 @@ Within a group G the main identifier's mass M = sum of p over G stays G's; the e
 
 so the group's total is the main identifier's and a text of another language keeps its answer. An expert sees
 only its group's text, with word bigrams besides character n-grams: the words a close pair does not share
-(`tko` / `ko`, `tisuća` / `hiljada`, `ikke` / `ikkje`) carry the difference, which a 600-language model with one
+(`tko` / `ko`, `tisuća` / `hiljada`, `karena` / `kerana`) carry the difference, which a 600-language model with one
 small vector per word cannot afford to learn. This is the two-stage design of the DSL shared tasks' close-language
 systems.
 
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from miner.io import InputFormatError, file_sha256
-from pipelines.text.identifier import UNDETERMINED, Identifier
+from pipelines.text.identifier import Identifier
 
 INDEX_FORMAT = "cmlm-lid-experts/1"
 INDEX_NAME = "experts.json"
@@ -120,7 +120,8 @@ def read_index(path: Path) -> dict:
     try:
         index = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise InputFormatError(f"{path}: expert set not found (python -m pipelines.text.langid_experts_train)") from None
+        raise InputFormatError(f"{path}: expert set not found "
+                               "(python -m pipelines.text.langid_experts_train)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise InputFormatError(f"{path}: not JSON ({err})") from None
     if not isinstance(index, dict) or index.get("format") != INDEX_FORMAT or not isinstance(index.get("groups"), list):
