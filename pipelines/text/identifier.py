@@ -73,11 +73,30 @@ class Identifier:
                 for text in sentences]
 
 
+class LayeredIdentifier(Identifier):
+    """An identifier that answers through another, `inner` (a combination through its first model, the experts
+    through the main identifier): its text normalisation, languages and coverage are the inner one's unless it
+    says otherwise."""
+
+    inner: Identifier
+
+    @property
+    def normalization(self):
+        return self.inner.normalization
+
+    @property
+    def languages(self) -> list[str]:
+        return self.inner.languages
+
+    def covers(self, code: str) -> bool:
+        return self.inner.covers(code)
+
+
 RESTRICT_DEPTH = 50  # labels read from the model before the listed ones are kept: a listed language further down
 #                      carries too little probability to pass any score floor
 
 
-class RestrictedIdentifier(Identifier):
+class RestrictedIdentifier(LayeredIdentifier):
     """An identifier that answers among listed languages only (`lid.languages`), for a crawl mined for a known set
     of languages, as lingua's `from_languages` does: a fragment of one of them is no longer lost to an unlisted
     neighbour (English read as Scots). The model's own probabilities are kept, not renormalised over the list, so a
@@ -93,10 +112,6 @@ class RestrictedIdentifier(Identifier):
                              + (f" (and {len(unknown) - 10} more)" if len(unknown) > 10 else ""))
         self.inner, self.allowed = inner, frozenset(languages)
         self.path = f"{inner.path}@{len(self.allowed)}"
-
-    @property
-    def normalization(self):
-        return self.inner.normalization
 
     @property
     def languages(self) -> list[str]:

@@ -435,7 +435,7 @@ def load_identifier(spec: str | Path) -> Identifier:
     languages told apart by experts (langid_experts.py)."""
     spec = str(spec)
     parts = lid_parts(spec)
-    if len(parts) < 2 and is_expert_set(parts[-1]) or any(is_expert_set(part) for part in parts[:-1]):
+    if (len(parts) < 2 and is_expert_set(parts[-1])) or any(is_expert_set(part) for part in parts[:-1]):
         raise ValueError(f"{spec!r}: an expert set comes last, after the identifier it serves (combined+experts)")
     if is_expert_set(parts[-1]):
         from pipelines.text.langid_experts import load_experts

@@ -19,14 +19,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pipelines.text.identifier import UNDETERMINED, Identifier
+from pipelines.text.identifier import UNDETERMINED, Identifier, LayeredIdentifier
 
 DEFAULT_WEIGHT = 0.3   # held-out short pairs (tune half) and NTREX documents: see docs/text.md for the sweeps
 DEPTH = 10             # labels read from each model: the tail beyond carries nothing a decision needs
 
 
 @dataclass
-class CombinedIdentifier(Identifier):
+class CombinedIdentifier(LayeredIdentifier):
     first: Identifier
     second: Identifier
     weight: float = DEFAULT_WEIGHT
@@ -37,15 +37,9 @@ class CombinedIdentifier(Identifier):
             raise ValueError(f"the combined identifier's weight must be in [0, 1], not {self.weight}")
 
     @property
-    def normalization(self):
-        return self.first.normalization
-
-    @property
-    def languages(self) -> list[str]:
-        return self.first.languages
-
-    def covers(self, code: str) -> bool:
-        return self.first.covers(code)
+    def inner(self) -> Identifier:
+        """The first model: its languages are the combination's (the second only informs them)."""
+        return self.first
 
     def predict(self, texts: Sequence[str], k: int = 1) -> list[list[tuple[str, float]]]:
         depth = max(k, DEPTH)

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from miner.io import InputFormatError, file_sha256
-from pipelines.text.identifier import Identifier
+from pipelines.text.identifier import Identifier, LayeredIdentifier
 
 INDEX_FORMAT = "cmlm-lid-experts/1"
 INDEX_NAME = "experts.json"
@@ -54,14 +54,15 @@ class ExpertGroup:
     weight: float
 
 
-class ExpertIdentifier(Identifier):
-    """The main identifier, with each group's expert asked where its answer falls in that group (module notes)."""
+class ExpertIdentifier(LayeredIdentifier):
+    """The main identifier (`inner`), with each group's expert asked where its answer falls in that group (module
+    notes)."""
 
     def __init__(self, main: Identifier, groups: Sequence[ExpertGroup], path: str = "", ask_below: float = 1.0):
-        self.main, self.groups, self.ask_below = main, list(groups), ask_below
+        self.inner, self.groups, self.ask_below = main, list(groups), ask_below
         self.path = path or f"{main.path}+experts"
-        self.group_of: dict[str, ExpertGroup] = {}
-        for group in self.groups:
+        self.group_of: dict[str, int] = {}   # language -> its group's position in `groups`
+        for number, group in enumerate(self.groups):
             unknown = [code for code in group.languages if not main.covers(code)]
             if unknown:
                 raise ValueError(f"{self.path}: the main identifier does not name {', '.join(unknown)} "
@@ -69,32 +70,20 @@ class ExpertIdentifier(Identifier):
             for code in group.languages:
                 if code in self.group_of:
                     raise ValueError(f"{self.path}: {code} is in two expert groups")
-                self.group_of[code] = group
-
-    @property
-    def normalization(self):
-        return self.main.normalization
-
-    @property
-    def languages(self) -> list[str]:
-        return self.main.languages
-
-    def covers(self, code: str) -> bool:
-        return self.main.covers(code)
+                self.group_of[code] = number
 
     def predict(self, texts: Sequence[str], k: int = 1) -> list[list[tuple[str, float]]]:
-        answers = self.main.predict(texts, k=max(k, DEPTH))
+        answers = self.inner.predict(texts, k=max(k, DEPTH))
         routed: dict[int, list[int]] = defaultdict(list)
         for i, answer in enumerate(answers):
-            group = self.group_of.get(answer[0][0])
-            if group is not None and answer[0][1] < self.ask_below:
-                routed[id(group)].append(i)
-        for group in self.groups:
-            rows = routed.get(id(group))
-            if rows:
-                opinions = group.model.predict([texts[i] for i in rows], k=len(group.languages))
-                for i, opinion in zip(rows, opinions):
-                    answers[i] = redistribute(answers[i], opinion, group.languages, group.weight)
+            number = self.group_of.get(answer[0][0])
+            if number is not None and answer[0][1] < self.ask_below:
+                routed[number].append(i)
+        for number, rows in routed.items():
+            group = self.groups[number]
+            opinions = group.model.predict([texts[i] for i in rows], k=len(group.languages))
+            for i, opinion in zip(rows, opinions):
+                answers[i] = redistribute(answers[i], opinion, group.languages, group.weight)
         return [answer[:k] for answer in answers]
 
 

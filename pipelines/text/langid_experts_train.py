@@ -38,6 +38,7 @@ class HeldOut:
     texts: dict[str, list[str]] = field(default_factory=dict)
     gold: dict[str, list[str]] = field(default_factory=dict)
     answers: dict[str, list[list[tuple[str, float]]]] = field(default_factory=dict)
+    points: dict[str, float] = field(default_factory=dict)   # the main answers' language-points, every sweep's base
 
     @classmethod
     def of(cls, main: Identifier, sets: dict[str, dict[str, list[str]]]) -> HeldOut:
@@ -47,6 +48,7 @@ class HeldOut:
             held.gold[name] = [code for code, _ in pairs]
             held.texts[name] = [text for _, text in pairs]
             held.answers[name] = main.predict(held.texts[name], k=DEPTH)
+            held.points[name] = language_points(held.gold[name], [answer[0][0] for answer in held.answers[name]])
         return held
 
 
@@ -77,20 +79,24 @@ def gains_of(held: HeldOut, opinions: Opinions, weight: float | None = None, ask
     with every opinion at `weight` (or its own), where the main answer's probability is below `ask_below`."""
     gains = {}
     for name, answers in held.answers.items():
-        before = [answer[0][0] for answer in answers]
-        after = list(before)
+        after = [answer[0][0] for answer in answers]
         for i, (languages, own_weight, opinion) in opinions[name].items():
             if answers[i][0][1] < ask_below:
                 after[i] = redistribute(answers[i], opinion, languages, own_weight if weight is None else weight)[0][0]
-        gains[name] = round(language_points(held.gold[name], after) - language_points(held.gold[name], before), 2)
+        gains[name] = round(language_points(held.gold[name], after) - held.points[name], 2)
     gains["mean"] = round(sum(gains.values()) / max(1, len(held.answers)), 2)
     return gains
 
 
-def weight_sweep(held: HeldOut, languages: Sequence[str], expert: Identifier, weights: Sequence[float]) -> dict:
+def weight_sweep(held: HeldOut, opinions: Opinions, weights: Sequence[float]) -> dict:
     """gains_of at each weight: only texts the main identifier answers within the group can change."""
-    opinions = opinions_of(held, languages, expert)
     return {w: gains_of(held, opinions, w) for w in weights}
+
+
+def at_weight(opinions: Opinions, weight: float) -> Opinions:
+    """The same opinions, to be weighed at `weight` (a group's chosen one)."""
+    return {name: {i: (languages, weight, answer) for i, (languages, _, answer) in rows.items()}
+            for name, rows in opinions.items()}
 
 
 ASK_TOLERANCE = 1.0   # language-points: what retraining the same experts moves a group's gain by (fastText threads)
@@ -214,11 +220,11 @@ def train_experts(pool, groups: Sequence[Sequence[str]], main: Identifier, held:
     for number, languages in enumerate(groups, start=1):
         model_file = output / f"{'-'.join(code.split('_')[0] for code in languages)}.ftz"
         examples = train_group(pool, languages, settings, normalization, model_file)
-        expert = LanguageIdentifier.load(model_file)
-        gains = weight_sweep(held, languages, expert, weights)
+        opinions = opinions_of(held, tuple(languages), LanguageIdentifier.load(model_file))
+        gains = weight_sweep(held, opinions, weights)
         weight, reason = choose_weight(gains, min_gain)
         if weight:
-            for name, rows in opinions_of(held, tuple(languages), expert, weight).items():
+            for name, rows in at_weight(opinions, weight).items():
                 used.setdefault(name, {}).update(rows)
         log.info("group %d/%d %s: %s", number, len(groups), "/".join(languages), reason)
         entries.append(index_entry(languages, model_file, weight, reason, gains, examples))
