@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
 import torch
 
 from training.config import load_recipe
-from training.losses import distillation_loss
+from training.losses import bank_contrast_loss, distillation_loss
 from training.teacher import TeacherError, teacher_vectors
 from training.train import prepare_run
 from training.trainer import Trainer
@@ -251,10 +252,51 @@ def test_the_source_target_replaces_the_english_one_on_the_source_side_only():
     assert float(loss) == pytest.approx(float(((teacher - own) ** 2).sum(-1).mean()))
 
 
+def test_the_bank_contrast_is_infonce_over_the_target_and_the_negatives_it_may_use():
+    student = torch.tensor([[1.0, 0.0], [0.0, 2.0]])
+    target = torch.tensor([[1.0, 0.0], [0.6, 0.8]])
+    bank = torch.tensor([[0.0, 1.0], [1.0, 0.0], [0.8, 0.6]])
+    same_text = torch.tensor([[False, True, False], [False, False, False]])  # row 0's own target is in the bank
+    loss, accuracy = bank_contrast_loss(student, target, bank, same_text, scale=2.0)
+    # row 0: logits 2*[1 | 0, (masked), 0.8]; row 1 (unit student [0, 1]): 2*[0.8 | 1, 0, 0.6]
+    expected = (-math.log(math.exp(2) / (math.exp(2) + math.exp(0) + math.exp(1.6)))
+                - math.log(math.exp(1.6) / (math.exp(1.6) + math.exp(2) + math.exp(0) + math.exp(1.2)))) / 2
+    assert float(loss) == pytest.approx(expected, rel=1e-6)
+    assert float(accuracy) == pytest.approx(0.5)  # row 1's bank holds a nearer vector than its target
+
+
+def test_the_contrast_draws_a_bank_that_never_counts_a_pairs_own_sentences_as_negatives(training_inputs, tmp_path):
+    from training.batches import step_rng
+
+    config = recipe(training_inputs, tmp_path, *DISTILL, "distill.monolingual=[de]", "stages.0.steps=4",
+                    "distill.contrast_weight=0.5", "distill.contrast_bank=64")
+    tokenizer, data, model = prepare_run(config)
+    trainer = Trainer(config, data, tokenizer, model)
+    sampler = trainer.samplers["distill"]
+    picks = sampler.draw(step_rng(1, 0, 0, 0), 8)
+    rows = np.concatenate([[data.bitext[0].teacher_rows[picks[0][1]], data.bitext[0].source_rows[picks[0][1]]],
+                           np.arange(len(data.teacher))[:62]])
+    bank = sampler.bank_of(picks, rows)
+    assert bank["bank"].shape == (64, 64) and bank["bank_same_text"].shape == (8, 64)
+    assert bank["bank_same_text"][0, 0] and bank["bank_same_text"][0, 1]  # its target and its own source
+    expected = np.array([[row in pair for row in rows] for pair in
+                         [(data.bitext[0].teacher_rows[i], data.bitext[0].source_rows[i]) for _, i in picks]])
+    np.testing.assert_array_equal(bank["bank_same_text"].numpy(), expected)
+    trainer.run(fit_output=True)
+    assert {"contrast_loss", "contrast_accuracy", "distill_loss"} <= set(trainer.history[-1])
+    assert all(np.isfinite(line["loss"]) for line in trainer.history)
+
+    plain = recipe(training_inputs, tmp_path / "plain", *DISTILL)
+    tokenizer, data, model = prepare_run(plain)
+    assert "bank" not in Trainer(plain, data, tokenizer, model).samplers["distill"].batch(step_rng(1, 0, 0, 0), 4)
+
+
 @pytest.mark.parametrize("override, message", [
+    (["distill.contrast_weight=-1"], "distill.contrast_weight must be >= 0"),
+    (["distill.contrast_bank=0"], "contrast_bank and contrast_scale positive"),
     (["distill.monolingual=[de]", "distill.teacher_side=source"], "needs distill.teacher_side: target"),
     (["distill.monolingual=[../x]"], "is not a language code")])
-def test_monolingual_settings_are_checked(training_inputs, tmp_path, override, message):
+def test_monolingual_and_contrast_settings_are_checked(training_inputs, tmp_path, override, message):
     from miner.config import ConfigError
 
     with pytest.raises(ConfigError, match=message):

@@ -140,20 +140,40 @@ class BitextSampler:
 class DistillSampler(BitextSampler):
     """Translation pairs as BitextSampler draws them, with the teacher's vector of each pair's teacher side."""
 
-    def __init__(self, bitext: list[BitextSet], alpha: float, special: SpecialTokens, teacher: np.ndarray):
+    def __init__(self, bitext: list[BitextSet], alpha: float, special: SpecialTokens, teacher: np.ndarray,
+                 bank: int = 0):
         super().__init__(bitext, alpha, special)
         self.teacher = teacher
+        self.bank = bank  # distill.contrast_bank when the contrast is trained, else 0
         self.monolingual = any(b.source_rows is not None for b in bitext)  # distill.monolingual lists a language
+
+    def batch(self, rng: np.random.Generator, size: int) -> dict:
+        picks = self.draw(rng, size)
+        batch = self.collate(picks)
+        if self.bank:
+            batch.update(self.bank_of(picks, rng.integers(len(self.teacher), size=self.bank)))
+        return batch
 
     def collate(self, picks: list[tuple[int, int]], extra_targets: list[tuple[int, int]] = ()) -> dict:
         batch = super().collate(picks, extra_targets)
-        rows = [int(self.bitext[g].teacher_rows[i]) for g, i in picks]
-        batch["teacher"] = torch.from_numpy(self.teacher[rows])
+        batch["teacher"] = torch.from_numpy(self.teacher[self._rows(picks)])
         if self.monolingual:  # monolingual distillation: a listed language's source has its own vector
-            own = [int((self.bitext[g].source_rows if self.bitext[g].source_rows is not None
-                        else self.bitext[g].teacher_rows)[i]) for g, i in picks]
-            batch["teacher_src"] = torch.from_numpy(self.teacher[own])
+            batch["teacher_src"] = torch.from_numpy(self.teacher[self._rows(picks, source=True)])
         return batch
+
+    def bank_of(self, picks: list[tuple[int, int]], rows: np.ndarray) -> dict:
+        """Teacher vectors of random cached sentences as negatives, and which of them are a pair's own sentences
+        (its target; with monolingual distillation its source too): those are not negatives."""
+        own = np.stack([self._rows(picks), self._rows(picks, source=True)], axis=1)
+        same_text = (rows[None, :, None] == own[:, None, :]).any(-1)
+        return {"bank": torch.from_numpy(self.teacher[rows]), "bank_same_text": torch.from_numpy(same_text)}
+
+    def _rows(self, picks: list[tuple[int, int]], source: bool = False) -> np.ndarray:
+        """Each pick's row of the teacher's vectors: its target's, or with `source` its source's own where
+        monolingual distillation gave it one (its target's elsewhere)."""
+        def rows_of(pairs: BitextSet) -> np.ndarray:
+            return pairs.source_rows if source and pairs.source_rows is not None else pairs.teacher_rows
+        return np.fromiter((rows_of(self.bitext[g])[i] for g, i in picks), dtype=np.int64, count=len(picks))
 
 
 class NliSampler:

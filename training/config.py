@@ -114,6 +114,14 @@ class DistillConfig:
     # as the bitext files name them) train the source side towards the teacher's vector of that same sentence,
     # S(x) ~ T(x), instead of its English translation's. Needs teacher_side: target.
     monolingual: list[str] = field(default_factory=list)
+    # Contrast against a bank (issue 20): each student vector must also pick its own teacher target out of
+    # `contrast_bank` teacher vectors of other sentences drawn at random from the cache (InfoNCE at temperature
+    # 1 / contrast_scale). The squared error pulls S(x) towards T(e) but never pushes it away from the targets it
+    # could be mistaken for, which is what retrieval asks; the bank costs one matrix product, no forward pass.
+    # Its loss weighs contrast_weight beside L_distill; 0 leaves it out.
+    contrast_weight: float = 0.0
+    contrast_bank: int = 4096
+    contrast_scale: float = 20.0
 
 
 @dataclass(frozen=True)
@@ -274,6 +282,9 @@ def check(config: TrainConfig) -> None:
                 problems.append(str(err))
         if config.distill.batch_size < 1 or config.distill.weight <= 0 or config.distill.init_pairs < 0:
             problems.append("distill.batch_size and distill.weight must be positive, distill.init_pairs >= 0")
+        distill = config.distill
+        if distill.contrast_weight < 0 or distill.contrast_bank < 1 or distill.contrast_scale <= 0:
+            problems.append("distill.contrast_weight must be >= 0, distill.contrast_bank and contrast_scale positive")
     if model.stack_to is not None and (model.stack_to < 1 or not model.init):
         problems.append("model.stack_to needs model.init and a positive layer count")
     if model.output_dim is not None and model.output_dim < 1:

@@ -91,6 +91,26 @@ def distillation_loss(student_src: torch.Tensor, student_tgt: torch.Tensor, teac
     return loss, cosine
 
 
+def bank_contrast_loss(student: torch.Tensor, target: torch.Tensor, bank: torch.Tensor, same_text: torch.Tensor,
+                       scale: float):
+    """InfoNCE of each student vector against its teacher target among a bank of teacher vectors (issue 20):
+
+        L = -1/B sum_i log( e^{s cos(S_i, T_i)} / (e^{s cos(S_i, T_i)} + sum_j e^{s cos(S_i, N_j)}) )
+
+    `student` [B, d], `target` [B, d] and `bank` [N, d] (the teacher's rows are unit vectors); `same_text` [B, N]
+    marks bank rows that hold the pair's own sentences (its target, its translation), which are not negatives.
+    Returns (loss, the share of rows whose target beats every negative)."""
+    unit = F.normalize(student, dim=-1)
+    positive = (unit * target.to(unit.dtype)).sum(-1, keepdim=True)
+    negatives = (unit @ bank.to(unit.dtype).T).masked_fill(same_text, float("-inf"))
+    logits = scale * torch.cat([positive, negatives], dim=1)
+    first = torch.zeros(len(logits), dtype=torch.long, device=logits.device)
+    loss = F.cross_entropy(logits, first)
+    with torch.no_grad():
+        accuracy = (logits.argmax(1) == 0).float().mean()
+    return loss, accuracy
+
+
 def masked_lm_loss(logits: torch.Tensor, labels: torch.Tensor):
     """Cross-entropy over the masked positions only; (loss, accuracy). `logits` [M, V] for the M masked labels."""
     loss = F.cross_entropy(logits.float(), labels)

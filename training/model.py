@@ -19,6 +19,7 @@ from torch import nn
 from encoders.model import bert_config, new_encoder_model
 from encoders.pooling import pool
 from training.losses import (
+    bank_contrast_loss,
     bitext_retrieval_loss,
     distillation_loss,
     masked_lm_loss,
@@ -123,13 +124,20 @@ class TrainingModel(nn.Module):
                                                    batch.get("tgt_keys"))
         return {"br_loss": loss, "br_accuracy": accuracy}
 
-    def distill(self, batch: dict, vectors=None) -> dict[str, torch.Tensor]:
+    def distill(self, batch: dict, vectors=None, contrast_scale: float = 20.0) -> dict[str, torch.Tensor]:
         src, tgt = vectors or self.pair_vectors(batch)
         if src.shape[-1] != batch["teacher"].shape[-1]:
             raise ValueError(f"the student's vectors have {src.shape[-1]} dimensions, the teacher's "
                              f"{batch['teacher'].shape[-1]}: set model.output_dim to the teacher's")
         loss, cosine = distillation_loss(src, tgt, batch["teacher"], batch.get("teacher_src"))
-        return {"distill_loss": loss, "teacher_cosine": cosine}
+        out = {"distill_loss": loss, "teacher_cosine": cosine}
+        if "bank" in batch:  # both sides against the bank, each with its own target
+            source_target = batch.get("teacher_src", batch["teacher"])
+            sides = [bank_contrast_loss(side, target, batch["bank"], batch["bank_same_text"], contrast_scale)
+                     for side, target in ((src, source_target), (tgt, batch["teacher"]))]
+            out["contrast_loss"] = sides[0][0] + sides[1][0]
+            out["contrast_accuracy"] = (sides[0][1] + sides[1][1]) / 2
+        return out
 
     def nli(self, batch: dict) -> dict[str, torch.Tensor]:
         u = self.embed(batch["premise_ids"], batch["premise_mask"])
@@ -139,10 +147,11 @@ class TrainingModel(nn.Module):
         return {"nli_loss": loss, "nli_accuracy": (logits.argmax(-1) == batch["nli_labels"]).float().mean()}
 
     def forward(self, batches: dict[str, dict], br_margin: float = 0.3, br_alpha: float = 0.2,
-                distill_weight: float = 1.0):
+                distill_weight: float = 1.0, contrast_weight: float = 0.0, contrast_scale: float = 20.0):
         """One micro-step's losses. `batches` maps objective -> batch; with CMLM and BR together the total is
-        L_cmlm + alpha * L_br (METHODS §5), with distillation w * L_distill + alpha * L_br (§9). One forward call,
-        so DistributedDataParallel sees every use."""
+        L_cmlm + alpha * L_br (METHODS §5), with distillation w * L_distill + alpha * L_br (§9), plus
+        contrast_weight * L_contrast where the distillation batch carries a bank of teacher vectors. One forward
+        call, so DistributedDataParallel sees every use."""
         out: dict[str, torch.Tensor] = {}
         if "cmlm" in batches:
             out.update(self.cmlm(batches["cmlm"]))
@@ -150,14 +159,15 @@ class TrainingModel(nn.Module):
         if "distill" in batches:
             # BR on the distillation batch itself when the trainer shares it: one forward pass for both losses
             shared = self.pair_vectors(batches["distill"]) if batches.get("br") is batches["distill"] else None
-            out.update(self.distill(batches["distill"], shared))
+            out.update(self.distill(batches["distill"], shared, contrast_scale))
         if "br" in batches:
             out.update(self.bitext_retrieval(batches["br"], br_margin, shared))
         if "nli" in batches:
             out.update(self.nli(batches["nli"]))
         weight = br_alpha if "cmlm" in batches or "distill" in batches else 1.0
         out["loss"] = (out.get("cmlm_loss", 0.0) + weight * out.get("br_loss", 0.0) + out.get("nli_loss", 0.0)
-                       + distill_weight * out.get("distill_loss", 0.0))
+                       + distill_weight * out.get("distill_loss", 0.0)
+                       + contrast_weight * out.get("contrast_loss", 0.0))
         return out
 
 

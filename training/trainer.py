@@ -109,7 +109,9 @@ class Trainer:
         if data.nli:
             self.samplers["nli"] = NliSampler(*data.nli, special)
         if data.teacher is not None:
-            self.samplers["distill"] = DistillSampler(data.bitext, config.data.language_alpha, special, data.teacher)
+            bank = config.distill.contrast_bank if config.distill.contrast_weight else 0
+            self.samplers["distill"] = DistillSampler(data.bitext, config.data.language_alpha, special, data.teacher,
+                                                      bank)
         self.batch_sizes = {"cmlm": config.cmlm.batch_size, "br": config.br.batch_size, "nli": config.nli.batch_size,
                             "distill": config.distill.batch_size}
         self.hard_negatives = None
@@ -232,7 +234,9 @@ class Trainer:
             sync = micro == accumulation - 1 or self.dist.world_size == 1
             with (nullcontext() if sync else network.no_sync()), autocast(self.config, self.dist.device):
                 out = network(batches, br_margin=self.config.br.margin, br_alpha=self.config.br.alpha,
-                              distill_weight=self.config.distill.weight)
+                              distill_weight=self.config.distill.weight,
+                              contrast_weight=self.config.distill.contrast_weight,
+                              contrast_scale=self.config.distill.contrast_scale)
             (out["loss"] / accumulation).backward()
             for key, value in out.items():  # kept on the device: reading a value would wait for the GPU every step
                 totals[key] = totals.get(key, 0.0) + value.detach().float() / accumulation
