@@ -291,8 +291,36 @@ def test_the_contrast_draws_a_bank_that_never_counts_a_pairs_own_sentences_as_ne
     assert "bank" not in Trainer(plain, data, tokenizer, model).samplers["distill"].batch(step_rng(1, 0, 0, 0), 4)
 
 
+def test_hard_negatives_are_each_targets_nearest_teacher_vectors_and_near_copies_are_not_negatives(
+        training_inputs, tmp_path):
+    from training.batches import step_rng
+    from training.hard_negatives import teacher_neighbours
+
+    teacher = torch.nn.functional.normalize(torch.randn(300, 16, generator=torch.Generator().manual_seed(0)),
+                                            dim=-1).numpy()
+    neighbours = teacher_neighbours(teacher, 5)
+    sims = teacher @ teacher.T
+    np.fill_diagonal(sims, -np.inf)
+    np.testing.assert_array_equal(neighbours, np.argsort(-sims, axis=1, kind="stable")[:, :5])
+
+    config = recipe(training_inputs, tmp_path, *DISTILL, "stages.0.steps=3", "distill.contrast_weight=0.5",
+                    "distill.contrast_bank=32", "distill.contrast_hard=2", "distill.contrast_same=0.9")
+    tokenizer, data, model = prepare_run(config)
+    trainer = Trainer(config, data, tokenizer, model)
+    sampler = trainer.samplers["distill"]
+    batch = sampler.batch(step_rng(1, 0, 0, 0), 4)
+    picks = sampler.draw(step_rng(1, 0, 0, 0), 4)
+    hard = sampler.neighbours[[data.bitext[0].teacher_rows[i] for _, i in picks]].reshape(-1)
+    np.testing.assert_array_equal(batch["bank"][:8].numpy(), data.teacher[hard])  # then 24 random rows
+    near = torch.from_numpy(data.teacher[[data.bitext[0].teacher_rows[i] for _, i in picks]]) @ batch["bank"].T
+    assert torch.equal(batch["bank_same_text"] | (near < 0.9), torch.ones_like(near, dtype=torch.bool))
+    trainer.run(fit_output=True)
+    assert np.isfinite(trainer.history[-1]["contrast_loss"])
+
+
 @pytest.mark.parametrize("override, message", [
     (["distill.contrast_weight=-1"], "distill.contrast_weight must be >= 0"),
+    (["distill.contrast_same=0"], r"distill.contrast_same in \(0, 1\]"),
     (["distill.contrast_bank=0"], "contrast_bank and contrast_scale positive"),
     (["distill.monolingual=[de]", "distill.teacher_side=source"], "needs distill.teacher_side: target"),
     (["distill.monolingual=[../x]"], "is not a language code")])

@@ -141,17 +141,22 @@ class DistillSampler(BitextSampler):
     """Translation pairs as BitextSampler draws them, with the teacher's vector of each pair's teacher side."""
 
     def __init__(self, bitext: list[BitextSet], alpha: float, special: SpecialTokens, teacher: np.ndarray,
-                 bank: int = 0):
+                 bank: int = 0, neighbours: np.ndarray | None = None, same: float = 0.9):
         super().__init__(bitext, alpha, special)
         self.teacher = teacher
         self.bank = bank  # distill.contrast_bank when the contrast is trained, else 0
+        self.neighbours = neighbours  # [teacher rows, contrast_hard]: each target's nearest teacher vectors
+        self.same = same  # distill.contrast_same
         self.monolingual = any(b.source_rows is not None for b in bitext)  # distill.monolingual lists a language
 
     def batch(self, rng: np.random.Generator, size: int) -> dict:
         picks = self.draw(rng, size)
         batch = self.collate(picks)
         if self.bank:
-            batch.update(self.bank_of(picks, rng.integers(len(self.teacher), size=self.bank)))
+            hard = np.empty(0, dtype=np.int64) if self.neighbours is None else \
+                self.neighbours[self._rows(picks)].reshape(-1)[:self.bank]
+            random = rng.integers(len(self.teacher), size=self.bank - len(hard))
+            batch.update(self.bank_of(picks, np.concatenate([hard, random])))
         return batch
 
     def collate(self, picks: list[tuple[int, int]], extra_targets: list[tuple[int, int]] = ()) -> dict:
@@ -162,11 +167,14 @@ class DistillSampler(BitextSampler):
         return batch
 
     def bank_of(self, picks: list[tuple[int, int]], rows: np.ndarray) -> dict:
-        """Teacher vectors of random cached sentences as negatives, and which of them are a pair's own sentences
-        (its target; with monolingual distillation its source too): those are not negatives."""
+        """Teacher vectors of cached sentences as negatives, and which of them are a pair's own sentences (its
+        target; with monolingual distillation its source too; any vector as near its target as `same`): those are
+        not negatives."""
         own = np.stack([self._rows(picks), self._rows(picks, source=True)], axis=1)
+        bank = self.teacher[rows]
         same_text = (rows[None, :, None] == own[:, None, :]).any(-1)
-        return {"bank": torch.from_numpy(self.teacher[rows]), "bank_same_text": torch.from_numpy(same_text)}
+        same_text |= self.teacher[own[:, 0]] @ bank.T >= self.same  # another wording of the target
+        return {"bank": torch.from_numpy(bank), "bank_same_text": torch.from_numpy(same_text)}
 
     def _rows(self, picks: list[tuple[int, int]], source: bool = False) -> np.ndarray:
         """Each pick's row of the teacher's vectors: its target's, or with `source` its source's own where

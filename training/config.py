@@ -122,6 +122,11 @@ class DistillConfig:
     contrast_weight: float = 0.0
     contrast_bank: int = 4096
     contrast_scale: float = 20.0
+    # Hard negatives from the teacher's own space: each pair's target brings its `contrast_hard` nearest cached
+    # teacher vectors into the bank (found once, before the first step); the rest of the bank stays random. A bank
+    # vector at cosine `contrast_same` or more to a pair's target is taken for the same sentence, not a negative.
+    contrast_hard: int = 0
+    contrast_same: float = 0.9
 
 
 @dataclass(frozen=True)
@@ -285,6 +290,8 @@ def check(config: TrainConfig) -> None:
         distill = config.distill
         if distill.contrast_weight < 0 or distill.contrast_bank < 1 or distill.contrast_scale <= 0:
             problems.append("distill.contrast_weight must be >= 0, distill.contrast_bank and contrast_scale positive")
+        if distill.contrast_hard < 0 or not 0 < distill.contrast_same <= 1:
+            problems.append("distill.contrast_hard must be >= 0 and distill.contrast_same in (0, 1]")
     if model.stack_to is not None and (model.stack_to < 1 or not model.init):
         problems.append("model.stack_to needs model.init and a positive layer count")
     if model.output_dim is not None and model.output_dim < 1:

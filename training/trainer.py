@@ -109,9 +109,7 @@ class Trainer:
         if data.nli:
             self.samplers["nli"] = NliSampler(*data.nli, special)
         if data.teacher is not None:
-            bank = config.distill.contrast_bank if config.distill.contrast_weight else 0
-            self.samplers["distill"] = DistillSampler(data.bitext, config.data.language_alpha, special, data.teacher,
-                                                      bank)
+            self.samplers["distill"] = self._distill_sampler(data, special)
         self.batch_sizes = {"cmlm": config.cmlm.batch_size, "br": config.br.batch_size, "nli": config.nli.batch_size,
                             "distill": config.distill.batch_size}
         self.hard_negatives = None
@@ -268,6 +266,17 @@ class Trainer:
         if shared:
             batches["br"] = batches["distill"]  # BR ranks the distillation batch's pairs: one forward pass
         return batches
+
+    def _distill_sampler(self, data, special: SpecialTokens) -> DistillSampler:
+        distill = self.config.distill
+        contrast = distill.contrast_weight > 0
+        neighbours = None
+        if contrast and distill.contrast_hard:
+            from training.hard_negatives import teacher_neighbours
+
+            neighbours = teacher_neighbours(data.teacher, distill.contrast_hard)
+        return DistillSampler(data.bitext, self.config.data.language_alpha, special, data.teacher,
+                              distill.contrast_bank if contrast else 0, neighbours, distill.contrast_same)
 
     def _br_ranks_distill_batch(self, objectives: list[str]) -> bool:
         """A stage training BR beside distillation ranks the distillation batch (unless hard negatives give BR
