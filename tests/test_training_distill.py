@@ -302,6 +302,8 @@ def test_hard_negatives_are_each_targets_nearest_teacher_vectors_and_near_copies
     sims = teacher @ teacher.T
     np.fill_diagonal(sims, -np.inf)
     np.testing.assert_array_equal(neighbours, np.argsort(-sims, axis=1, kind="stable")[:, :5])
+    with pytest.raises(ValueError, match="the cache holds 5"):
+        teacher_neighbours(teacher[:5], 5)
 
     config = recipe(training_inputs, tmp_path, *DISTILL, "stages.0.steps=3", "distill.contrast_weight=0.5",
                     "distill.contrast_bank=32", "distill.contrast_hard=2", "distill.contrast_same=0.9")

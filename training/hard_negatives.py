@@ -59,6 +59,9 @@ def teacher_neighbours(teacher: np.ndarray, count: int) -> np.ndarray:
     hard a negative as the nearest, and the default nprobe took ~8 minutes over 658k vectors on 2 cores)."""
     from miner.index import KnnConfig, knn
 
+    if len(teacher) <= count:
+        raise ValueError(f"distill.contrast_hard = {count} needs more cached teacher vectors than that, "
+                         f"the cache holds {len(teacher)}")
     _, ids = knn(teacher, teacher, count + 1, KnnConfig(nprobe=16), names=("teacher vectors", "teacher vectors"))
     others = ids != np.arange(len(teacher))[:, None]
     others[others.sum(1) > count, count] = False  # the row itself was not among them: drop the last instead
