@@ -276,7 +276,8 @@ def test_the_contrast_draws_a_bank_that_never_counts_a_pairs_own_sentences_as_ne
     picks = sampler.draw(step_rng(1, 0, 0, 0), 8)
     rows = np.concatenate([[data.bitext[0].teacher_rows[picks[0][1]], data.bitext[0].source_rows[picks[0][1]]],
                            np.arange(len(data.teacher))[:62]])
-    bank = sampler.bank_of(picks, rows)
+    own = np.array([[data.bitext[0].teacher_rows[i], data.bitext[0].source_rows[i]] for _, i in picks])
+    bank = sampler.bank_of(own, rows)
     assert bank["bank"].shape == (64, 64) and bank["bank_same_text"].shape == (8, 64)
     assert bank["bank_same_text"][0, 0] and bank["bank_same_text"][0, 1]  # its target and its own source
     expected = np.array([[row in pair for row in rows] for pair in

@@ -153,10 +153,11 @@ class DistillSampler(BitextSampler):
         picks = self.draw(rng, size)
         batch = self.collate(picks)
         if self.bank:
+            own = np.stack([self._rows(picks), self._rows(picks, source=True)], axis=1)
             hard = np.empty(0, dtype=np.int64) if self.neighbours is None else \
-                self.neighbours[self._rows(picks)].reshape(-1)[:self.bank]
+                self.neighbours[own[:, 0]].reshape(-1)[:self.bank]
             random = rng.integers(len(self.teacher), size=self.bank - len(hard))
-            batch.update(self.bank_of(picks, np.concatenate([hard, random])))
+            batch.update(self.bank_of(own, np.concatenate([hard, random])))
         return batch
 
     def collate(self, picks: list[tuple[int, int]], extra_targets: list[tuple[int, int]] = ()) -> dict:
@@ -166,11 +167,10 @@ class DistillSampler(BitextSampler):
             batch["teacher_src"] = torch.from_numpy(self.teacher[self._rows(picks, source=True)])
         return batch
 
-    def bank_of(self, picks: list[tuple[int, int]], rows: np.ndarray) -> dict:
-        """Teacher vectors of cached sentences as negatives, and which of them are a pair's own sentences (its
-        target; with monolingual distillation its source too; any vector as near its target as `same`): those are
-        not negatives."""
-        own = np.stack([self._rows(picks), self._rows(picks, source=True)], axis=1)
+    def bank_of(self, own: np.ndarray, rows: np.ndarray) -> dict:
+        """Teacher vectors of cached sentences (`rows`) as negatives, and which of them are a pair's own sentences
+        (`own` [pairs, 2]: its target's row and its source's, the target's again without monolingual distillation;
+        any vector as near its target as `same`): those are not negatives."""
         bank = self.teacher[rows]
         same_text = (rows[None, :, None] == own[:, None, :]).any(-1)
         same_text |= self.teacher[own[:, 0]] @ bank.T >= self.same  # another wording of the target
