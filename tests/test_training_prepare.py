@@ -60,6 +60,12 @@ def test_prepare_from_the_train_pool(shared_data, tmp_path):
     assert len(short_english) > 50000 and len(held_short) > 5000
     assert not held_short & short_english and not held_short & bitext_english
     assert manifest["en_pairs"]["heldout_short"]["test"]["ell_Grek"] > 1000
+    # the word dictionaries: 14 languages with English, none of their words a held-out sentence in any case
+    words = {path.name.split("-")[0]: read(path) for path in (tmp_path / "bitext-words").glob("*.tsv.gz")}
+    assert len(words) == 14 and len(words["fin_Latn"]) > 30000
+    assert manifest["dictionaries"]["skipped"]["no-english"] == 1  # kk-ru
+    folded_held = {text.casefold() for text in held | held_short}
+    assert not {line.split("\t")[1].casefold() for lines in words.values() for line in lines} & folded_held
     assert json.loads((tmp_path / "manifest.json").read_text())["loop"]["deu_Latn"]["gold_pairs"] == len(gold)
 
 

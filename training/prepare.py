@@ -16,6 +16,8 @@ Writes, with every language named ISO 639-3 + script (miner/languages.py):
                                   questions, captions; checked line by line, skips counted by reason
     bitext-split/<lang>-eng_Latn.tsv.gz  the sentences of bitext-short's multi-sentence pairs (help paragraphs,
                                   XQuAD contexts), paired in order where both sides split alike
+    bitext-words/<lang>-eng_Latn.tsv.gz  dictionaries/ (training/dictionaries.py): word translations in 13
+                                  languages; checked line by line, held-out sentences excluded in any case
     heldout-short/{tune,test}/<lang>-eng_Latn.tsv.gz  en-pairs' held-out split, chosen by the English side (so
                                   it is held out in every language): `tune` for choices, `test` for reporting
     loop/                         the mining loop's pool: UD PUD (19 languages) and WMT news sets of 4 languages, *not*
@@ -41,6 +43,7 @@ from pathlib import Path
 from miner.console import wide_table
 from miner.io import atomic_output, iter_lines, write_json
 from miner.languages import language_code
+from training.dictionaries import WordPairs, read_dictionaries
 from training.en_pairs import EnPairs, read_en_pairs
 from training.en_pairs import clean as _clean  # one cleaning for every source
 
@@ -290,6 +293,13 @@ def write_en_pairs(output: Path, short: EnPairs, unseen_english: set[str]) -> di
     return report
 
 
+def write_word_pairs(output: Path, words: WordPairs) -> dict:
+    return {"skipped": dict(sorted(words.skips.items())),
+            "bitext_words": {language: write_gz_lines(output / "bitext-words" / f"{language}-{ENGLISH}.tsv.gz",
+                                                      (f"{a}\t{b}" for a, b in pairs))
+                             for language, pairs in sorted(words.pairs.items()) if pairs}}
+
+
 def build_tokenizer(output: Path, collect: Collector, vocab_size: int, sample_lines: int, seed: int) -> None:
     from encoders.tokenizer import coverage, smoothed_corpus, train_wordpiece
 
@@ -310,7 +320,7 @@ def prepare(shared: Path, output: Path, vocab_size: int, sample_lines: int, seed
     if shared.name == "dev" or "dev" in shared.resolve().parts[-1:]:
         raise ValueError(f"{shared}: training data comes from the train pool only, never dev/")
     for folder in ("documents", "bitext", "heldout", "heldout-news", "loop", "tokenizer", "bitext-short",
-                   "bitext-split", "heldout-short"):
+                   "bitext-split", "bitext-words", "heldout-short"):
         shutil.rmtree(output / folder, ignore_errors=True)  # a rerun writes the same set, never a union
     collect, loop_pool = Collector(), {}
     log.info("reading NTREX-128 from %s", shared)
@@ -349,6 +359,11 @@ def prepare(shared: Path, output: Path, vocab_size: int, sample_lines: int, seed
     manifest["loop"] = write_loop_pool(output, loop_pool, held_english, seed)
     if short is not None:
         manifest["en_pairs"] = write_en_pairs(output, short, unseen_english)
+    if (shared / "dictionaries").is_dir():
+        held_text = unseen_english | {a for pairs in heldout.values() for a, _ in pairs}
+        if short is not None:
+            held_text |= {a for halves in short.heldout.values() for pairs in halves.values() for a, _ in pairs}
+        manifest["dictionaries"] = write_word_pairs(output, read_dictionaries(shared / "dictionaries", held_text))
     log.info("building the tokenizer (%d words)", vocab_size)
     build_tokenizer(output, collect, vocab_size, sample_lines, seed)
     manifest["tokenizer"] = {"vocab_size": vocab_size, "sample_lines": sample_lines}
