@@ -16,14 +16,16 @@ def write(path, lines):
 def test_word_pairs_are_checked_line_by_line(tmp_path, caplog):
     finnish = tmp_path / "en-fi.dic.gz"
     write(finnish, ["en\tfi", "quality\tlaatu", "no tab", "tai\ttai", "quality\tlaatu", "cancel\tperuuta",
-                    "irrigation\tkastelu", "\t-", "a\tpitkä pitkä pitkä pitkä pitkä sana"])
+                    "irrigation\tkastelu", "\t-", "a\tpitkä pitkä pitkä pitkä pitkä sana", "0\t٠",
+                    "ස\tsana"])
     write(tmp_path / "kk-ru.dic.gz", ["kk\tru", "алма\tяблоко"])     # no English side
     write(tmp_path / "en-qq.dic.gz", ["en\tqq", "word\t!!!"])        # a code whose script cannot be told
     with caplog.at_level(logging.WARNING, logger="training.dictionaries"):
         result = read_dictionaries(tmp_path, heldout={"Cancel"})
     assert result.pairs == {"fin_Latn": [("laatu", "quality"), ("kastelu", "irrigation")]}
     assert result.skips == {"no-tab": 1, "same-as-english": 1, "duplicate": 1, "held-out": 1, "empty-side": 1,
-                            "length-ratio": 1, "no-english": 1, "unknown-language": 1}
+                            "length-ratio": 1, "no-letter": 1, "english-script": 1, "no-english": 1,
+                            "unknown-language": 1}
     assert f"{finnish}:3: no-tab" in caplog.text and f"{finnish}:6: held-out" in caplog.text
     assert "kk-ru.dic.gz: no-english" in caplog.text and "en-qq.dic.gz: unknown-language" in caplog.text
 

@@ -10,6 +10,8 @@ Every line is checked; a line that fails is counted by reason, the first few of 
     no-tab           not two tab-separated fields
     empty-side       a side with no letter or digit
     same-as-english  the translation equals its English word (names, loanwords: nothing to learn)
+    no-letter        a side with no letter (`0 -> ٠`: a digit is not a word to learn)
+    english-script   an English side with a letter outside the Latin script (`سارفراز -> ස`: a misaligned entry)
     duplicate        the same pair seen before in the file
     length-ratio     one side over 3x the other's length, past 20 characters (training.en_pairs.check_pair)
     held-out         either side equals (case folded) a held-out sentence of the train pool: a one-word UI string
@@ -25,12 +27,16 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import regex
+
 from miner.io import iter_lines
 from miner.languages import check_code, language_code
 from training.en_pairs import check_pair
 
 log = logging.getLogger("training.dictionaries")
 LOGGED = 5  # per reason and file
+LETTER = regex.compile(r"\p{L}")
+NOT_LATIN_LETTER = regex.compile(r"(?=\p{L})\P{Latin}")
 
 
 @dataclass
@@ -70,11 +76,22 @@ def read_dictionaries(root: Path, heldout: set[str]) -> WordPairs:
     return result
 
 
+def _check_words(fields: list[str]) -> tuple[str, str] | str:
+    """The cleaned (en, xx) pair, or the reason it is not one."""
+    checked = check_pair(fields)
+    if isinstance(checked, str):
+        return checked
+    english, word = checked
+    if not LETTER.search(english) or not LETTER.search(word):
+        return "no-letter"
+    return "english-script" if NOT_LATIN_LETTER.search(english) else checked
+
+
 def _read_pairs(path: Path, body: list[str], language: str, folded_heldout: set[str], result: WordPairs) -> None:
     seen: set[tuple[str, str]] = set()
     logged: Counter = Counter()
     for number, line in enumerate(body, start=2):  # line 1 is the header
-        checked = check_pair(line.split("\t"))
+        checked = _check_words(line.split("\t"))
         if isinstance(checked, tuple):
             pair = (checked[1], checked[0])  # the file is en<TAB>xx; bitext is xx<TAB>en
             if pair in seen:
