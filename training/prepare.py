@@ -16,7 +16,7 @@ Writes, with every language named ISO 639-3 + script (miner/languages.py):
                                   questions, captions; checked line by line, skips counted by reason
     bitext-split/<lang>-eng_Latn.tsv.gz  the sentences of bitext-short's multi-sentence pairs (help paragraphs,
                                   XQuAD contexts), paired in order where both sides split alike
-    bitext-words/<lang>-eng_Latn.tsv.gz  dictionaries/ (training/dictionaries.py): word translations in 13
+    bitext-words/<lang>-eng_Latn.tsv.gz  dictionaries/ (training/dictionaries.py): word translations in 14
                                   languages; checked line by line, held-out sentences excluded in any case
     heldout-short/{tune,test}/<lang>-eng_Latn.tsv.gz  en-pairs' held-out split, chosen by the English side (so
                                   it is held out in every language): `tune` for choices, `test` for reporting
@@ -294,6 +294,7 @@ def write_en_pairs(output: Path, short: EnPairs, unseen_english: set[str]) -> di
 
 
 def write_word_pairs(output: Path, words: WordPairs) -> dict:
+    """bitext-words/: the dictionaries' word pairs, xx<TAB>en, one file a language; the skips by reason."""
     return {"skipped": dict(sorted(words.skips.items())),
             "bitext_words": {language: write_gz_lines(output / "bitext-words" / f"{language}-{ENGLISH}.tsv.gz",
                                                       (f"{a}\t{b}" for a, b in pairs))
