@@ -31,10 +31,9 @@ import regex
 
 from miner.io import iter_lines
 from miner.languages import check_code, language_code
-from training.en_pairs import check_pair
+from training.en_pairs import check_pair, count_skip
 
 log = logging.getLogger("training.dictionaries")
-LOGGED = 5  # per reason and file
 LETTER = regex.compile(r"\p{L}")
 NOT_LATIN_LETTER = regex.compile(r"(?=\p{L})\P{Latin}")
 
@@ -102,7 +101,4 @@ def _read_pairs(path: Path, body: list[str], language: str, folded_heldout: set[
                 seen.add(pair)
                 result.pairs[language].append(pair)
                 continue
-        result.skips[checked] += 1
-        logged[checked] += 1
-        if logged[checked] <= LOGGED:
-            log.warning("skipped %s:%d: %s", path, number, checked)
+        count_skip(result.skips, logged, path, number, checked, log)

@@ -130,6 +130,15 @@ def sentence_pairs(pair: tuple[str, str]) -> list[tuple[str, str]]:
     return checked if all(isinstance(c, tuple) for c in checked) else []
 
 
+def count_skip(skips: Counter, logged: Counter, path: Path, number: int, reason: str,
+               logger: logging.Logger = log) -> None:
+    """Count a skipped line by reason; log the first LOGGED of each reason and file, with file:line."""
+    skips[reason] += 1
+    logged[(path, reason)] += 1
+    if logged[(path, reason)] <= LOGGED:
+        logger.warning("skipped %s:%d: %s", path, number, reason)
+
+
 def file_language(path: Path) -> str | None:
     match = FILE_NAME.match(path.name)
     if not match:
@@ -158,10 +167,7 @@ def read_en_pairs(root: Path) -> EnPairs:
             if isinstance(pair, tuple) and pair in seen[language]:
                 pair = "duplicate"
             if isinstance(pair, str):
-                result.skips[pair] += 1
-                logged[(path, pair)] += 1
-                if logged[(path, pair)] <= LOGGED:
-                    log.warning("skipped %s:%d: %s", path, number, pair)
+                count_skip(result.skips, logged, path, number, pair)
                 continue
             seen[language].add(pair)
             half = heldout_half(pair[1])
