@@ -305,6 +305,12 @@ def test_hard_negatives_are_each_targets_nearest_teacher_vectors_and_near_copies
     np.testing.assert_array_equal(neighbours, np.argsort(-sims, axis=1, kind="stable")[:, :5])
     with pytest.raises(ValueError, match="the cache holds 5"):
         teacher_neighbours(teacher[:5], 5)
+    # the exact search a CUDA device runs (no faiss on the lent GPU machines) finds the same rows, chunk by chunk
+    from training.hard_negatives import _exact_neighbours
+
+    exact = _exact_neighbours(teacher, 6, torch.device("cpu"), chunk=64)
+    np.testing.assert_array_equal(exact[:, 0], np.arange(len(teacher)))
+    np.testing.assert_array_equal(exact[:, 1:], neighbours)
 
     config = recipe(training_inputs, tmp_path, *DISTILL, "stages.0.steps=3", "distill.contrast_weight=0.5",
                     "distill.contrast_bank=32", "distill.contrast_hard=2", "distill.contrast_same=0.9")

@@ -274,7 +274,7 @@ class Trainer:
         if contrast and distill.contrast_hard:
             from training.hard_negatives import teacher_neighbours
 
-            neighbours = teacher_neighbours(data.teacher, distill.contrast_hard)
+            neighbours = teacher_neighbours(data.teacher, distill.contrast_hard, self.dist.device)
         return DistillSampler(data.bitext, self.config.data.language_alpha, special, data.teacher,
                               distill.contrast_bank if contrast else 0, neighbours, distill.contrast_same)
 
