@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from miner.io import InputFormatError
 from miner.languages import dominant_script, language_code
 from training.prepare import ntrex_references, prepare
 
@@ -72,3 +73,29 @@ def test_prepare_from_the_train_pool(shared_data, tmp_path):
 def test_prepare_refuses_the_dev_pool(shared_data, tmp_path):
     with pytest.raises(ValueError, match="never dev"):
         prepare(shared_data / "dev", tmp_path, vocab_size=3000, sample_lines=1000, seed=0)
+
+
+def test_a_rerun_swaps_each_folder_in_whole_and_leaves_other_files(tmp_path):
+    from training.prepare import swap_in
+
+    output, staging = tmp_path / "train", tmp_path / "train" / ".prepare-staging"
+    for path, text in ((output / "heldout-short" / "tune" / "old.tsv", "old"), (output / "bitext" / "x.tsv", "x"),
+                       (output / "README.md", "notes"), (output / "manifest.json", "{}"),
+                       (staging / "heldout-short" / "tune" / "new.tsv", "new"), (staging / "manifest.json", '{"n": 1}')):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    swap_in(staging, output)
+    assert [p.name for p in (output / "heldout-short" / "tune").iterdir()] == ["new.tsv"]
+    assert not (output / "bitext").exists()  # the rerun wrote no bitext: never a union with the old set
+    assert (output / "README.md").read_text() == "notes" and json.loads((output / "manifest.json").read_text()) == {"n": 1}
+    assert not staging.exists()
+
+
+def test_an_interrupted_prepare_leaves_the_previous_set_whole(tmp_path):
+    held = tmp_path / "train" / "heldout-short" / "test" / "ell_Grek-eng_Latn.tsv.gz"
+    held.parent.mkdir(parents=True)
+    held.write_bytes(b"previous")
+    (tmp_path / "pool").mkdir()
+    with pytest.raises(InputFormatError, match="DOCUMENT_IDS.tsv: file not found"):  # a pool without NTREX
+        prepare(tmp_path / "pool", tmp_path / "train", vocab_size=3000, sample_lines=1000, seed=0)
+    assert held.read_bytes() == b"previous"

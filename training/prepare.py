@@ -26,6 +26,9 @@ Writes, with every language named ISO 639-3 + script (miner/languages.py):
                                   the gold pairs (<lang>.gold.tsv) kept aside to measure what the loop mines
     tokenizer/                    a cased WordPiece vocabulary over all of it, languages smoothed with alpha 0.3
     manifest.json                 what came from where, and the counts
+
+Everything is written into `.prepare-staging/` first and each folder swapped in whole at the end: a rerun never
+leaves a half-written folder for an evaluation reading it, and an interrupted one leaves the previous set.
 """
 
 from __future__ import annotations
@@ -317,12 +320,37 @@ def build_tokenizer(output: Path, collect: Collector, vocab_size: int, sample_li
     write_json(output / "tokenizer" / "coverage_train.json", {"vocab_size": len(tokenizer), "languages": report})
 
 
+FOLDERS = ("documents", "bitext", "heldout", "heldout-news", "loop", "tokenizer", "bitext-short", "bitext-split",
+           "bitext-words", "heldout-short")
+
+
 def prepare(shared: Path, output: Path, vocab_size: int, sample_lines: int, seed: int) -> dict:
+    """Writes the training sets under `output`: first into a staging folder beside them, then each folder swapped
+    in whole, so that an evaluation reading heldout-short/ during a rerun never meets a half-written folder and an
+    interrupted run leaves the previous set as it was."""
     if shared.name == "dev" or "dev" in shared.resolve().parts[-1:]:
         raise ValueError(f"{shared}: training data comes from the train pool only, never dev/")
-    for folder in ("documents", "bitext", "heldout", "heldout-news", "loop", "tokenizer", "bitext-short",
-                   "bitext-split", "bitext-words", "heldout-short"):
-        shutil.rmtree(output / folder, ignore_errors=True)  # a rerun writes the same set, never a union
+    staging = output / ".prepare-staging"
+    shutil.rmtree(staging, ignore_errors=True)  # what an interrupted run left
+    manifest = _write_sets(shared, staging, vocab_size, sample_lines, seed)
+    swap_in(staging, output)
+    return manifest
+
+
+def swap_in(staging: Path, output: Path) -> None:
+    """Each of FOLDERS in `output` replaced by its namesake in `staging` (or removed, where the rerun wrote none: a
+    rerun writes the same set, never a union) by two renames, then the manifest; `staging` is gone after."""
+    for folder in FOLDERS:
+        old, new = output / folder, staging / folder
+        if old.exists():
+            old.rename(staging / f"{folder}.old")
+        if new.exists():
+            new.rename(old)
+    (staging / "manifest.json").replace(output / "manifest.json")
+    shutil.rmtree(staging)
+
+
+def _write_sets(shared: Path, output: Path, vocab_size: int, sample_lines: int, seed: int) -> dict:
     collect, loop_pool = Collector(), {}
     log.info("reading NTREX-128 from %s", shared)
     heldout = ntrex(shared, collect)
