@@ -83,6 +83,13 @@ def train_wordpiece(corpus: list[str], vocab_size: int, min_frequency: int = 2):
                                         special_tokens=SPECIAL_TOKENS, show_progress=sys.stderr.isatty(),
                                         limit_alphabet=6000)
     tokenizer.train_from_iterator(corpus, trainer=trainer, length=len(corpus))
+    # The trainer numbers tokens of equal count in a hash order that changes from run to run (even on one thread);
+    # WordPiece reads only the set (greedy longest match), so the special tokens first and the rest sorted make the
+    # same vocabulary the same file. (Which merges a tie lets through can still change the set itself: on a tiny
+    # corpus it does; 3,000 tokens over 87k lines came out the same file in every run.)
+    learned = sorted(set(tokenizer.get_vocab()) - set(SPECIAL_TOKENS))
+    tokenizer.model = models.WordPiece({token: i for i, token in enumerate([*SPECIAL_TOKENS, *learned])},
+                                       unk_token="[UNK]", max_input_chars_per_word=100)
     cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
     tokenizer.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)])

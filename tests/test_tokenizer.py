@@ -60,3 +60,18 @@ def test_bad_inputs_are_clear_errors(tmp_path, capsys):
     assert "LANGUAGE=FILE_OR_GLOB" in capsys.readouterr().err
     assert main(["build", "--input", f"deu_Latn={tmp_path}/none*.txt", "--output", str(tmp_path / "t")]) == 2
     assert "no file matches" in capsys.readouterr().err
+
+
+
+def test_a_vocabulary_is_numbered_in_one_order_whatever_order_the_trainer_found_it_in():
+    from encoders.tokenizer import SPECIAL_TOKENS, train_wordpiece
+
+    corpus = [f"{word} {other}ing the {word}s of {other}" for word in ("house", "tree", "Haus", "Baum", "дом", "лес")
+              for other in ("walk", "talk", "lauf", "bег", "sing", "geh")] * 3
+    tokenizer = train_wordpiece(corpus, 120)
+    numbered = [token for token, _ in sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])]
+    # the trainer numbers tokens of equal count in a hash order that changes between runs; WordPiece reads only
+    # the set, so the specials come first and the rest sorted: the same set is the same file
+    assert numbered == [*SPECIAL_TOKENS, *sorted(set(numbered) - set(SPECIAL_TOKENS))]
+    ids = tokenizer.encode("Baums singing", add_special_tokens=False)
+    assert tokenizer.unk_token_id not in ids and tokenizer.decode(ids) == "Baums singing"
