@@ -62,7 +62,6 @@ def test_bad_inputs_are_clear_errors(tmp_path, capsys):
     assert "no file matches" in capsys.readouterr().err
 
 
-
 def test_a_vocabulary_is_numbered_in_one_order_whatever_order_the_trainer_found_it_in():
     from encoders.tokenizer import SPECIAL_TOKENS, train_wordpiece
 
