@@ -7,7 +7,9 @@
 
 `suite` runs xsim (cosine) for every `--languages` file against the pivot (FLORES' eng_Latn), both directions,
 BUCC on every `--pairs` with the 2-fold threshold protocol, and with `--short DIR` Tatoeba-style retrieval of short
-sentence pairs (the train pool's held-out split, by length band); it prints and writes them as tables.
+sentence pairs (the train pool's held-out split, by length band), and with `--tatoeba DIR` the Tatoeba sets as
+LASER and XTREME distribute them (miner.tatoeba: per language, the mean over all and over XTREME's 36); it prints
+and writes them as tables.
 
 Vectors come from precomputed `.npy` files (`--embeddings DIR`: DIR/<text file name>.npy, aligned with the
 lines) or from an encoder (`--encoder`). Both print the figures with the settings that produced them and can
@@ -41,6 +43,7 @@ from miner.console import exit_status, setup_logging
 from miner.index import KnnConfig
 from miner.io import InputFormatError, read_lines, read_pair_lines, write_json
 from miner.mining import MiningConfig, mine
+from miner.tatoeba import tatoeba_sets
 from miner.xsim import LENGTH_BANDS, correct_rows, length_band, retrieve, xsim
 
 FOLDS = 2
@@ -204,6 +207,9 @@ def suite_report(args, source: VectorSource, config: MiningConfig) -> dict:
         wanted = [lang for lang in args.short_languages.split(",") if lang] if args.short_languages else None
         report["short"] = short_report(args.short, source, args.short_limit, wanted)
         report["short_mean_accuracy"] = float(np.mean([r["accuracy"] for r in report["short"].values()]))
+    if args.tatoeba:
+        wanted = [code for code in args.tatoeba_languages.split(",") if code] if args.tatoeba_languages else None
+        report["tatoeba"] = tatoeba_report(args.tatoeba, source, wanted)
     report["settings"] = {"pivot": args.pivot, "bucc_split": args.split, **config.describe()}
     return report
 
@@ -218,21 +224,51 @@ def short_report(folder: Path, source: VectorSource, limit: int, languages: list
         if languages and language not in languages:
             continue
         src_texts, tgt_texts = read_pair_lines(path, limit)
-        rows = np.arange(len(src_texts))
-        src_sentences = bucc.Sentences(path, [str(i) for i in rows], src_texts)
-        tgt_sentences = bucc.Sentences(path, [str(i) for i in rows], tgt_texts)
-        src = source.vectors(src_sentences, rows, language)
-        tgt = source.vectors(tgt_sentences, rows, "eng_Latn")
-        exact = source.rescoring((src_sentences, rows, language), (tgt_sentences, rows, "eng_Latn"))
-        forward, backward = retrieve(src, tgt, "absolute", 1, KnnConfig(index="Flat"), *exact)
-        correct = (correct_rows(forward, tgt_texts).astype(float) + correct_rows(backward, src_texts)) / 2
+        forward, backward = pair_retrieval((path, src_texts, language), (path, tgt_texts, "eng_Latn"), source)
+        correct = (forward.astype(float) + backward) / 2
         bands = np.array([length_band(t) for t in tgt_texts])
-        report[language] = {"n": len(rows), "accuracy": float(correct.mean()),
+        report[language] = {"n": len(src_texts), "accuracy": float(correct.mean()),
                             "bands": {b: float(correct[bands == b].mean()) for b in dict.fromkeys(sorted(bands))}}
     if not report:
         raise InputFormatError(f"{folder}: no <lang>-eng_Latn.tsv.gz file" + (" of the languages asked for"
                                                                              if languages else ""))
     return report
+
+
+def pair_retrieval(src: tuple[Path, list[str], str], tgt: tuple[Path, list[str], str],
+                   source: VectorSource) -> tuple[np.ndarray, np.ndarray]:
+    """Per query, whether exact cosine retrieval found its translation (or a copy of its text), both directions,
+    for aligned texts given as (file, texts, language) each."""
+    rows = np.arange(len(src[1]))
+    sentences = [bucc.Sentences(path, [str(i) for i in rows], texts) for path, texts, _ in (src, tgt)]
+    src_vectors = source.vectors(sentences[0], rows, src[2])
+    tgt_vectors = source.vectors(sentences[1], rows, tgt[2])
+    exact = source.rescoring((sentences[0], rows, src[2]), (sentences[1], rows, tgt[2]))
+    forward, backward = retrieve(src_vectors, tgt_vectors, "absolute", 1, KnnConfig(index="Flat"), *exact)
+    return correct_rows(forward, tgt[1]), correct_rows(backward, src[1])
+
+
+def tatoeba_report(folder: Path, source: VectorSource, codes: list[str] | None = None) -> dict:
+    """Tatoeba retrieval (miner.tatoeba), per language: accuracy xx->eng, eng->xx and their mean; with the means
+    over every language found and over XTREME's 36."""
+    languages = {}
+    for tatoeba_set in tatoeba_sets(folder, codes):
+        forward, backward = pair_retrieval((tatoeba_set.path, tatoeba_set.texts, tatoeba_set.language),
+                                           (tatoeba_set.english_path, tatoeba_set.english, "eng_Latn"), source)
+        name = tatoeba_set.language if tatoeba_set.language not in languages \
+            else f"{tatoeba_set.language} ({tatoeba_set.code})"  # two of Tatoeba's names for one language
+        languages[name] = {"code": tatoeba_set.code, "n": len(forward), "xtreme": tatoeba_set.in_xtreme,
+                           "xx->eng": float(forward.mean()), "eng->xx": float(backward.mean()),
+                           "accuracy": float((forward.mean() + backward.mean()) / 2)}
+    means = {}
+    for label, rows in (("all", list(languages.values())),
+                        ("xtreme", [r for r in languages.values() if r["xtreme"]])):
+        if rows:
+            means[label] = {"languages": len(rows), **{key: float(np.mean([r[key] for r in rows]))
+                                                       for key in ("xx->eng", "eng->xx", "accuracy")}}
+    return {"folder": str(folder), "languages": languages, "means": means,
+            "scoring": "cosine nearest neighbour over the language's pairs, exact search; a retrieved sentence "
+                       "whose text equals the reference's counts as correct"}
 
 
 def _flores_file(folder: Path, language: str) -> Path:
@@ -273,6 +309,8 @@ def format_suite(report: dict) -> str:
         lines.append(f"| **mean of {len(report['short'])}** | | {100 * report['short_mean_accuracy']:.1f} | "
                      + " | ".join(f"{100 * m:.1f}" if m is not None else "-" for m in _band_means(report["short"]))
                      + " |")
+    if report.get("tatoeba"):
+        lines += ["", *_tatoeba_table(report["tatoeba"])]
     shared = report.get("shared_threshold")
     if shared:
         lines += ["", f"One threshold for all pairs (a pipeline's mining.threshold): {shared['threshold']:.4f}, tuned "
@@ -282,6 +320,22 @@ def format_suite(report: dict) -> str:
                   f"{100 * r['precision']:.1f} | {100 * r['recall']:.1f} | {100 * r['f1']:.1f} |"
                   for pair, r in shared["held_out"].items()]
     return "\n".join(lines)
+
+
+def _tatoeba_table(tatoeba: dict) -> list[str]:
+    lines = [f"Tatoeba ({tatoeba['folder']}; cosine, accuracy %):", "",
+             "| language | Tatoeba code | pairs | xx->eng | eng->xx | mean |", "| --- | --- | --- | --- | --- | --- |"]
+    lines += [f"| {lang} | {r['code']}{' (XTREME)' if r['xtreme'] else ''} | {r['n']} | {100 * r['xx->eng']:.1f} | "
+              f"{100 * r['eng->xx']:.1f} | {100 * r['accuracy']:.1f} |" for lang, r in tatoeba["languages"].items()]
+    lines += [f"| **mean, {_tatoeba_mean_label(label, m)}** | | | {100 * m['xx->eng']:.1f} | {100 * m['eng->xx']:.1f} | "
+              f"{100 * m['accuracy']:.1f} |" for label, m in tatoeba["means"].items()]
+    return lines
+
+
+def _tatoeba_mean_label(label: str, mean: dict) -> str:
+    if label == "xtreme":
+        return f"XTREME's 36 ({mean['languages']} found)"
+    return f"all {mean['languages']}"
 
 
 def format_side_by_side(reports: list[dict]) -> str:
@@ -314,6 +368,13 @@ def format_side_by_side(reports: list[dict]) -> str:
         for i, (_, band) in enumerate(LENGTH_BANDS):
             lines.append(f"| short-sentence accuracy, {band} words (%) | "
                          + " | ".join(cell(_band_means(r.get("short", {}))[i]) for r in reports) + " |")
+    tatoeba = [r.get("tatoeba") or {"languages": {}, "means": {}} for r in reports]
+    for lang in dict.fromkeys(lang for t in tatoeba for lang in t["languages"]):
+        lines.append(f"| Tatoeba accuracy {lang} (%) | " + " | ".join(
+            cell(t["languages"].get(lang, {}).get("accuracy")) for t in tatoeba) + " |")
+    for label, mean in tatoeba[0]["means"].items():
+        lines.append(f"| **Tatoeba accuracy, mean, {_tatoeba_mean_label(label, mean)} (%)** | " + " | ".join(
+            cell(t["means"].get(label, {}).get("accuracy")) for t in tatoeba) + " |")
     pairs = list(dict.fromkeys(p for r in reports for p in r["bucc"]))
     for pair in pairs:
         lines.append(f"| BUCC {pair} F1, 2-fold | " + " | ".join(
@@ -378,6 +439,11 @@ def main(argv: list[str] | None = None) -> int:
                             "(training.prepare writes data/train/heldout-short/test): Tatoeba-style retrieval")
     suite_args.add_argument("--short-languages", help="comma-separated codes (default: every file in --short)")
     suite_args.add_argument("--short-limit", type=int, default=1000, help="pairs a language, at most")
+    suite_args.add_argument("--tatoeba", type=Path, help="folder of Tatoeba files as LASER and XTREME distribute "
+                            "them (tatoeba.<xxx>-eng.<xxx> and tatoeba.<xxx>-eng.eng): accuracy per language, "
+                            "mean over all and over XTREME's 36")
+    suite_args.add_argument("--tatoeba-languages", help="comma-separated Tatoeba codes or lang_Script names "
+                            "(default: every language in --tatoeba)")
     suite_args.add_argument("--markdown", type=Path, help="write the tables as Markdown")
     suite_args.add_argument("--compare", action="append", default=[], metavar="SPEC",
                             help="another encoder to measure with the same settings (repeatable): the figures are "
