@@ -3,6 +3,9 @@
     from miner import MiningConfig, mine
     pairs = mine(src_vectors, tgt_vectors, MiningConfig(k=4, margin="ratio", selection="max", threshold=1.06))
 
+    from miner import mine_texts
+    pairs = mine_texts(german, english, "deu_Latn", "eng_Latn")     # texts in, MinedPair(score, cosine, ...) out
+
 A library: it never imports Beam. The Beam jobs in pipelines/ call it.
 """
 
@@ -11,7 +14,8 @@ from importlib import import_module
 # Loaded on first use: `import miner.config` or `miner.io` (training recipes, the pipeline's settings) must not load
 # FAISS, so training runs where only torch is installed (a lent GPU machine) and commands start faster.
 _EXPORTS = {"KnnConfig": "miner.index", "knn": "miner.index", "margin": "miner.margin",
-            "MiningConfig": "miner.mining", "mine": "miner.mining", "score_neighbours": "miner.mining",
+            "MiningConfig": "miner.mining", "mine": "miner.mining", "mine_texts": "miner.bitext",
+            "MinedPair": "miner.bitext", "score_neighbours": "miner.mining",
             "Candidates": "miner.selection", "Pairs": "miner.selection", "select": "miner.selection",
             "xsim": "miner.xsim"}
 __all__ = sorted(_EXPORTS)
