@@ -105,6 +105,23 @@ def test_an_expert_set_is_trained_weighed_on_held_out_text_and_loaded(tmp_path):
     assert [a[0][0] for a in identifier.predict(SERBIAN[4:] + CROATIAN[4:])] == ["srp_Latn"] * 4 + ["hrv_Latn"] * 4
 
 
+def test_fragments_add_cut_copies_and_leave_the_examples_alone_when_off():
+    from dataclasses import replace
+
+    from pipelines.text.langid_experts_train import group_examples
+
+    pool = Pool()
+    pool.add("hrv_Latn", CROATIAN, "test")
+    pool.add("srp_Latn", SERBIAN, "test")
+    plain = group_examples(pool, GROUP, SETTINGS)
+    assert group_examples(pool, GROUP, replace(SETTINGS, fragments=0.0)) == plain
+    cut = group_examples(pool, GROUP, replace(SETTINGS, fragments=1.0))
+    extra = sorted(set(cut) - set(plain))
+    assert len(cut) == len(plain) + 16 and extra  # every line once more, cut to its first 2-6 words
+    assert all(2 <= len(line.split()) <= 6 and any(full.startswith(line) for full in CROATIAN + SERBIAN)
+               for _, line in extra)
+
+
 def test_a_group_that_gains_nothing_is_left_out(tmp_path):
     """... and a rerun into the folder of an earlier set leaves none of the earlier index's models behind."""
     folder = tmp_path / "experts"

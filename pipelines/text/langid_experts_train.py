@@ -151,6 +151,7 @@ class ExpertSettings:
     balance_to: int = 20_000   # smaller languages repeated towards this many lines ...
     max_repeat: int = 4        # ... at most this many times over
     cutoff: int = 50_000       # rows kept by quantisation
+    fragments: float = 0.0     # this share of each language's lines is added again cut to its first 2-6 words
     seed: int = 1
 
     def as_dict(self) -> dict:
@@ -164,6 +165,8 @@ def group_examples(pool, languages: Sequence[str], settings: ExpertSettings):
     (a group's languages weigh about alike, as in FLORES or a close pair's share of a crawl), shuffled."""
     import random
 
+    from pipelines.text.langid_data import cut_words
+
     rng = random.Random(settings.seed)
     examples = []
     for code in languages:
@@ -174,6 +177,8 @@ def group_examples(pool, languages: Sequence[str], settings: ExpertSettings):
             lines = rng.sample(lines, settings.cap)
         repeat = min(settings.max_repeat, max(1, settings.balance_to // len(lines)))
         examples.extend((code, line) for line in lines * repeat)
+        if settings.fragments > 0:  # no draws otherwise: the same training file as before the option existed
+            examples.extend((code, cut_words(line, code, rng)) for line in lines if rng.random() < settings.fragments)
     rng.shuffle(examples)
     return examples
 
