@@ -49,7 +49,7 @@ def mine_texts(source_texts: Sequence[str], target_texts: Sequence[str], source_
                show_progress: bool = False) -> list[MinedPair]:
     """Scored pairs, best first (module docstring). `encoder`: a loaded encoder or any spec `load_encoder` reads
     (default: models/cmlm-ensemble); languages as `deu_Latn` or `de`."""
-    default = encoder is None
+    default = encoder is None or (isinstance(encoder, (str, Path)) and Path(encoder).resolve() == DEFAULT_ENCODER)
     if encoder is None or isinstance(encoder, (str, Path)):
         from encoders import load_encoder
 

@@ -4,7 +4,7 @@ import pytest
 
 from encoders import load_encoder
 from miner import MinedPair, MiningConfig, mine_texts
-from miner.bitext import DEFAULT_SETTINGS, default_config
+from miner.bitext import DEFAULT_ENCODER, DEFAULT_SETTINGS, default_config
 from miner.config import load_config
 
 GERMAN = ["Der Hund schläft im Garten.", "", "Ich trinke gerne grünen Tee.", "Der Hund schläft im Garten.",
@@ -48,9 +48,23 @@ def test_a_threshold_keeps_the_pairs_above_it():
     assert kept == [p for p in everything if p.score >= cut] and 0 < len(kept) < len(everything)
 
 
-def test_the_default_encoder_mines_with_the_pipelines_tuned_settings():
+def test_the_default_encoder_mines_with_the_pipelines_tuned_settings(monkeypatch):
     pipeline = MiningConfig.from_dict(load_config(DEFAULT_SETTINGS)["mining"])
     assert default_config() == pipeline and pipeline.threshold is not None and pipeline.min_cosine is not None
+    used = []
+    monkeypatch.setattr("miner.bitext.mine", lambda src, tgt, config: used.append(config) or _no_pairs())
+    monkeypatch.setattr("encoders.load_encoder", lambda spec: load_encoder("char-ngram"))
+    for encoder in (None, DEFAULT_ENCODER, str(DEFAULT_ENCODER), "char-ngram"):
+        mine_texts(GERMAN, ENGLISH, encoder=encoder)
+    assert used == [pipeline] * 3 + [MiningConfig()]   # the default, however named; another encoder: no threshold
+
+
+def _no_pairs():
+    import numpy as np
+
+    from miner.selection import Pairs
+
+    return Pairs(*(np.empty(0, dtype) for dtype in (np.int64, np.int64, np.float32, np.float32)))
 
 
 def test_bad_and_empty_input():
