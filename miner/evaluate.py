@@ -189,7 +189,8 @@ def suite_report(args, source: VectorSource, config: MiningConfig) -> dict:
     if args.flores:
         pivot = _flores_file(args.flores, args.pivot)
         for language in [lang for lang in args.languages.split(",") if lang and lang != args.pivot]:
-            result = xsim_report(_flores_file(args.flores, language), pivot, source, "absolute", config)
+            result = xsim_report(_flores_file(args.flores, language), pivot, source, "absolute", config,
+                                 not args.strict)
             report["xsim"][language] = {"xx->pivot": result["src->tgt"]["error_rate"],
                                         "pivot->xx": result["tgt->src"]["error_rate"], "n": result["n"]}
         errors = [v for row in report["xsim"].values() for v in (row["xx->pivot"], row["pivot->xx"])]
@@ -205,16 +206,17 @@ def suite_report(args, source: VectorSource, config: MiningConfig) -> dict:
             report["shared_threshold"] = shared_threshold(candidates)
     if args.short:
         wanted = [lang for lang in args.short_languages.split(",") if lang] if args.short_languages else None
-        report["short"] = short_report(args.short, source, args.short_limit, wanted)
+        report["short"] = short_report(args.short, source, args.short_limit, wanted, args.strict)
         report["short_mean_accuracy"] = float(np.mean([r["accuracy"] for r in report["short"].values()]))
     if args.tatoeba:
         wanted = [code for code in args.tatoeba_languages.split(",") if code] if args.tatoeba_languages else None
-        report["tatoeba"] = tatoeba_report(args.tatoeba, source, wanted)
+        report["tatoeba"] = tatoeba_report(args.tatoeba, source, wanted, args.strict)
     report["settings"] = {"pivot": args.pivot, "bucc_split": args.split, **config.describe()}
     return report
 
 
-def short_report(folder: Path, source: VectorSource, limit: int, languages: list[str] | None = None) -> dict:
+def short_report(folder: Path, source: VectorSource, limit: int, languages: list[str] | None = None,
+                 strict: bool = False) -> dict:
     """Tatoeba-style retrieval of short sentences: every `<lang>-eng_Latn.tsv.gz` of `folder` (training.prepare's
     heldout-short/test/, lines `xx<TAB>en`), its first `limit` pairs, each side retrieving the other by cosine;
     accuracy is the mean of both directions, overall and by the English side's length band."""
@@ -224,7 +226,8 @@ def short_report(folder: Path, source: VectorSource, limit: int, languages: list
         if languages and language not in languages:
             continue
         src_texts, tgt_texts = read_pair_lines(path, limit)
-        forward, backward = pair_retrieval((path, src_texts, language), (path, tgt_texts, "eng_Latn"), source)
+        forward, backward = pair_retrieval((path, src_texts, language), (path, tgt_texts, "eng_Latn"), source,
+                                           strict)
         correct = (forward.astype(float) + backward) / 2
         bands = np.array([length_band(t) for t in tgt_texts])
         report[language] = {"n": len(src_texts), "accuracy": float(correct.mean()),
@@ -236,25 +239,28 @@ def short_report(folder: Path, source: VectorSource, limit: int, languages: list
 
 
 def pair_retrieval(src: tuple[Path, list[str], str], tgt: tuple[Path, list[str], str],
-                   source: VectorSource) -> tuple[np.ndarray, np.ndarray]:
-    """Per query, whether exact cosine retrieval found its translation (or a copy of its text), both directions,
-    for aligned texts given as (file, texts, language) each."""
+                   source: VectorSource, strict: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Per query, whether exact cosine retrieval found its translation (or, unless `strict`, a copy of its text),
+    both directions, for aligned texts given as (file, texts, language) each."""
     rows = np.arange(len(src[1]))
     sentences = [bucc.Sentences(path, [str(i) for i in rows], texts) for path, texts, _ in (src, tgt)]
     src_vectors = source.vectors(sentences[0], rows, src[2])
     tgt_vectors = source.vectors(sentences[1], rows, tgt[2])
     exact = source.rescoring((sentences[0], rows, src[2]), (sentences[1], rows, tgt[2]))
     forward, backward = retrieve(src_vectors, tgt_vectors, "absolute", 1, KnnConfig(index="Flat"), *exact)
+    if strict:
+        return correct_rows(forward), correct_rows(backward)
     return correct_rows(forward, tgt[1]), correct_rows(backward, src[1])
 
 
-def tatoeba_report(folder: Path, source: VectorSource, codes: list[str] | None = None) -> dict:
+def tatoeba_report(folder: Path, source: VectorSource, codes: list[str] | None = None, strict: bool = False) -> dict:
     """Tatoeba retrieval (miner.tatoeba), per language: accuracy xx->eng, eng->xx and their mean; with the means
     over every language found and over XTREME's 36."""
     languages = {}
     for tatoeba_set in tatoeba_sets(folder, codes):
         forward, backward = pair_retrieval((tatoeba_set.path, tatoeba_set.texts, tatoeba_set.language),
-                                           (tatoeba_set.english_path, tatoeba_set.english, "eng_Latn"), source)
+                                           (tatoeba_set.english_path, tatoeba_set.english, "eng_Latn"), source,
+                                           strict)
         name = tatoeba_set.language if tatoeba_set.language not in languages \
             else f"{tatoeba_set.language} ({tatoeba_set.code})"  # two of Tatoeba's names for one language
         languages[name] = {"code": tatoeba_set.code, "n": len(forward), "xtreme": tatoeba_set.in_xtreme,
@@ -267,8 +273,9 @@ def tatoeba_report(folder: Path, source: VectorSource, codes: list[str] | None =
             means[label] = {"languages": len(rows), **{key: float(np.mean([r[key] for r in rows]))
                                                        for key in ("xx->eng", "eng->xx", "accuracy")}}
     return {"folder": str(folder), "languages": languages, "means": means,
-            "scoring": "cosine nearest neighbour over the language's pairs, exact search; a retrieved sentence "
-                       "whose text equals the reference's counts as correct"}
+            "scoring": "cosine nearest neighbour over the language's pairs, exact search; "
+                       + ("only the aligned row counts as correct" if strict else
+                          "a retrieved sentence whose text equals the reference's counts as correct")}
 
 
 def _flores_file(folder: Path, language: str) -> Path:
@@ -444,6 +451,9 @@ def main(argv: list[str] | None = None) -> int:
                             "mean over all and over XTREME's 36")
     suite_args.add_argument("--tatoeba-languages", help="comma-separated Tatoeba codes or lang_Script names "
                             "(default: every language in --tatoeba)")
+    suite_args.add_argument("--strict", action="store_true", help="xsim, short pairs and Tatoeba: only the aligned "
+                            "row counts as correct, not a retrieved copy of its text (LASER's and XTREME's Tatoeba "
+                            "protocol)")
     suite_args.add_argument("--markdown", type=Path, help="write the tables as Markdown")
     suite_args.add_argument("--compare", action="append", default=[], metavar="SPEC",
                             help="another encoder to measure with the same settings (repeatable): the figures are "

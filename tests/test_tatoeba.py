@@ -84,3 +84,19 @@ def test_bad_folders_name_the_file(tmp_path, capsys):
         tatoeba_sets(tmp_path)
     assert main(["suite", "--encoder", "char-ngram", "--tatoeba", str(tmp_path / "missing")]) == 2
     assert "not a folder of Tatoeba files" in capsys.readouterr().err
+
+
+def test_strict_counts_only_the_aligned_row(tmp_path):
+    """Tatoeba repeats short sentences: a retrieved copy of the reference's text counts as correct unless --strict
+    (LASER's and XTREME's protocol)."""
+    folder = tmp_path / "tatoeba"
+    english = ["Open the door.", "Where is the station?", "I like green tea very much.", "Open the door."]
+    write(folder, "deu", english, english=english)
+    reports = {}
+    for flag in ([], ["--strict"]):
+        assert main(["suite", "--encoder", "char-ngram", "--tatoeba", str(folder), *flag,
+                     "--report", str(tmp_path / "r.json")]) == 0
+        reports[bool(flag)] = json.loads((tmp_path / "r.json").read_text())["tatoeba"]
+    assert reports[False]["languages"]["deu_Latn"]["accuracy"] == 1.0
+    assert reports[True]["languages"]["deu_Latn"]["accuracy"] == 0.75   # one of the two copies finds the other
+    assert "only the aligned row" in reports[True]["scoring"]
