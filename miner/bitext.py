@@ -80,12 +80,14 @@ def default_config() -> MiningConfig:
 def _distinct(texts: Sequence[str], name: str) -> tuple[list[str], np.ndarray]:
     """Each distinct non-blank text once, with the row of its first occurrence."""
     first: dict[str, int] = {}
+    blank = 0
     for row, text in enumerate(texts):
         if not isinstance(text, str):
             raise TypeError(f"{name} text {row} is a {type(text).__name__}, not a string")
         if text.strip():
             first.setdefault(text, row)
-    blank = sum(1 for text in texts if not text.strip())
+        else:
+            blank += 1
     if blank:
         log.info("mine_texts: %d blank %s texts left out", blank, name)
     return list(first), np.fromiter(first.values(), dtype=np.int64, count=len(first))

@@ -248,9 +248,7 @@ def pair_retrieval(src: tuple[Path, list[str], str], tgt: tuple[Path, list[str],
     tgt_vectors = source.vectors(sentences[1], rows, tgt[2])
     exact = source.rescoring((sentences[0], rows, src[2]), (sentences[1], rows, tgt[2]))
     forward, backward = retrieve(src_vectors, tgt_vectors, "absolute", 1, KnnConfig(index="Flat"), *exact)
-    if strict:
-        return correct_rows(forward), correct_rows(backward)
-    return correct_rows(forward, tgt[1]), correct_rows(backward, src[1])
+    return correct_rows(forward, None if strict else tgt[1]), correct_rows(backward, None if strict else src[1])
 
 
 def tatoeba_report(folder: Path, source: VectorSource, codes: list[str] | None = None, strict: bool = False) -> dict:
