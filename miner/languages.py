@@ -138,14 +138,15 @@ def script_fits(language: str, text: str) -> bool:
     return found
 
 
-def han_script(texts: list[str]) -> str:
-    """`Hant` when the texts hold more traditional-only than simplified-only characters, else `Hans` (ties too:
-    most Chinese on the web is simplified)."""
+def han_script(texts: list[str], undecided: str | None = "Hans") -> str | None:
+    """`Hant` when the texts hold more traditional-only than simplified-only characters, `Hans` when fewer, and
+    `undecided` on a tie (by default Hans: most Chinese on the web is simplified; a fragment of a few characters
+    often holds none of either)."""
     simplified = traditional = 0
     for text in texts:
         simplified += sum(char in _SIMPLIFIED for char in text)
         traditional += sum(char in _TRADITIONAL for char in text)
-    return "Hant" if traditional > simplified else "Hans"
+    return "Hant" if traditional > simplified else "Hans" if simplified > traditional else undecided
 
 
 def dominant_script(texts: list[str], sample_chars: int = 20000) -> str | None:

@@ -121,6 +121,20 @@ def test_scripted_labels_keep_their_script_and_become_flores_names(scripted_styl
     assert scripted_style.covers("als_Latn") and not scripted_style.covers("srp_Latn")
 
 
+def test_where_the_characters_do_not_tell_hans_from_hant_the_models_own_label_does():
+    from pipelines.text.langid import LabelledIdentifier
+
+    labels = ["__label__zho_Hant", "__label__zho_Hans", "__label__zh", "__label__cmn_Hani"]
+    assert [parse_label(label).undecided_script for label in labels] == ["Hant", "Hans", None, None]
+    ours = LabelledIdentifier({label: parse_label(label) for label in labels[:2]})
+    fragment = "中文"   # none of the characters only one variant writes
+    assert ours._named(labels[:2], [0.75, 0.25], fragment) == [("zho_Hant", 0.75), ("zho_Hans", 0.25)]
+    assert ours._named(labels[:2], [0.75, 0.25], CHINESE[0]) == [("zho_Hans", 1.0)]   # the characters decide
+    assert ours._named(labels[:2], [0.75, 0.25], traditional(CHINESE[0])) == [("zho_Hant", 1.0)]
+    official = LabelledIdentifier({label: parse_label(label) for label in labels[2:]})
+    assert official._named(labels[2:], [0.5, 0.25], fragment) == [("zho_Hans", 0.75)]  # no label of its own: Hans
+
+
 def test_a_chinese_label_on_text_without_chinese_characters_is_dropped(scripted_style):
     assert script_of_text("Ni hao, pengyou", "zho") is None
     named = scripted_style._named(["__label__cmn_Hani", "__label__eng_Latn"], [0.7, 0.3], "Ni hao, pengyou")
@@ -269,6 +283,7 @@ def test_label_document_sets_the_record_language_and_counts(scripted_style):
 def test_han_script_and_chinese_codes():
     assert han_script(CHINESE) == "Hans" and han_script([traditional(t) for t in CHINESE]) == "Hant"
     assert han_script(["中文"]) == "Hans"    # nothing telling: the more common variant
+    assert han_script(["中文"], undecided=None) is None
     assert language_code("zh", [traditional(CHINESE[0])]) == "zho_Hant"
     assert language_code("cmn_Hans") == "zho_Hans" and language_code("srp_cyrl") == "srp_Cyrl"
 

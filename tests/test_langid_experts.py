@@ -105,6 +105,38 @@ def test_an_expert_set_is_trained_weighed_on_held_out_text_and_loaded(tmp_path):
     assert [a[0][0] for a in identifier.predict(SERBIAN[4:] + CROATIAN[4:])] == ["srp_Latn"] * 4 + ["hrv_Latn"] * 4
 
 
+def test_a_rerun_keeps_the_groups_it_already_holds_and_trains_what_changed(tmp_path, caplog):
+    import logging
+
+    main, folder = croatian_for_everything(), tmp_path / "experts"
+    held_out = {"short": {"hrv_Latn": CROATIAN[:4], "srp_Latn": SERBIAN[:4]}}
+    first = write_set(folder, main, held_out)
+    model = folder / first["groups"][0]["model"]
+    model.touch()
+    stamp = model.stat().st_mtime_ns
+    with caplog.at_level(logging.INFO, logger="pipelines.text.langid_experts_train"):
+        again = write_set(folder, main, held_out)
+    assert "kept from the earlier index" in caplog.text and model.stat().st_mtime_ns == stamp   # not trained
+    assert again["groups"] == first["groups"] and again["ask_below"] == first["ask_below"]
+    assert load_experts(folder / "experts.json", main).predict([SERBIAN[5]])[0][0][0] == "srp_Latn"
+    pool = Pool()                     # other examples (one Croatian line fewer): trained again
+    pool.add("hrv_Latn", CROATIAN[:-1], "test")
+    pool.add("srp_Latn", SERBIAN, "test")
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="pipelines.text.langid_experts_train"):
+        changed = train_experts(pool, [GROUP], main, HeldOut.of(main, held_out), folder, SETTINGS, [0.5, 1.0], 2.0,
+                                OURS, thresholds=[0.5, 0.9])
+    assert "kept" not in caplog.text and changed["groups"][0]["examples"]["hrv_Latn"] == 28
+    model.write_bytes(b"not the model the index names")   # a model that does not match its record: trained again
+    train_experts(pool, [GROUP], main, HeldOut.of(main, held_out), folder, SETTINGS, [0.5, 1.0], 2.0, OURS,
+                  thresholds=[0.5, 0.9])
+    assert load_experts(folder / "experts.json", main).groups[0].languages == GROUP
+    stamp = model.stat().st_mtime_ns
+    train_experts(pool, [GROUP], main, HeldOut.of(main, held_out), folder, SETTINGS, [0.5, 1.0], 2.0, OURS,
+                  thresholds=[0.5, 0.9], retrain=True)
+    assert model.stat().st_mtime_ns != stamp
+
+
 def test_fragments_add_cut_copies_and_leave_the_examples_alone_when_off():
     from dataclasses import replace
 

@@ -257,6 +257,10 @@ def test_short_sentences_take_their_documents_language_or_are_left_out():
     assert short_sentence_label("Guten Morgen", ("nld_Latn", 0.4), german, short_words=0) == ("nld_Latn", 0.4)
     assert short_sentence_label("今天天气", ("jpn_Jpan", 0.5), ("zho_Hans", 0.9)) == ("zho_Hans", 0.9)
     assert short_sentence_label("晴れ", ("zho_Hans", 0.5), ("jpn_Jpan", 0.8)) == ("jpn_Jpan", 0.8)
+    # words as the sentence's own script writes them, whatever the document's script
+    quoted = "東京は日本の首都であり、最大の都市です。"
+    assert short_sentence_label(quoted, ("jpn_Jpan", 0.99), german) == ("jpn_Jpan", 0.99)
+    assert short_sentence_label("Guten Morgen", ("deu_Latn", 0.9), ("jpn_Jpan", 0.8)) is None
 
 
 def test_the_stage_counts_what_the_short_rule_did():

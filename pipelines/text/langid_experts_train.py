@@ -8,7 +8,9 @@ Groups and settings come from the config (configs/lid_experts.yaml). The main id
 text once (NTREX's held-out documents and heldout-short/tune, as they are and cut to 2-6 words); then each group's
 expert is trained on its languages' lines of the train pool and its weight swept against those answers (module
 notes of langid_experts.py for the criterion). Groups below `min_gain` stay in the index with their figures and
-`used: false`, and their model files are removed.
+`used: false`, and their model files are removed. A rerun into the same folder trains only the groups that are new
+or would be trained on other examples (a changed group, pool or setting); the others keep their models and the
+figures measured when they were trained (`--retrain` trains them all again).
 """
 
 from __future__ import annotations
@@ -210,20 +212,69 @@ def train_group(pool, languages: Sequence[str], settings: ExpertSettings, normal
     return examples
 
 
+def expected_examples(pool, languages: Sequence[str], settings: ExpertSettings, normalization) -> dict[str, int]:
+    """The examples per language that training this group now would write (train_group's count), without training."""
+    counts = Counter(code for code, line in group_examples(pool, languages, settings)
+                     if any(char.isalpha() for char in normalization.apply(line)))
+    return dict(sorted(counts.items()))
+
+
+def reusable_entries(index_path: Path, main: Identifier, settings: ExpertSettings) -> dict[tuple, dict]:
+    """The earlier index's groups by their languages, where it was built over the same main identifier with the
+    same settings (none otherwise, or when there is no readable index)."""
+    from pipelines.text.langid_experts import read_index
+
+    if not index_path.is_file():
+        return {}
+    try:
+        index = read_index(index_path)
+    except InputFormatError:
+        return {}
+    if index.get("main") != main.path or index.get("settings") != settings.as_dict():
+        return {}
+    return {tuple(entry["languages"]): entry for entry in index["groups"]
+            if isinstance(entry, dict) and isinstance(entry.get("languages"), list)}
+
+
+def reused(entry: dict | None, pool, languages: Sequence[str], settings: ExpertSettings, normalization,
+           output: Path) -> bool:
+    """Whether an earlier index's group stands as it is: the same examples would be written now, and a used
+    group's model is in the folder as the index recorded it (a group left out needs no model)."""
+    if entry is None or entry.get("examples") != expected_examples(pool, languages, settings, normalization):
+        return False
+    if not entry.get("used"):
+        return True
+    model_file = output / str(entry.get("model"))
+    return model_file.is_file() and file_sha256(model_file) == entry.get("model_sha256")
+
+
 def train_experts(pool, groups: Sequence[Sequence[str]], main: Identifier, held: HeldOut, output: Path,
                   settings: ExpertSettings, weights: Sequence[float], min_gain: float, normalization,
-                  thresholds: Sequence[float] = ()) -> dict:
+                  thresholds: Sequence[float] = (), retrain: bool = False) -> dict:
     """Every group trained, its weight chosen on `held` (module notes), then the probability above which the main
     answer is not sent to experts (ask_below_sweep); the index written last (atomically); models of groups left
     out, and those an earlier index in the folder named that this one does not, are removed, so the folder holds
-    what the index uses."""
+    what the index uses. A group the folder's index already holds with the same main identifier, settings and
+    examples keeps its model and figures (fastText's threads make a retrained expert differ a little each time,
+    so adding a group leaves the others as they were measured), unless `retrain`."""
     from miner.io import write_json
     from pipelines.text.langid import LanguageIdentifier, sidecar_path
 
     output.mkdir(parents=True, exist_ok=True)
+    earlier_entries = {} if retrain else reusable_entries(output / INDEX_NAME, main, settings)
     entries, used = [], {}
     for number, languages in enumerate(groups, start=1):
         model_file = output / f"{'-'.join(code.split('_')[0] for code in languages)}.ftz"
+        entry = earlier_entries.get(tuple(languages))
+        if reused(entry, pool, languages, settings, normalization, output):
+            if entry["used"]:
+                opinions = opinions_of(held, tuple(languages), LanguageIdentifier.load(output / entry["model"]))
+                for name, rows in at_weight(opinions, entry["weight"]).items():
+                    used.setdefault(name, {}).update(rows)
+            log.info("group %d/%d %s: kept from the earlier index (%s)", number, len(groups), "/".join(languages),
+                     entry["reason"])
+            entries.append(entry)
+            continue
         examples = train_group(pool, languages, settings, normalization, model_file)
         opinions = opinions_of(held, tuple(languages), LanguageIdentifier.load(model_file))
         gains = weight_sweep(held, opinions, weights)
@@ -314,7 +365,7 @@ def train_experts_command(args) -> dict:
     held = HeldOut.of(main, sets)
     pool = read_pool(args.train_pool)
     index = train_experts(pool, config["groups"], main, held, args.output, config["settings"], config["weights"],
-                          config["min_gain"], OURS, config["ask_below"])
+                          config["min_gain"], OURS, config["ask_below"], retrain=args.retrain)
     return {"groups": len(index["groups"]), "used": sum(g["used"] for g in index["groups"]),
             "bytes": sum(g["model_bytes"] for g in index["groups"])}
 
@@ -329,6 +380,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", type=Path, help="held-out short pairs to choose on (data/train/heldout-short/tune)")
     parser.add_argument("--config", type=Path, default=Path("configs/lid_experts.yaml"))
     parser.add_argument("--output", type=Path, default=Path("models/lid/experts"))
+    parser.add_argument("--retrain", action="store_true",
+                        help="train every group again, even those the output folder's index already holds with the "
+                             "same main identifier, settings and examples (kept as they are otherwise)")
     args = parser.parse_args(argv)
     setup_logging(args.verbose)
     return exit_status(lambda: print(json.dumps(train_experts_command(args))))
