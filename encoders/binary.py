@@ -60,6 +60,11 @@ def pack(bits: np.ndarray) -> np.ndarray:
 
 def sign_bits(vectors: np.ndarray, center: np.ndarray | None = None) -> np.ndarray:
     """The sign code: [(H D (v - m))_i > 0] (module docstring), computed in float64; `center` is m (none: 0)."""
+    return _rotated(vectors, center) > 0
+
+
+def _rotated(vectors: np.ndarray, center: np.ndarray | None) -> np.ndarray:
+    """H D (v - m), float64, H unnormalised (the scale does not change a sign); v - m where d is not a power of 2."""
     vectors = np.asarray(vectors, dtype=np.float64)
     if center is not None:
         center = np.asarray(center, dtype=np.float64)
@@ -69,8 +74,34 @@ def sign_bits(vectors: np.ndarray, center: np.ndarray | None = None) -> np.ndarr
         vectors = vectors - center
     dim = vectors.shape[1]
     if dim & (dim - 1):
-        return vectors > 0
-    return (vectors * _random_signs(dim)) @ _hadamard(dim) > 0
+        return vectors
+    return (vectors * _random_signs(dim)) @ _hadamard(dim)
+
+
+def rotated_rows(vectors: np.ndarray, center: np.ndarray | None = None) -> np.ndarray:
+    """The unit float32 rows whose signs are the sign code (`sign_bits` with the same `center`): where float
+    vectors are kept beside the codes, what `two_way_cosine` compares with the other side's code."""
+    rows = _rotated(vectors, center)
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return (rows / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+
+
+def two_way_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """cos(a_i, b_i) for paired `rotated_rows`, each row's float values against the other row's signs, both ways:
+
+        c = (<a, sign b> + <b, sign a>) / 2 * sqrt(pi / (2 d))
+
+    After the random rotation a unit vector's coordinates are close to Gaussian of variance 1/d, and for jointly
+    Gaussian x, y of correlation rho, E[x sign y] = sqrt(2 / pi) rho sd(x): each inner product estimates the
+    cosine with the noise of one side's signs only, where two codes' Hamming similarity carries both. Mining uses
+    it for the pairs it selects (miner.mining.mine, `refine`): on the train pool's held-out news it took the codes'
+    mining F1 from 60.2 to 63.4 against float vectors' 63.3 (docs/evaluation.md, binary vectors)."""
+    a, b = np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)
+    if a.shape != b.shape or a.ndim != 2:
+        raise BinaryVectorError(f"two_way_cosine pairs rows of one shape, got {a.shape} and {b.shape}")
+    one_way = np.einsum("ij,ij->i", a, np.where(b > 0, 1.0, -1.0).astype(np.float32))
+    other_way = np.einsum("ij,ij->i", b, np.where(a > 0, 1.0, -1.0).astype(np.float32))
+    return ((one_way + other_way) * np.float32(np.sqrt(np.pi / (2 * a.shape[1])) / 2)).astype(np.float32)
 
 
 def fixed_point_sum(vectors: np.ndarray) -> np.ndarray:

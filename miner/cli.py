@@ -48,10 +48,12 @@ def add_vector_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--binary-center", choices=CENTERS, default="language",
                         help="sign codes of the vectors less their language's mean over each evaluated set, as the "
                         "pipeline makes them over a crawl (default), or of the vectors as they are")
-    parser.add_argument("--rescore", type=int, metavar="K",
+    parser.add_argument("--rescore", type=rescore_value, metavar="K|pairs",
                         help="with --binary: rank each code's K nearest by their float vectors' cosine (kept beside "
                         "the codes, as one machine can; the pipeline's pairs stage compares the codes), so margins "
-                        "are the float vectors' own; in the suite, a rescored column beside each binary one")
+                        "are the float vectors' own; or `pairs`: the codes' k-NN and neighbourhoods, each selected "
+                        "pair's similarity from each side's float vector against the other's code "
+                        "(encoders.binary.two_way_cosine); in the suite, a rescored column beside each binary one")
     parser.add_argument("--no-language", action="store_true",
                         help="do not tell the encoder the texts' languages (an ensemble then uses its default "
                         "shares): what a caller of encode() without a language gets")
@@ -73,12 +75,25 @@ def mining_config(config: dict) -> MiningConfig:
     return MiningConfig.from_dict(section(config, "mining"), section(config, "knn"))
 
 
+def rescore_value(text: str) -> int | str:
+    """--rescore's value: a short list's length K, or `pairs` (module notes of VectorSource)."""
+    if text == PAIRS:
+        return PAIRS
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number of candidates or {PAIRS!r}, not {text!r}") from None
+
+
+PAIRS = "pairs"  # --rescore pairs: the selected pairs' similarities refined (miner.mining.refine_pairs)
+
+
 class VectorSource:
     """Vectors for lines of a text file: from `DIR/<file name>.npy`, or by running an encoder on the texts."""
 
     def __init__(self, embeddings_dir: Path | None = None, encoder_spec: str | None = None,
                  encoder_options: dict | None = None, pass_language: bool = True, binary: bool = False,
-                 binary_center: str = "language", rescore: int | None = None):
+                 binary_center: str = "language", rescore: int | str | None = None):
         if (embeddings_dir is None) == (encoder_spec is None):
             raise ValueError("give either precomputed embeddings (--embeddings DIR) or an encoder (--encoder)")
         self.embeddings_dir, self.encoder_spec = embeddings_dir, encoder_spec
@@ -86,9 +101,9 @@ class VectorSource:
         self.pass_language = pass_language
         if binary_center not in CENTERS:
             raise ValueError(f"binary centre must be one of {', '.join(CENTERS)}, got {binary_center!r}")
-        if rescore is not None and (not binary or rescore < 1):
-            raise ValueError("--rescore K needs --binary (the codes' K nearest are rescored by the float vectors) "
-                             f"and K >= 1, got {rescore}")
+        if rescore is not None and (not binary or (rescore != PAIRS and (not isinstance(rescore, int) or rescore < 1))):
+            raise ValueError("--rescore K|pairs needs --binary (the codes' K nearest, or the pairs they select, are "
+                             f"rescored by the float vectors) and K >= 1, got {rescore}")
         self.binary, self.binary_center, self.rescore = binary, binary_center, rescore
         self._encoder = None
         # float vectors by (file, rows, language), kept once as_binary shares them or rescoring reads them again
@@ -120,7 +135,9 @@ class VectorSource:
             return {"encoder": self.encoder_spec, **self.encoder_options,
                     **({} if self.pass_language else {"language": "not given"}),
                     **({"vectors": f"binary ({self._code_name()})"} if self.binary else {}),
-                    **({"rescored": f"float similarities of the {self.rescore} nearest by the code"}
+                    **({"rescored": "the selected pairs' similarities, each side's float vector against the "
+                                    "other's code" if self.rescore == PAIRS
+                        else f"float similarities of the {self.rescore} nearest by the code"}
                        if self.rescore else {})}
         return {"embeddings": str(self.embeddings_dir)}
 
@@ -154,9 +171,22 @@ class VectorSource:
     def rescoring(self, *sides: tuple) -> tuple:
         """What mine / xsim / retrieve take after `code` when this source rescores its codes' short lists: the
         float vectors of each side's (sentences, rows, language) and the short list's length; else nothing."""
-        if not self.rescore:
+        if not self.rescore or self.rescore == PAIRS:
             return ()
         return tuple(self.exact_vectors(*side) for side in sides), self.rescore
+
+    def refining(self, *sides: tuple) -> dict:
+        """What mine takes as `refine` when this source rescores the pairs it selects (`--rescore pairs`): each
+        side's float vectors turned as its codes were (encoders.binary.rotated_rows, less the same mean)."""
+        if self.rescore != PAIRS:
+            return {}
+        from encoders import binary
+
+        rows = []
+        for side in sides:
+            floats = self.exact_vectors(*side)
+            rows.append(binary.rotated_rows(floats, binary.language_mean(floats) if self._centres() else None))
+        return {"refine": tuple(rows)}
 
     def exact_vectors(self, sentences: Sentences, rows: np.ndarray, language: str | None = None) -> np.ndarray | None:
         """The float vectors behind `vectors`' codes when this source rescores (`rescore`), else None: kept from

@@ -55,9 +55,10 @@ def mine_bucc_candidates(corpus: bucc.BuccCorpus, source: VectorSource, config: 
     src_lang, tgt_lang = bucc.split_pair(corpus.pair)
     src_vectors = source.vectors(corpus.src, src_unique.rows, src_lang)
     tgt_vectors = source.vectors(corpus.tgt, tgt_unique.rows, tgt_lang)
-    rescoring = source.rescoring((corpus.src, src_unique.rows, src_lang), (corpus.tgt, tgt_unique.rows, tgt_lang))
+    sides = (corpus.src, src_unique.rows, src_lang), (corpus.tgt, tgt_unique.rows, tgt_lang)
+    rescoring = source.rescoring(*sides)
     pairs = mine(src_vectors, tgt_vectors, dataclasses.replace(config, threshold=None),
-                 (str(corpus.src.path), str(corpus.tgt.path)), source.code, *rescoring)
+                 (str(corpus.src.path), str(corpus.tgt.path)), source.code, *rescoring, **source.refining(*sides))
     candidates = bucc.candidates_to_ids(pairs, src_unique, tgt_unique, corpus.gold or ())
     stats = {
         "index": config.describe(len(src_unique.texts), len(tgt_unique.texts))["index"],

@@ -130,8 +130,9 @@ def run(inputs: dict, source: VectorSource, config: MiningConfig, output: Path,
              source.describe())
     src_vectors = source.vectors(src, src_unique.rows, inputs["src_lang"])
     tgt_vectors = source.vectors(tgt, tgt_unique.rows, inputs["tgt_lang"])
-    exact = source.rescoring((src, src_unique.rows, inputs["src_lang"]), (tgt, tgt_unique.rows, inputs["tgt_lang"]))
-    pairs = mine(src_vectors, tgt_vectors, config, (str(src.path), str(tgt.path)), source.code, *exact)
+    sides = (src, src_unique.rows, inputs["src_lang"]), (tgt, tgt_unique.rows, inputs["tgt_lang"])
+    pairs = mine(src_vectors, tgt_vectors, config, (str(src.path), str(tgt.path)), source.code,
+                 *source.rescoring(*sides), **source.refining(*sides))
     langs = (inputs["src_lang"], inputs["tgt_lang"])
     pairs = filter_pairs(pairs, pair_filter, src, tgt, src_unique, tgt_unique, langs)
     name = "-".join(langs)

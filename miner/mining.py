@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from encoders.binary import cosine_estimate
+from encoders.binary import cosine_estimate, two_way_cosine
 from miner.index import KnnConfig, knn, knn_refined, resolve_factory
 from miner.margin import MARGINS, candidate_margins, default_ratio_floor, neighbourhood_mean
 from miner.selection import SELECTIONS, Candidates, Pairs, select
@@ -118,13 +118,41 @@ def score_neighbours(src: np.ndarray, tgt: np.ndarray, config: MiningConfig = Mi
 
 def mine(src: np.ndarray, tgt: np.ndarray, config: MiningConfig = MiningConfig(),
          names: tuple[str, str] = ("source", "target"), code: str | None = None,
-         exact: tuple[np.ndarray, np.ndarray] | None = None, candidates: int = RESCORE_CANDIDATES) -> Pairs:
+         exact: tuple[np.ndarray, np.ndarray] | None = None, candidates: int = RESCORE_CANDIDATES,
+         refine: tuple[np.ndarray, np.ndarray] | None = None) -> Pairs:
     """Sentence pairs (row indices into src and tgt) with their margins, best first (`code`, `exact`,
-    `candidates`: score_neighbours)."""
+    `candidates`: score_neighbours). `refine`, for sign codes: each side's encoders.binary.rotated_rows (the
+    float vectors the codes were made from); the selected pairs' similarities then become the two-way estimate
+    (refine_pairs) before the threshold."""
     forward, backward = score_neighbours(src, tgt, config, names, code, exact, candidates)
-    pairs = select(forward, backward, config.selection, config.threshold, config.min_cosine)
+    if refine is None:
+        pairs = select(forward, backward, config.selection, config.threshold, config.min_cosine)
+    else:
+        if code != "sign":
+            raise ValueError(f"refining selected pairs needs sign codes, not {code or 'float vectors'}")
+        pairs = refine_pairs(select(forward, backward, config.selection, None, config.min_cosine),
+                             forward, backward, refine, config, names)
     log.info("%s selection kept %d pairs (threshold %s)", config.selection, len(pairs), config.threshold)
     return pairs
+
+
+def refine_pairs(pairs: Pairs, forward: Candidates, backward: Candidates, rotated: tuple[np.ndarray, np.ndarray],
+                 config: MiningConfig, names: tuple[str, str] = ("source", "target")) -> Pairs:
+    """The selected pairs with each similarity from one side's float row against the other's code, both ways
+    (encoders.binary.two_way_cosine), and margins over the codes' own neighbourhoods, then `min_cosine` and the
+    threshold. The k-NN and the neighbourhood means stay the codes': a float row is read only for a selected pair,
+    and only the other side's 1-bit code has to meet it (the pipeline's cost model, docs/pipeline.md)."""
+    from miner.margin import margin
+
+    for rows, ids, name in ((rotated[0], forward.ids, names[0]), (rotated[1], backward.ids, names[1])):
+        if len(rows) != len(ids):
+            raise ValueError(f"{name}: {len(rows)} float rows to refine pairs over {len(ids)} codes")
+    cos = two_way_cosine(rotated[0][pairs.src], rotated[1][pairs.tgt])
+    fwd_mean, bwd_mean = neighbourhood_mean(forward.cos), neighbourhood_mean(backward.cos)
+    margins = margin(cos, fwd_mean[pairs.src], bwd_mean[pairs.tgt], config.margin,
+                     floor=config.floor_for(rotated[0].shape[1]))
+    refined = Pairs(pairs.src, pairs.tgt, margins, cos)
+    return refined.at_least_cosine(config.min_cosine).above(config.threshold).sorted()
 
 
 def _check_keys(settings: dict, cls: type, section: str, exclude: set = frozenset()) -> None:

@@ -110,3 +110,42 @@ def test_cosine_estimates_of_sign_codes_keep_order_and_unfilled_slots():
     np.testing.assert_allclose(estimate[0, :3], [1.0, np.sin(np.pi / 4), 0.0], atol=1e-6)
     assert estimate[0, 3] == -np.inf and estimate.dtype == np.float32
     assert binary.cosine_estimate(sims, "threshold") is sims
+
+
+def test_the_two_way_estimate_is_closer_to_the_cosine_than_two_codes_are():
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(2000, 256))
+    b = 0.6 * a + 0.8 * rng.normal(size=a.shape)          # pairs of cosine ~0.6, and unrelated ones
+    b[1000:] = rng.normal(size=(1000, 256))
+    a, b = (v / np.linalg.norm(v, axis=1, keepdims=True) for v in (a, b))
+    cosine = np.einsum("ij,ij->i", a, b)
+    ra, rb = binary.rotated_rows(a), binary.rotated_rows(b)
+    assert np.array_equal(ra > 0, binary.sign_bits(a)) and np.allclose(np.linalg.norm(ra, axis=1), 1, atol=1e-5)
+    two_way = binary.two_way_cosine(ra, rb)
+    codes = binary.cosine_estimate(np.einsum("ij,ij->i", binary.unit_rows(binary.pack(ra > 0), "sign"),
+                                             binary.unit_rows(binary.pack(rb > 0), "sign")), "sign")
+    assert abs(np.mean(two_way - cosine)) < 0.01                           # unbiased, as the codes' estimate is
+    assert np.std(two_way - cosine) < 0.75 * np.std(codes - cosine)        # with the noise of one side's signs
+    with pytest.raises(binary.BinaryVectorError, match="rows of one shape"):
+        binary.two_way_cosine(ra, rb[:10])
+
+
+def test_refined_pairs_are_the_codes_pairs_scored_by_the_two_way_estimate():
+    from miner.mining import MiningConfig, mine
+
+    rng = np.random.default_rng(5)
+    src = rng.normal(size=(300, 128))
+    tgt = np.concatenate([src[:150] + 0.7 * rng.normal(size=(150, 128)), rng.normal(size=(150, 128))])
+    src, tgt = (v / np.linalg.norm(v, axis=1, keepdims=True) for v in (src, tgt))
+    codes = [binary.unit_rows(binary.pack(binary.sign_bits(v)), "sign") for v in (src, tgt)]
+    rows = (binary.rotated_rows(src), binary.rotated_rows(tgt))
+    config = MiningConfig(k=4, threshold=None)
+    plain = mine(*codes, config, code="sign")
+    refined = mine(*codes, config, code="sign", refine=rows)
+    assert sorted(zip(refined.src, refined.tgt)) == sorted(zip(plain.src, plain.tgt))
+    np.testing.assert_allclose(refined.cos, binary.two_way_cosine(rows[0][refined.src], rows[1][refined.tgt]))
+    assert np.all(np.diff(refined.margin) <= 0)
+    kept = mine(*codes, MiningConfig(k=4, threshold=1.05), code="sign", refine=rows)
+    assert len(kept) < len(refined) and kept.margin.min() >= 1.05        # the threshold reads the refined margins
+    with pytest.raises(ValueError, match="needs sign codes"):
+        mine(src, tgt, config, refine=rows)

@@ -257,7 +257,24 @@ def test_suite_rescores_binary_short_lists_with_the_float_vectors_beside_the_cod
     assert "give --also-binary too" in capsys.readouterr().err
     assert main(["bucc", "--corpus", str(SAMPLE), "--pair", "de-en", "--split", "test", "--encoder", "char-ngram",
                  "--rescore", "16"]) == 2
-    assert "--rescore K needs --binary" in capsys.readouterr().err
+    assert "--rescore K|pairs needs --binary" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["bucc", "--corpus", str(SAMPLE), "--pair", "de-en", "--split", "test", "--encoder", "char-ngram",
+              "--binary", "--rescore", "pair"])
+    assert "a number of candidates or 'pairs', not 'pair'" in capsys.readouterr().err
+
+
+def test_suite_refines_the_pairs_the_codes_select(tmp_path, capsys):
+    common = ["--bucc", str(SAMPLE), "--pairs", "de-en", "--split", "training"]
+    assert main(["suite", "--encoder", "char-ngram", "--also-binary", "language", "--rescore", "pairs", *common,
+                 "--report", str(tmp_path / "suite.json")]) == 0
+    assert "the selected pairs' similarities, each side's float vector against the other's code |" in (
+        capsys.readouterr().out)
+    floats, codes, refined = json.loads((tmp_path / "suite.json").read_text())["encoders"]
+    assert refined["encoder"]["vectors"] == codes["encoder"]["vectors"]
+    # the codes' candidates scored again: the F1 moves (and the float vectors' xsim is not what is measured)
+    assert refined["bucc"]["de-en"]["f1"] != codes["bucc"]["de-en"]["f1"] and refined["bucc"]["de-en"]["f1"] > 0.2
+    assert refined["bucc"]["de-en"]["lowest_gold_similarity"] is None
 
 
 def test_binary_sources_code_the_float_vectors_they_share_instead_of_encoding_again():

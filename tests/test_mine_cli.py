@@ -133,3 +133,8 @@ def test_binary_codes_are_mined_on_cosine_estimates_or_on_rescored_float_similar
     assert codes["cosine"] != floats["cosine"]  # the codes' own cosine estimates
     report = json.loads((tmp_path / "rescored" / "report.json").read_text())
     assert report["settings"]["rescored"] == "float similarities of the 100000 nearest by the code"
+    # the codes' own pairs, each scored again from one side's float vector against the other's code
+    assert run_main("--output", str(tmp_path / "refined"), "--binary", "--rescore", "pairs", *common) == 0
+    refined = pq.read_table(tmp_path / "refined" / "de-en.parquet").to_pydict()
+    assert sorted(zip(refined["src_id"], refined["tgt_id"])) == sorted(zip(codes["src_id"], codes["tgt_id"]))
+    assert refined["cosine"] != codes["cosine"] and refined["score"] == sorted(refined["score"], reverse=True)
