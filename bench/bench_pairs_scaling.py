@@ -6,6 +6,7 @@ mining library on one machine (miner.mine: faiss IVF search, margins, selection)
     python bench/bench_pairs_scaling.py --sizes 10000 40000                # -> bench/results/pairs_scaling.json
     python bench/bench_pairs_scaling.py --runner dask --sizes 10000 100000 1000000 --out bench/results/pairs_dask.json
     python bench/bench_pairs_scaling.py --sizes 10000 40000 --dtypes float16 binary --out bench/results/pairs_binary.json
+    python bench/bench_pairs_scaling.py --sizes 10000 100000 --dtypes binary binary-refined --no-peer
 
 Two languages of N synthetic sentences each, d = 256, stored as float16 (the pipeline's default): vectors drawn
 around N / 200 topic centres, and half of the target sentences planted translations of source sentences (the
@@ -71,10 +72,14 @@ def write_inputs(output: str, vectors: dict[str, np.ndarray], shard_rows: int, d
             path = layout.embedding_shard(output, language, entry["path"])
             os.makedirs(os.path.dirname(path), exist_ok=True)
             block = matrix[rows.start : rows.stop]
-            np.save(path, binary.pack(binary.sign_bits(block)) if dtype == "binary" else block.astype(np.float16))
+            coded = dtype.startswith("binary")
+            np.save(path, binary.pack(binary.sign_bits(block)) if coded else block.astype(np.float16))
             shards.append({"path": entry["path"], "rows": len(rows), "embeddings": path})
+            if dtype == "binary-refined":  # embed.binary_refine: the turned float rows beside the codes
+                shards[-1]["rotated"] = layout.rotated_shard(path)
+                np.save(shards[-1]["rotated"], binary.rotated_rows(block).astype(np.float16))
         languages[language] = {"rows": len(matrix), "dim": matrix.shape[1], "shards": shards,
-                               **({"binary": "sign"} if dtype == "binary" else {})}
+                               **({"binary": "sign"} if dtype.startswith("binary") else {})}
     manifests.write(output, "extract", sentences_manifest(entries))
     manifests.write(output, "embed", {"stage": "embed", "encoder": "synthetic", "languages": languages})
 
@@ -175,13 +180,15 @@ def run_stage(n: int, dim: int, seed: int, args, dtype: str = "float16") -> dict
     shutil.rmtree(output, ignore_errors=True)
     sentences = 2 * n
     sent = counters.get("database_rows_sent", 0) + counters.get("query_rows_sent", 0)
-    row_bytes = dim // 8 if dtype == "binary" else 2 * dim
+    row_bytes = dim // 8 if dtype.startswith("binary") else 2 * dim
+    sent += 2 * counters.get("refined", 0)  # a refined pair's two sign codes travel
     return {"n_per_language": n, "dtype": dtype, "runner": args.runner, "nlist": nlist, "nprobe": args.nprobe,
             "wall_seconds": round(wall, 1),
             "peak_worker_rss_gb": round(max(tree.peak.values(), default=0) / 2**30, 2), "workers": len(tree.peak),
             "cpu_seconds": round(cpu, 1), "cpu_ms_per_sentence": round(1000 * cpu / sentences, 4),
             "embedding_bytes_read_per_sentence": round(counters["embedding_bytes_read"] / sentences, 1),
-            "embedding_bytes_on_disk_per_sentence": row_bytes,
+            "embedding_bytes_on_disk_per_sentence": row_bytes + (2 * dim if dtype == "binary-refined" else 0),
+            "refined_pairs": counters.get("refined", 0),
             "vector_bytes_shuffled_per_sentence": round(sent * row_bytes / sentences, 1),
             "similarities_per_sentence": round(counters["similarities_computed"] / sentences, 1),
             "pairs": len(mined), "bitext_sha256": bitext_sha256,
@@ -259,9 +266,10 @@ def main() -> None:
     parser.add_argument("--nprobe", type=int, default=16)
     parser.add_argument("--max-list-rows", type=int, default=50_000)
     parser.add_argument("--k", type=int, default=4)
-    parser.add_argument("--dtypes", nargs="+", default=["float16"], choices=("float16", "binary"),
+    parser.add_argument("--dtypes", nargs="+", default=["float16"], choices=("float16", "binary", "binary-refined"),
                         help="how the embedding shards are stored: float16 (embed.dtype's default) and/or binary "
-                        "(packed sign codes, 16x fewer bytes); each size runs each")
+                        "(packed sign codes, 16x fewer bytes), binary-refined (the codes and their turned float rows: "
+                        "embed.binary_refine, the selected pairs scored again); each size runs each")
     parser.add_argument("--no-peer", dest="peer", action="store_false", help="skip big_batch_search")
     parser.add_argument("--out", type=Path, default=Path("bench/results/pairs_scaling.json"))
     args = parser.parse_args()

@@ -99,9 +99,21 @@ def two_way_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a, b = np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)
     if a.shape != b.shape or a.ndim != 2:
         raise BinaryVectorError(f"two_way_cosine pairs rows of one shape, got {a.shape} and {b.shape}")
-    one_way = np.einsum("ij,ij->i", a, np.where(b > 0, 1.0, -1.0).astype(np.float32))
-    other_way = np.einsum("ij,ij->i", b, np.where(a > 0, 1.0, -1.0).astype(np.float32))
-    return ((one_way + other_way) * np.float32(np.sqrt(np.pi / (2 * a.shape[1])) / 2)).astype(np.float32)
+    return both_ways(one_way(a, pack(b > 0)), one_way(b, pack(a > 0)), a.shape[1])
+
+
+def one_way(rows: np.ndarray, signs: np.ndarray) -> np.ndarray:
+    """<r_i, s_i>: turned float rows against the other side's signs, packed (`pack(rows > 0)` of its rows): half
+    of `two_way_cosine`, which the pipeline computes where each side's rows are stored."""
+    check_packed(signs, "signs", np.asarray(rows).shape[1])
+    values = np.where(np.unpackbits(signs, axis=1) > 0, 1.0, -1.0).astype(np.float32)
+    return np.einsum("ij,ij->i", np.asarray(rows, dtype=np.float32), values)
+
+
+def both_ways(a_against_b: np.ndarray, b_against_a: np.ndarray, dim: int) -> np.ndarray:
+    """The two `one_way` halves of a pair as the cosine's estimate (`two_way_cosine`)."""
+    total = np.asarray(a_against_b, dtype=np.float32) + np.asarray(b_against_a, dtype=np.float32)
+    return (total * np.float32(np.sqrt(np.pi / (2 * dim)) / 2)).astype(np.float32)
 
 
 def fixed_point_sum(vectors: np.ndarray) -> np.ndarray:

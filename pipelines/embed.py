@@ -29,7 +29,7 @@ from apache_beam.ml.inference.base import KeyedModelHandler, ModelHandler, Predi
 from encoders import binary
 from miner.console import PROGRESS_EVERY_S, Progress
 from pipelines import layout, storage
-from pipelines.settings import centres_languages, code_of, embed_settings
+from pipelines.settings import centres_languages, code_of, embed_settings, refines_pairs
 
 log = logging.getLogger("pipelines.embed")
 class EncoderModelHandler(ModelHandler[list, PredictionResult, object]):
@@ -107,8 +107,8 @@ class WriteEmbeddingShard(beam.DoFn):
     `means` (language -> its vectors' fixed-point column sum and row count), float vectors arrive and leave as
     sign codes of v less the language's mean."""
 
-    def __init__(self, output: str, dtype: str):
-        self.output, self.dtype = output, dtype
+    def __init__(self, output: str, dtype: str, refine: bool = False):
+        self.output, self.dtype, self.refine = output, dtype, refine
         self.shards = Metrics.counter("embed", "shards")
         self.rows = Metrics.counter("embed", "sentences")
 
@@ -119,18 +119,28 @@ class WriteEmbeddingShard(beam.DoFn):
         if starts != [sum(len(m) for _, m in chunks[:i]) for i in range(len(chunks))]:
             raise RuntimeError(f"{language} shard {shard}: rows missing from the embedded output")
         matrix = np.concatenate([m for _, m in chunks])
-        if means is not None:
-            matrix = binary.pack(binary.sign_bits(matrix, binary.mean_from_sum(*means[language])))
-        matrix = matrix if self.dtype == binary.DTYPE else matrix.astype(self.dtype)
         path = layout.embedding_shard(self.output, language, sentence_paths[(language, shard)])
-        buffer = io.BytesIO()
-        np.save(buffer, matrix, allow_pickle=False)
-        storage.write_bytes(path, buffer.getvalue())
+        written = {}
+        if means is not None:
+            mean = binary.mean_from_sum(*means[language])
+            if self.refine:  # the rows the codes' signs come from, for the pairs the codes select (float16)
+                written["rotated"] = layout.rotated_shard(path)
+                save_npy(written["rotated"], binary.rotated_rows(matrix, mean).astype(np.float16))
+            matrix = binary.pack(binary.sign_bits(matrix, mean))
+        matrix = matrix if self.dtype == binary.DTYPE else matrix.astype(self.dtype)
+        save_npy(path, matrix)
         self.shards.inc()
         self.rows.inc(len(matrix))
         bits = self.dtype == binary.DTYPE  # the dimension of a binary vector is its bit count
         yield {"language": language, "shard": shard, "rows": len(matrix),
-               "dim": int(matrix.shape[1]) * (8 if bits else 1), "embeddings": path}
+               "dim": int(matrix.shape[1]) * (8 if bits else 1), "embeddings": path, **written}
+
+
+def save_npy(path: str, matrix: np.ndarray) -> None:
+    """A matrix as .npy (data only), written atomically through storage."""
+    buffer = io.BytesIO()
+    np.save(buffer, matrix, allow_pickle=False)
+    storage.write_bytes(path, buffer.getvalue())
 
 
 class EmbedShards(beam.PTransform):
@@ -155,7 +165,8 @@ class EmbedShards(beam.PTransform):
                 | "LanguageMeans" >> beam.CombinePerKey(add_sums))
         return (chunks
                 | "GroupShard" >> beam.GroupByKey()
-                | "Write" >> beam.ParDo(WriteEmbeddingShard(self.settings["output"], values["dtype"]),
+                | "Write" >> beam.ParDo(WriteEmbeddingShard(self.settings["output"], values["dtype"],
+                                                            refines_pairs(self.settings)),
                                         self.sentence_paths, means))
 
 
@@ -186,7 +197,8 @@ def embeddings_manifest(entries: list[dict], sentences: dict, settings: dict) ->
             written = by_shard.get((language, position))
             if written is None or written["rows"] != shard["rows"]:
                 raise RuntimeError(f"{shard['path']}: embedded rows do not match the sentences")
-            shards.append({**shard, "embeddings": written["embeddings"]})
+            shards.append({**shard, "embeddings": written["embeddings"],
+                           **({"rotated": written["rotated"]} if "rotated" in written else {})})
         dims = {by_shard[(language, p)]["dim"] for p in range(len(entry["shards"]))}
         languages[language] = {"rows": entry["rows"], "dim": dims.pop() if len(dims) == 1 else None,
                                "shards": shards}

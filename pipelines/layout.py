@@ -53,6 +53,11 @@ def embedding_shard(output: str, language: str, sentence_shard_path: str) -> str
     return join(output, "embeddings", language, name + ".npy")
 
 
+def rotated_shard(embedding_path: str) -> str:
+    """Beside a shard of sign codes, the float rows they were made from, turned (`embed.binary_refine`)."""
+    return embedding_path.removesuffix(".npy") + ".rotated.npy"
+
+
 def quantizer_file(output: str, language: str) -> str:
     return join(output, "index", language, "centroids.npy")
 

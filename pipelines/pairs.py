@@ -18,6 +18,9 @@ Per language pair (source, target), with the miner library doing the arithmetic 
   4. selection: each sentence's best candidate (forward for sources, backward for targets), joined by (x, y):
      forward / backward / intersect / union are decided per pair; `max` (greedy one-to-one) takes the bests of a
      language pair together, two numbers per sentence, never its texts or vectors;
+  4b. with `embed.binary_refine` (sign codes): the selected pairs scored again, each side's turned float row
+     (read where it is stored) against the other side's signs (the only thing that travels), as
+     miner.mining.refine_pairs does; the threshold applies after;
   5. output: texts and metadata joined from the sentence shards (one shard read per group), the pair filter's
      rules applied (miner.pair_filters: length ratio, numbers, URLs, identical sides, scripts; each drop counted
      by reason), sorted best first, written as Parquet and TSV.gz.
@@ -573,13 +576,14 @@ class MeanBlock:
 @dataclass(frozen=True)
 class CandidateBlock:
     """k-NN candidates (query, neighbour) with their similarity and the query's own mean; after scoring,
-    `scores` holds each candidate's margin."""
+    `scores` holds each candidate's margin and `ref_means` the neighbour's mean."""
 
     queries: np.ndarray
     refs: np.ndarray
     sims: np.ndarray
     query_means: np.ndarray
     scores: np.ndarray | None = None
+    ref_means: np.ndarray | None = None
 
     def take(self, rows: np.ndarray) -> CandidateBlock:
         return CandidateBlock(*(None if a is None else a[rows] for a in astuple_shallow(self)))
@@ -642,10 +646,17 @@ class ScoreCandidates(beam.DoFn):
             raise RuntimeError(f"{pair} {side} shard {shard}: candidates point at sentences whose neighbourhood "
                                "mean did not arrive: the runner delivered the group incomplete")
         scores = margin_of(found.sims, found.query_means, means[at], self.kind, floor=self.floor)
-        scored = dataclasses.replace(found, scores=scores)
+        scored = dataclasses.replace(found, scores=scores, ref_means=means[at])
         query_side = "tgt" if side == "src" else "src"
         for query_shard, rows in by_shard(scored.queries):
             yield (pair, query_side, query_shard), scored.take(rows)
+
+
+def refined_by_rows(manifest: dict, pairs: list[tuple[str, str]]) -> bool:
+    """Whether the embed stage kept turned float rows beside every mined language's codes (embed.binary_refine)."""
+    languages = {language for pair in pairs for language in pair}
+    entries = [manifest["languages"][language] for language in languages if language in manifest["languages"]]
+    return bool(entries) and all(shard.get("rotated") for entry in entries for shard in entry["shards"])
 
 
 def ratio_floor(config: MiningConfig, manifest: dict) -> float:
@@ -659,7 +670,8 @@ def ratio_floor(config: MiningConfig, manifest: dict) -> float:
 @dataclass(frozen=True)
 class PairBlock:
     """Sentence pairs as parallel arrays: source and target references, margin, cosine, which directions chose
-    each pair (bit 1 forward, bit 2 backward), and once attached, each side's carried columns (src_text, ...)."""
+    each pair (bit 1 forward, bit 2 backward), and once attached, each side's carried columns (src_text, ...);
+    `means`, [n, 2]: each side's neighbourhood mean, which refining a pair's similarity needs for its margin."""
 
     src: np.ndarray
     tgt: np.ndarray
@@ -667,13 +679,15 @@ class PairBlock:
     sim: np.ndarray
     chosen_by: np.ndarray
     carried: dict = dataclasses.field(default_factory=dict)
+    means: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.src)
 
     def take(self, rows: np.ndarray) -> PairBlock:
         return PairBlock(self.src[rows], self.tgt[rows], self.score[rows], self.sim[rows], self.chosen_by[rows],
-                         {name: [column[i] for i in rows] for name, column in self.carried.items()})
+                         {name: [column[i] for i in rows] for name, column in self.carried.items()},
+                         None if self.means is None else self.means[rows])
 
     def with_columns(self, columns: dict) -> PairBlock:
         return dataclasses.replace(self, carried={**self.carried, **columns})
@@ -685,7 +699,10 @@ class PairBlock:
             raise ValueError("pair blocks with different columns cannot be joined")
         arrays = [np.concatenate([getattr(b, f) for b in blocks]) for f in ("src", "tgt", "score", "sim",
                                                                                 "chosen_by")]
-        return PairBlock(*arrays, {name: [v for b in blocks for v in b.carried[name]] for name in sorted(names)})
+        means = (np.concatenate([b.means for b in blocks])
+                 if blocks and all(b.means is not None for b in blocks) else None)
+        return PairBlock(*arrays, {name: [v for b in blocks for v in b.carried[name]] for name in sorted(names)},
+                         means)
 
     def best_first(self) -> PairBlock:
         """By margin descending, then source and target reference: the bitext's order."""
@@ -698,8 +715,8 @@ class BestCandidates(beam.DoFn):
     reference: deterministic), as pairs keyed by (pair, source shard), where the two directions' choices meet.
     Every query of the shard must be there: a shard with fewer is an error, never a bitext from partial groups."""
 
-    def __init__(self, manifest: dict):
-        self.manifest = manifest
+    def __init__(self, manifest: dict, keep_means: bool = False):
+        self.manifest, self.keep_means = manifest, keep_means   # means: for refining pairs (RefinePairs)
 
     def process(self, element):
         (pair, side, shard), blocks = element
@@ -715,7 +732,11 @@ class BestCandidates(beam.DoFn):
         best = found.take(first)
         src, tgt = (best.queries, best.refs) if side == "src" else (best.refs, best.queries)
         chosen = np.full(len(src), 1 if side == "src" else 2, dtype=np.int8)
-        pairs = PairBlock(src, tgt, best.scores, best.sims, chosen)
+        means = None
+        if self.keep_means:
+            own, other = best.query_means, best.ref_means
+            means = np.stack([own, other] if side == "src" else [other, own], axis=1)
+        pairs = PairBlock(src, tgt, best.scores, best.sims, chosen, means=means)
         for src_shard, rows in by_shard(src):
             yield (pair, src_shard), pairs.take(rows)
 
@@ -770,6 +791,86 @@ def one_to_one(element, threshold: float | None) -> Iterable[tuple]:
         accepted = accepted[candidates.score[accepted] >= threshold]
     if len(accepted):
         yield pair, candidates.take(accepted)
+
+
+# -- 4b. the selected pairs refined (embed.binary_refine) --------------------------------------------------------
+
+SIGNS, HALF = "_signs", "_half"   # carried while refining, dropped after
+
+
+def read_rotated(entry: dict, shard: int, bytes_read=None) -> np.ndarray:
+    """A shard's turned float rows (float16 on disk, float32 here), checked as embedding shards are."""
+    path = entry["shards"][shard].get("rotated")
+    if path is None:
+        raise RuntimeError(f"{entry['shards'][shard]['embeddings']}: no turned float rows beside these codes: embed "
+                           "again with embed.binary_refine: true")
+    return read_shard(path, entry["dim"], bytes_read).astype(np.float32)
+
+
+class RefineSide(beam.DoFn):
+    """Pairs grouped by one side's embedding shard (the sentence shard's position) -> the pairs with that side's
+    part of the two-way estimate (encoders.binary.two_way_cosine), the side's turned rows read from storage, never
+    shuffled: first the target's stored sign codes are attached (`first`), then the source's rows meet them and
+    leave their own signs (`middle`), then the target's rows meet those (`last`): the pair's similarity and margin
+    are final, and `min_cosine` and the threshold apply. Only signs travel: d / 8 bytes a side of a selected pair."""
+
+    def __init__(self, manifest: dict, side: str, step: str, kind: str = "ratio", floor: float = 0.0,
+                 min_cosine: float | None = None, threshold: float | None = None):
+        self.manifest, self.side, self.step = manifest, side, step
+        self.kind, self.floor, self.min_cosine, self.threshold = kind, floor, min_cosine, threshold
+        self.bytes_read = Metrics.counter("pairs", "embedding_bytes_read")
+        self.refined = Metrics.counter("pairs", "refined")   # pairs scored again: two sign codes travelled each
+
+    def process(self, element):
+        (language, shard), blocks = element
+        entry = self.manifest["languages"][language]
+        if self.step == "first":  # the stored sign codes are these signs, at a sixteenth of the rows' bytes
+            codes = read_language_shard(entry, shard, self.bytes_read)
+            for pair, pairs in blocks:
+                own = pairs.src if self.side == "src" else pairs.tgt
+                yield pair, pairs.with_columns({SIGNS: list(codes[own & ROW_MASK])})
+            return
+        rows_all = read_rotated(entry, shard, self.bytes_read)
+        for pair, pairs in blocks:
+            rows = rows_all[(pairs.src if self.side == "src" else pairs.tgt) & ROW_MASK]
+            signs = binary.pack(rows > 0)
+            other = np.stack(pairs.carried[SIGNS])
+            half = binary.one_way(rows, other)
+            if self.step == "middle":
+                yield pair, pairs.with_columns({SIGNS: list(signs), HALF: list(half)})
+                continue
+            cos = binary.both_ways(np.asarray(pairs.carried[HALF], np.float32), half, rows.shape[1])
+            self.refined.inc(len(cos))
+            score = margin_of(cos, pairs.means[:, 0], pairs.means[:, 1], self.kind, floor=self.floor)
+            carried = {name: column for name, column in pairs.carried.items() if name not in (SIGNS, HALF)}
+            refined = PairBlock(pairs.src, pairs.tgt, score, cos, pairs.chosen_by, carried, pairs.means)
+            keep = np.ones(len(refined), dtype=bool)
+            if self.min_cosine is not None:
+                keep &= cos >= self.min_cosine
+            if self.threshold is not None:
+                keep &= score >= self.threshold
+            if keep.any():
+                yield pair, refined.take(np.flatnonzero(keep))
+
+
+class RefinePairs(beam.PTransform):
+    """(pair, PairBlock) selected by the codes -> the same pairs with similarities from each side's turned float
+    rows against the other side's signs (miner.mining.refine_pairs, as the library does it on one machine), then
+    `min_cosine` and the threshold; three groupings of the pairs, by target, source and target shard."""
+
+    def __init__(self, manifest: dict, config: MiningConfig, floor: float):
+        super().__init__()
+        self.manifest, self.config, self.floor = manifest, config, floor
+
+    def expand(self, pairs):
+        config = self.config
+        for name, side, step in (("Signs", "tgt", "first"), ("Half", "src", "middle"), ("Both", "tgt", "last")):
+            pairs = (pairs
+                     | f"Refine{name}ByShard" >> beam.FlatMap(by_sentence_shard(side))
+                     | f"Refine{name}Group" >> beam.GroupByKey()
+                     | f"Refine{name}" >> beam.ParDo(RefineSide(self.manifest, side, step, config.margin, self.floor,
+                                                                config.min_cosine, config.threshold)))
+        return pairs
 
 
 # -- 5. output ---------------------------------------------------------------------------------------------------
@@ -885,18 +986,22 @@ class MinePairs(beam.PTransform):
 
     def expand(self, begin):
         config, manifest = self.config, self.manifest
+        refine = refined_by_rows(manifest, self.pairs)
+        threshold = None if refine else config.threshold   # refined pairs meet it once their margins are final
         neighbours = begin | "KnnJoin" >> KnnJoin(manifest, self.pairs, config, self.output)
         pairs = (neighbours
                  | "ToMarginJoin" >> beam.FlatMap(to_margin_join)
                  | "JoinMeans" >> beam.GroupByKey()
                  | "Margins" >> beam.ParDo(ScoreCandidates(config.margin, ratio_floor(config, manifest)))
                  | "ByQueryShard" >> beam.GroupByKey()
-                 | "Best" >> beam.ParDo(BestCandidates(manifest))
+                 | "Best" >> beam.ParDo(BestCandidates(manifest, keep_means=refine))
                  | "BySourceShard" >> beam.GroupByKey()
-                 | "Select" >> beam.ParDo(Select(config.selection, config.threshold, config.min_cosine)))
+                 | "Select" >> beam.ParDo(Select(config.selection, threshold, config.min_cosine)))
         if config.selection == "max":
             pairs = (pairs | "PerLanguagePair" >> beam.GroupByKey()
-                     | "OneToOne" >> beam.FlatMap(one_to_one, config.threshold))
+                     | "OneToOne" >> beam.FlatMap(one_to_one, threshold))
+        if refine:
+            pairs = pairs | "RefinePairs" >> RefinePairs(manifest, config, ratio_floor(config, manifest))
         for side in ("src", "tgt"):
             pairs = (pairs
                      | f"BySentenceShard{side}" >> beam.FlatMap(by_sentence_shard(side))

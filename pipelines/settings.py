@@ -85,7 +85,8 @@ def language_pairs(languages: list[str], pairing: str, pivot: str) -> list[tuple
 
 # -- the embed section --------------------------------------------------------------------------------------------
 
-EMBED_DEFAULTS = {"batch_size": 1024, "dtype": "float16", "share_model": "auto", "binary_center": "language"}
+EMBED_DEFAULTS = {"batch_size": 1024, "dtype": "float16", "share_model": "auto", "binary_center": "language",
+                  "binary_refine": False}
 
 
 def embed_settings(settings: dict) -> dict:
@@ -102,7 +103,18 @@ def embed_settings(settings: dict) -> dict:
     if values["binary_center"] not in binary.CENTERS:
         raise ValueError(f"embed.binary_center must be one of {', '.join(binary.CENTERS)}, "
                          f"got {values['binary_center']!r}")
+    if not isinstance(values["binary_refine"], bool):
+        raise ValueError(f"embed.binary_refine must be true or false, got {values['binary_refine']!r}")
+    if values["binary_refine"] and (values["dtype"] != binary.DTYPE or values["binary_center"] != "language"):
+        raise ValueError("embed.binary_refine scores the pairs that sign codes select again: it needs "
+                         "embed.dtype: binary with embed.binary_center: language")
     return values
+
+
+def refines_pairs(settings: dict) -> bool:
+    """Whether the embed stage keeps each sentence's turned float row beside its sign code, and the pairs stage
+    scores the pairs the codes select again from them (encoders.binary.two_way_cosine)."""
+    return embed_settings(settings)["binary_refine"] and centres_languages(settings)
 
 
 def code_of(spec: str) -> str:

@@ -363,6 +363,38 @@ def test_binary_vectors_are_stored_packed_and_mined_as_the_library_mines_their_c
     assert len(expected) > 20
 
 
+def test_refined_binary_pairs_are_the_pairs_the_library_refines(tmp_path):
+    """embed.binary_refine: the turned float rows kept beside the codes (float16), the codes' pairs scored again
+    from them as miner.mining.refine_pairs does (two-way estimate, margins over the codes' means, then the
+    threshold), whatever the sharding; only signs travel between the shards."""
+    from encoders import binary
+
+    output = str(tmp_path / "out")
+    texts = write_shards(output, 2)
+    settings = {**settings_for(output, "max"), "embed": {"dtype": "binary", "batch_size": 16, "binary_refine": True}}
+    report = run(settings, PipelineOptions([]), ["embed", "pairs"])
+    counters = report["counters"]["pairs"]["pairs"]
+    assert 0 < counters["refined"] <= counters["selected"]   # after one-to-one, before the threshold
+    languages = manifests.read(output, "embed")["languages"]
+    rotated = [np.concatenate([np.load(shard["rotated"]) for shard in languages[language]["shards"]])
+               for language in ("deu_Latn", "eng_Latn")]
+    assert rotated[0].dtype == np.float16
+    order = [np.argsort(np.r_[np.arange(0, n, 2), np.arange(1, n, 2)]) for n in (len(r) for r in rotated)]
+    rows = [r[o].astype(np.float32) for r, o in zip(rotated, order)]   # the shards held rows round-robin
+    encoder = load_encoder("char-ngram")
+    src, tgt = texts["deu_Latn"], texts["eng_Latn"]
+    codes = [binary.unit_rows(binary.pack(binary.sign_bits(v, binary.language_mean(v))), "sign")
+             for v in (encoder.encode(src), encoder.encode(tgt))]
+    config = MiningConfig(k=4, selection="max", threshold=1.0)
+    pairs = mine(*codes, config, code="sign", refine=tuple(rows))
+    expected = {(src[s], tgt[t], round(float(m), 4)) for s, t, m in zip(pairs.src, pairs.tgt, pairs.margin)}
+    table = storage.read_parquet(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0]).to_pydict()
+    assert {(s, t, round(m, 4)) for s, t, m in zip(table["src_text"], table["tgt_text"], table["score"])} == expected
+    assert 10 < len(expected) <= counters["refined"]
+    with pytest.raises(ValueError, match="embed.binary_refine scores the pairs that sign codes select again"):
+        run({**settings, "embed": {"binary_refine": True}}, PipelineOptions([]), ["embed"])
+
+
 def test_uncentred_sign_codes_are_what_the_encoder_gives_and_changing_the_centre_embeds_again(tmp_path):
     output = str(tmp_path / "out")
     texts = write_shards(output, 2)
