@@ -24,10 +24,11 @@ ENTRIES_FILE = "_ENTRIES.json"  # a stage's entries on their way to its manifest
 
 
 def _path_slots(manifest: dict):
-    """(container, key) of every path a manifest holds: shards (sentences, vectors), bitext files, quantizers."""
+    """(container, key) of every path a manifest holds: shards (sentences, vectors, the turned float rows beside
+    sign codes), bitext files, quantizers."""
     for entry in (manifest.get("languages") or {}).values():
         for shard in entry.get("shards", []):
-            yield from ((shard, key) for key in ("path", "embeddings") if key in shard)
+            yield from ((shard, key) for key in ("path", "embeddings", "rotated") if key in shard)
     for entry in manifest.get("pairs") or []:
         yield from ((entry, key) for key in ("parquet", "tsv") if key in entry)
     quantizers = manifest.get("quantizers") or {}

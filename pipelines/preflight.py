@@ -154,6 +154,8 @@ def check_finished_stage(output: str, stage: str, manifest: dict) -> None:
             elif "embeddings" in shard:
                 checks.append((_check_vectors, shard["embeddings"], shard["rows"], entry.get("dim"),
                                entry.get("binary")))
+                if "rotated" in shard:  # embed.binary_refine's float rows beside the codes
+                    checks.append((_check_vectors, shard["rotated"], shard["rows"], entry.get("dim"), None))
     for entry in manifest.get("pairs") or []:
         checks += [(_check_parquet, entry["parquet"], entry.get("pairs")), (_check_present, entry["tsv"])]
     checks += [(_check_present, path) for path in (manifest.get("quantizers") or {}).values()]

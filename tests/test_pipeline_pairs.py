@@ -1,6 +1,8 @@
 """The embed and pairs stages on Beam give the pairs the mining library gives over the whole set, however the
 sentences are sharded; a rerun writes the same bytes."""
 
+import os
+
 import numpy as np
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -391,6 +393,10 @@ def test_refined_binary_pairs_are_the_pairs_the_library_refines(tmp_path):
     table = storage.read_parquet(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0]).to_pydict()
     assert {(s, t, round(m, 4)) for s, t, m in zip(table["src_text"], table["tgt_text"], table["score"])} == expected
     assert 10 < len(expected) <= counters["refined"]
+    # the pairs stage alone again, over the embed stage's output as it stands: the rows are its files, kept
+    again = run({**settings, "mining": {**settings["mining"], "threshold": 1.1}}, PipelineOptions([]), ["pairs"])
+    assert again["counters"]["pairs"]["pairs"]["refined"] == counters["refined"]
+    assert all(os.path.exists(shard["rotated"]) for shard in languages["deu_Latn"]["shards"])
     with pytest.raises(ValueError, match="embed.binary_refine scores the pairs that sign codes select again"):
         run({**settings, "embed": {"binary_refine": True}}, PipelineOptions([]), ["embed"])
 
