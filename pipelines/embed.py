@@ -217,6 +217,8 @@ class EmbedStage:
 
         embed_settings(settings)
         preflight.check_encoder(settings.get("encoder"))
+        if settings.get("encoder"):
+            refines_pairs(settings)  # a code that cannot be refined is an error before any stage runs
 
     def __init__(self, settings: dict, manifests: dict):
         if "extract" not in manifests:

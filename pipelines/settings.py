@@ -113,8 +113,14 @@ def embed_settings(settings: dict) -> dict:
 
 def refines_pairs(settings: dict) -> bool:
     """Whether the embed stage keeps each sentence's turned float row beside its sign code, and the pairs stage
-    scores the pairs the codes select again from them (encoders.binary.two_way_cosine)."""
-    return embed_settings(settings)["binary_refine"] and centres_languages(settings)
+    scores the pairs the codes select again from them (encoders.binary.two_way_cosine). An encoder whose codes
+    are not sign codes (a lens's threshold code) cannot: an error, not a setting quietly ignored."""
+    if not embed_settings(settings)["binary_refine"]:
+        return False
+    if code_of(settings["encoder"]) != "sign":
+        raise ValueError(f"embed.binary_refine: {settings['encoder']} gives {code_of(settings['encoder'])} codes, "
+                         "and only sign codes are scored again from their float rows: leave it false")
+    return True
 
 
 def code_of(spec: str) -> str:

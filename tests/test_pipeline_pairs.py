@@ -401,6 +401,16 @@ def test_refined_binary_pairs_are_the_pairs_the_library_refines(tmp_path):
         run({**settings, "embed": {"binary_refine": True}}, PipelineOptions([]), ["embed"])
 
 
+def test_refining_codes_that_are_not_sign_codes_is_an_error(monkeypatch):
+    from pipelines import settings as pipeline_settings
+
+    settings = {"encoder": "models/some-lens", "embed": {"dtype": "binary", "binary_refine": True}}
+    monkeypatch.setattr(pipeline_settings, "code_of", lambda spec: "threshold")
+    with pytest.raises(ValueError, match="models/some-lens gives threshold codes, and only sign codes are scored"):
+        pipeline_settings.refines_pairs(settings)
+    assert not pipeline_settings.refines_pairs({**settings, "embed": {"dtype": "binary"}})
+
+
 def test_uncentred_sign_codes_are_what_the_encoder_gives_and_changing_the_centre_embeds_again(tmp_path):
     output = str(tmp_path / "out")
     texts = write_shards(output, 2)
