@@ -75,17 +75,17 @@ def mining_config(config: dict) -> MiningConfig:
     return MiningConfig.from_dict(section(config, "mining"), section(config, "knn"))
 
 
+PAIRS = "pairs"  # --rescore pairs: the selected pairs' similarities refined (miner.mining.refine_pairs)
+
+
 def rescore_value(text: str) -> int | str:
-    """--rescore's value: a short list's length K, or `pairs` (module notes of VectorSource)."""
+    """--rescore's value: a short list's length K (VectorSource.rescoring), or `pairs` (VectorSource.refining)."""
     if text == PAIRS:
         return PAIRS
     try:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"a number of candidates or {PAIRS!r}, not {text!r}") from None
-
-
-PAIRS = "pairs"  # --rescore pairs: the selected pairs' similarities refined (miner.mining.refine_pairs)
 
 
 class VectorSource:
@@ -101,7 +101,8 @@ class VectorSource:
         self.pass_language = pass_language
         if binary_center not in CENTERS:
             raise ValueError(f"binary centre must be one of {', '.join(CENTERS)}, got {binary_center!r}")
-        if rescore is not None and (not binary or (rescore != PAIRS and (not isinstance(rescore, int) or rescore < 1))):
+        short_list = isinstance(rescore, int) and rescore >= 1
+        if rescore is not None and (not binary or not (short_list or rescore == PAIRS)):
             raise ValueError("--rescore K|pairs needs --binary (the codes' K nearest, or the pairs they select, are "
                              f"rescored by the float vectors) and K >= 1, got {rescore}")
         self.binary, self.binary_center, self.rescore = binary, binary_center, rescore
