@@ -355,13 +355,19 @@ class TrainSettings:
     retrain: bool = False    # fine-tuning after the cutoff: +0.8 points of FLORES accuracy for twice the time
 
 
+def training_text(line: str, normalization) -> str | None:
+    """The line as a model trains on it, normalised; None where no letter is left (it is not written)."""
+    text = normalization.apply(line)
+    return text if any(char.isalpha() for char in text) else None
+
+
 def write_training_file(path: Path, examples, normalization) -> dict[str, int]:
     """`__label__<lang> <normalised text>` lines; returns examples per language."""
     counts: dict[str, int] = defaultdict(int)
     with open(path, "w", encoding="utf-8") as handle:
         for language, line in examples:
-            text = normalization.apply(line)
-            if any(char.isalpha() for char in text):
+            text = training_text(line, normalization)
+            if text is not None:
                 handle.write(f"__label__{language} {text}\n")
                 counts[language] += 1
     return dict(sorted(counts.items()))

@@ -214,23 +214,18 @@ def train_group(pool, languages: Sequence[str], settings: ExpertSettings, normal
 
 def expected_examples(pool, languages: Sequence[str], settings: ExpertSettings, normalization) -> dict[str, int]:
     """The examples per language that training this group now would write (train_group's count), without training."""
+    from pipelines.text.langid_data import training_text
+
     counts = Counter(code for code, line in group_examples(pool, languages, settings)
-                     if any(char.isalpha() for char in normalization.apply(line)))
+                     if training_text(line, normalization) is not None)
     return dict(sorted(counts.items()))
 
 
 def reusable_entries(index_path: Path, main: Identifier, settings: ExpertSettings) -> dict[tuple, dict]:
     """The earlier index's groups by their languages, where it was built over the same main identifier with the
     same settings (none otherwise, or when there is no readable index)."""
-    from pipelines.text.langid_experts import read_index
-
-    if not index_path.is_file():
-        return {}
-    try:
-        index = read_index(index_path)
-    except InputFormatError:
-        return {}
-    if index.get("main") != main.path or index.get("settings") != settings.as_dict():
+    index = earlier_index(index_path)
+    if index is None or index.get("main") != main.path or index.get("settings") != settings.as_dict():
         return {}
     return {tuple(entry["languages"]): entry for entry in index["groups"]
             if isinstance(entry, dict) and isinstance(entry.get("languages"), list)}
@@ -268,8 +263,8 @@ def train_experts(pool, groups: Sequence[Sequence[str]], main: Identifier, held:
         entry = earlier_entries.get(tuple(languages))
         if reused(entry, pool, languages, settings, normalization, output):
             if entry["used"]:
-                opinions = opinions_of(held, tuple(languages), LanguageIdentifier.load(output / entry["model"]))
-                for name, rows in at_weight(opinions, entry["weight"]).items():
+                model = LanguageIdentifier.load(output / entry["model"])
+                for name, rows in opinions_of(held, tuple(languages), model, entry["weight"]).items():
                     used.setdefault(name, {}).update(rows)
             log.info("group %d/%d %s: kept from the earlier index (%s)", number, len(groups), "/".join(languages),
                      entry["reason"])
@@ -303,17 +298,24 @@ def train_experts(pool, groups: Sequence[Sequence[str]], main: Identifier, held:
     return index
 
 
-def previous_models(index_path: Path) -> set[str]:
-    """The model files an earlier index in the folder named (none when there is none or it is not an index)."""
+def earlier_index(index_path: Path) -> dict | None:
+    """The index an earlier run left in the folder (None when there is none or the file is not an index)."""
     from pipelines.text.langid_experts import read_index
 
     if not index_path.is_file():
-        return set()
+        return None
     try:
-        return {entry["model"] for entry in read_index(index_path)["groups"]
-                if isinstance(entry, dict) and isinstance(entry.get("model"), str) and "/" not in entry["model"]}
+        return read_index(index_path)
     except InputFormatError:
-        return set()
+        return None
+
+
+def previous_models(index_path: Path) -> set[str]:
+    """The model files an earlier index in the folder named (none when there is none or it is not an index)."""
+    index = earlier_index(index_path)
+    return set() if index is None else {
+        entry["model"] for entry in index["groups"]
+        if isinstance(entry, dict) and isinstance(entry.get("model"), str) and "/" not in entry["model"]}
 
 
 def read_config(path: Path) -> dict:
