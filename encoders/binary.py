@@ -81,7 +81,17 @@ def _rotated(vectors: np.ndarray, center: np.ndarray | None) -> np.ndarray:
 def rotated_rows(vectors: np.ndarray, center: np.ndarray | None = None) -> np.ndarray:
     """The unit float32 rows whose signs are the sign code (`sign_bits` with the same `center`): where float
     vectors are kept beside the codes, what `two_way_cosine` compares with the other side's code."""
-    rows = _rotated(vectors, center)
+    return _unit_rows32(_rotated(vectors, center))
+
+
+def sign_code_and_rows(vectors: np.ndarray, center: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """`pack(sign_bits(vectors, center))` and `rotated_rows(vectors, center)` from one rotation (the embed stage
+    writes both with `embed.binary_refine`)."""
+    rotated = _rotated(vectors, center)
+    return pack(rotated > 0), _unit_rows32(rotated)
+
+
+def _unit_rows32(rows: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
     return (rows / np.where(norms > 0, norms, 1.0)).astype(np.float32)
 

@@ -124,9 +124,11 @@ class WriteEmbeddingShard(beam.DoFn):
         if means is not None:
             mean = binary.mean_from_sum(*means[language])
             if self.refine:  # the rows the codes' signs come from, for the pairs the codes select (float16)
+                matrix, rows = binary.sign_code_and_rows(matrix, mean)
                 written["rotated"] = layout.rotated_shard(path)
-                save_npy(written["rotated"], binary.rotated_rows(matrix, mean).astype(np.float16))
-            matrix = binary.pack(binary.sign_bits(matrix, mean))
+                save_npy(written["rotated"], rows.astype(np.float16))
+            else:
+                matrix = binary.pack(binary.sign_bits(matrix, mean))
         matrix = matrix if self.dtype == binary.DTYPE else matrix.astype(self.dtype)
         save_npy(path, matrix)
         self.shards.inc()

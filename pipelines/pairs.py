@@ -833,11 +833,9 @@ class RefineSide(beam.DoFn):
         rows_all = read_rotated(entry, shard, self.bytes_read)
         for pair, pairs in blocks:
             rows = rows_all[(pairs.src if self.side == "src" else pairs.tgt) & ROW_MASK]
-            signs = binary.pack(rows > 0)
-            other = np.stack(pairs.carried[SIGNS])
-            half = binary.one_way(rows, other)
+            half = binary.one_way(rows, np.stack(pairs.carried[SIGNS]))
             if self.step == "middle":
-                yield pair, pairs.with_columns({SIGNS: list(signs), HALF: list(half)})
+                yield pair, pairs.with_columns({SIGNS: list(binary.pack(rows > 0)), HALF: list(half)})
                 continue
             cos = binary.both_ways(np.asarray(pairs.carried[HALF], np.float32), half, rows.shape[1])
             self.refined.inc(len(cos))

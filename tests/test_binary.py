@@ -149,3 +149,12 @@ def test_refined_pairs_are_the_codes_pairs_scored_by_the_two_way_estimate():
     assert len(kept) < len(refined) and kept.margin.min() >= 1.05        # the threshold reads the refined margins
     with pytest.raises(ValueError, match="needs sign codes"):
         mine(src, tgt, config, refine=rows)
+
+
+def test_the_code_and_its_rows_come_from_one_rotation_as_they_do_apart():
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(50, 128))
+    center = vectors.mean(axis=0)
+    code, rows = binary.sign_code_and_rows(vectors, center)
+    assert np.array_equal(code, binary.pack(binary.sign_bits(vectors, center)))
+    assert np.array_equal(rows, binary.rotated_rows(vectors, center))
