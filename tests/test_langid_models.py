@@ -181,6 +181,8 @@ def test_lingua_answers_in_our_names():
     assert [a[0][0] for a in answers] == ["deu_Latn", "srp_Cyrl", "zho_Hans", UNDETERMINED]
     assert all(p <= 1.0 for a in answers for _, p in a)
     assert lingua.covers("nob_Latn") and not lingua.covers("bho_Deva")
+    # lingua reads Serbian in Cyrillic only: `combined@lingua` must not answer srp_Latn where lingua cannot
+    assert lingua.covers("srp_Cyrl") and not lingua.covers("srp_Latn") and lingua.covers("zho_Hant")
 
 
 # -- the side-by-side evaluation --------------------------------------------------------------------------------
