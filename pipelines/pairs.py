@@ -49,6 +49,7 @@ from miner.knn_join import (
     block_count,
     blocks,
     compare_device,
+    hamming_countable,
     join_plan,
     list_topk,
     lists_per_group,
@@ -368,21 +369,25 @@ class CompareList(beam.DoFn):
         (pair, side, group, hot_list, _, _), chunks = element
         chunks = list(chunks)
         query_lang, db_lang = pair if side == "src" else pair[::-1]
-        code = self.manifest["languages"][db_lang].get("binary")
-        queries = _stacked([c for c in chunks if c.kind == "q"], code, f"{query_lang} queries")
-        database = _stacked([c for c in chunks if c.kind == "db"], code, f"{db_lang} database rows")
+        entry = self.manifest["languages"][db_lang]
+        code = entry.get("binary")
+        # sign codes whose products are exact are compared packed, by Hamming distance, on the host
+        packed = self.device is None and code is not None and hamming_countable(code, entry["dim"] // 8)
+        queries = _stacked([c for c in chunks if c.kind == "q"], code, f"{query_lang} queries", packed)
+        database = _stacked([c for c in chunks if c.kind == "db"], code, f"{db_lang} database rows", packed)
         if hot_list >= 0:
             self.split.inc()
         else:
             self._check_whole(pair, side, (query_lang, db_lang), group, queries.lists, database.lists, sizes)
         self.largest.update(len(queries.refs) + len(database.refs))
         k = neighbours_wanted(self.manifest, self.config, db_lang)
-        exact = database.rows is not None and binary.exact_products(code, database.rows.shape[1])
+        exact = packed or (database.rows is not None and binary.exact_products(code, database.rows.shape[1]))
         parts = []
         for list_id in np.intersect1d(queries.lists, database.lists):  # a hot list's block may lack one kind
             (q_refs, q_rows), (db_refs, db_rows) = queries.of_list(list_id), database.of_list(list_id)
             self.similarities.inc(len(q_refs) * len(db_refs))
-            found = list_topk(q_rows, q_refs, db_rows, db_refs, k, self.device, unit=True, exact=exact)
+            found = list_topk(q_rows, q_refs, db_rows, db_refs, k, self.device, unit=True, exact=exact,
+                              packed_signs=packed)
             parts.append(as_cosines(found, code))
         if not parts:
             return
@@ -421,7 +426,9 @@ class GroupRows:
         return self.refs[at], self.rows[self.index[at]]
 
 
-def _stacked(chunks: list[ListRows], code: str | None, name: str) -> GroupRows:
+def _stacked(chunks: list[ListRows], code: str | None, name: str, packed: bool = False) -> GroupRows:
+    """A group's rows of one kind; `packed` keeps binary codes packed (compared by Hamming distance), else each
+    row is widened and made a unit row."""
     if not chunks:
         empty = np.empty(0, dtype=np.int64)
         return GroupRows(empty, empty, empty, None)
@@ -430,8 +437,11 @@ def _stacked(chunks: list[ListRows], code: str | None, name: str) -> GroupRows:
     refs = np.concatenate([c.member_refs() for c in chunks])
     index = np.concatenate([c.members.astype(np.int64) + start for c, start in zip(chunks, starts)])
     order = np.lexsort((refs, lists))
-    # unit rows, once per row (a query is a member of several lists); row by row: the same bits per row
-    rows = unit_rows(comparable(np.concatenate([c.rows for c in chunks]), code, name), name)
+    rows = np.concatenate([c.rows for c in chunks])
+    if packed:
+        binary.check_packed(rows, name)
+    else:  # unit rows, once per row (a query is a member of several lists); row by row: the same bits per row
+        rows = unit_rows(comparable(rows, code, name), name)
     return GroupRows(lists[order], refs[order], index[order], rows)
 
 

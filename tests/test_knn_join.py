@@ -128,7 +128,11 @@ def test_exact_sign_codes_skip_the_rescoring_and_give_its_bits_in_any_blocking(b
     monkeypatch.setattr(knn_join, "BLOCK_FLOATS", 7 * len(database))  # 7 queries a block
     blocked = list_topk(queries, np.arange(250), database, refs, 4, unit=True, exact=True)
     on_torch = list_topk(queries, np.arange(250), database, refs, 4, "cpu", unit=True, exact=True)
-    for found in (exact, blocked, on_torch):
+    # packed, counted by Hamming distance: blocked as above, and in one block
+    packed_blocked = list_topk(codes[0], np.arange(250), codes[1], refs, 4, packed_signs=True)
+    monkeypatch.setattr(knn_join, "BLOCK_FLOATS", 1 << 24)
+    packed = list_topk(codes[0], np.arange(250), codes[1], refs, 4, packed_signs=True)
+    for found in (exact, blocked, on_torch, packed_blocked, packed):
         np.testing.assert_array_equal(found.refs, rescored.refs)
         assert found.sims.tobytes() == rescored.sims.tobytes()
     assert len(np.unique(rescored.sims)) < rescored.sims.size  # ties were there to break
@@ -139,6 +143,14 @@ def test_exact_products_are_sign_codes_of_a_power_of_four_bits():
 
     assert [d for d in range(1, 5000) if exact_products("sign", d)] == [1, 4, 16, 64, 256, 1024, 4096]
     assert not exact_products("threshold", 1024) and not exact_products(None, 1024)
+
+
+def test_codes_are_counted_by_hamming_distance_only_where_the_bits_are_the_same():
+    """faiss counts whole 64-bit words: 64, 256, 1,024 and 4,096-bit sign codes; the rest are widened."""
+    from miner.knn_join import hamming_countable
+
+    assert [d for d in range(8, 5000, 8) if hamming_countable("sign", d // 8)] == [64, 256, 1024, 4096]
+    assert not hamming_countable("threshold", 128) and not hamming_countable(None, 128)
 
 
 @settings(max_examples=60, deadline=None)
