@@ -50,6 +50,10 @@ TRAIN_ROWS_PER_LIST = 64
 BLOCK_FLOATS = 1 << 24
 # The same on a device (torch): 1 GB of similarities per block, a few percent of a data-centre GPU's memory.
 DEVICE_BLOCK_FLOATS = 1 << 28
+# merge_topk's keys: a similarity's descending_key above a reference's rank, each 32 bits; a missing entry's key
+# sorts after every entry.
+RANKS = 1 << 32
+NO_ENTRY = np.uint64(np.iinfo(np.uint64).max)
 # Candidates beyond k whose similarities are recomputed pair by pair: the matrix product's last bit depends on the
 # block's shape, so a row within an ulp of the k-th could otherwise be chosen in one grouping and not another.
 RESCORE_SPARE = 4
@@ -165,7 +169,10 @@ def rows_by_group(lists: np.ndarray, group_lists: int) -> Iterator[tuple[int, np
     appears twice)."""
     flat = lists.ravel()
     rows = np.repeat(np.arange(len(lists)), lists.shape[1])
-    order = np.lexsort((rows, flat))
+    # by list, then row: a stable sort of the lists alone (rows ascend as repeated); list numbers narrowed to 16
+    # bits where they fit take numpy's radix sort, 6x faster than lexsort on 160k memberships
+    narrow = np.uint16 if flat.max(initial=0) < 1 << 16 else np.int64
+    order = np.argsort(flat.astype(narrow), kind="stable")
     flat, rows = flat[order], rows[order]
     groups = flat // group_lists
     bounds = np.flatnonzero(np.diff(groups)) + 1
@@ -250,10 +257,15 @@ def list_topk(queries: np.ndarray, query_refs: np.ndarray, database: np.ndarray,
 
 
 def _keep_best(out: Neighbours, block: slice, top: np.ndarray, sims: np.ndarray, refs: np.ndarray, take: int) -> None:
-    """A block's candidates into `out`, best first, ties by the smaller reference."""
-    order = np.lexsort((refs[top], -sims), axis=1)[:, :take]
-    out.sims[block, :take] = np.take_along_axis(sims, order, axis=1)
-    out.refs[block, :take] = refs[np.take_along_axis(top, order, axis=1)]
+    """A block's candidates into `out`, best first, ties by the smaller reference (the order repeated argmax picks
+    exact similarities in already: then no sort)."""
+    refs = refs[top]
+    before, after = np.s_[:, :-1], np.s_[:, 1:]
+    ordered = (sims[before] > sims[after]) | ((sims[before] == sims[after]) & (refs[before] < refs[after]))
+    if not ordered.all():
+        order = np.lexsort((refs, -sims), axis=1)
+        sims, refs = np.take_along_axis(sims, order, axis=1), np.take_along_axis(refs, order, axis=1)
+    out.sims[block, :take], out.refs[block, :take] = sims[:, :take], refs[:, :take]
 
 
 def _numpy_candidates(unit_queries: np.ndarray, unit_database: np.ndarray, refs: np.ndarray,
@@ -274,6 +286,10 @@ def _hamming_candidates(queries: np.ndarray, database: np.ndarray, refs: np.ndar
     by faiss's popcount over 64-bit words (`faiss.hammings`) without widening: 13x faster than the product on this
     machine's CPU for a list of 160 rows against 2,500 queries (docs/benchmarks.md), and 32x less memory a row."""
     dim = 8 * database.shape[1]
+
+    def similarity(distances: np.ndarray) -> np.ndarray:  # the widened unit rows' product, to the bit
+        return (dim - 2 * distances).astype(np.float32) / np.float32(dim)
+
     queries, database = np.ascontiguousarray(queries), np.ascontiguousarray(database)
     step = max(1, BLOCK_FLOATS // len(database))
     for start in range(0, len(queries), step):
@@ -281,9 +297,11 @@ def _hamming_candidates(queries: np.ndarray, database: np.ndarray, refs: np.ndar
         distances = np.empty((len(block), len(database)), dtype=np.int32)
         faiss.hammings(faiss.swig_ptr(block), faiss.swig_ptr(database), len(block), len(database),
                        database.shape[1], faiss.swig_ptr(distances))
-        sims = (dim - 2 * distances).astype(np.float32) / np.float32(dim)
-        top = _topk_rows(sims, refs, fetch)
-        yield slice(start, start + len(block)), top, np.take_along_axis(sims, top, axis=1)
+        if fetch <= ARGMAX_MAX_K and fetch < len(database):  # nearest by distance, no float block: 1.4-3.6x faster
+            top = _argmax_topk(distances, refs, fetch, smallest=True)
+        else:
+            top = _topk_rows(similarity(distances), refs, fetch)
+        yield slice(start, start + len(block)), top, similarity(np.take_along_axis(distances, top, axis=1))
 
 
 def hamming_countable(code: str | None, packed_width: int) -> bool:
@@ -370,20 +388,30 @@ def _topk_rows(sims, refs: np.ndarray, k: int) -> np.ndarray:
     return top
 
 
-def _argmax_topk(sims: np.ndarray, refs: np.ndarray, k: int) -> np.ndarray:
+def _argmax_topk(sims: np.ndarray, refs: np.ndarray, k: int, smallest: bool = False) -> np.ndarray:
     """_topk_rows on the host by k passes of a row-wise argmax, each taking the best column left: numpy's argmax
     returns the first of tied maxima, which is the smaller reference once columns are in reference order (the join's
     lists arrive so). Each pass reads the block once, where a partition and its tie masks read it several times:
-    1.8-12x faster at k = 4 on rows of 40-400 columns (docs/benchmarks.md). A row's columns come out best first."""
+    1.8-12x faster at k = 4 on rows of 40-400 columns (docs/benchmarks.md). A row's columns come out best first.
+    `smallest` picks the k smallest values instead (integer distances: argmin, with no pass to make them floats)."""
     order = np.argsort(refs, kind="stable") if np.any(refs[1:] < refs[:-1]) else None
     left = sims[:, order] if order is not None else sims.copy()
     rows = np.arange(len(left))
     top = np.empty((len(left), k), dtype=np.int64)
+    pick = left.argmin if smallest else left.argmax
+    taken = _extreme(left.dtype, largest=smallest)
     for place in range(k):
-        best = left.argmax(axis=1)
+        best = pick(axis=1)
         top[:, place] = best
-        left[rows, best] = -np.inf
+        left[rows, best] = taken
     return top if order is None else order[top]
+
+
+def _extreme(dtype: np.dtype, largest: bool):
+    """The value a taken column is set to, so that no later pass picks it again."""
+    if np.issubdtype(dtype, np.floating):
+        return np.inf if largest else -np.inf
+    return np.iinfo(dtype).max if largest else np.iinfo(dtype).min
 
 
 def _partition_topk(sims: np.ndarray, refs: np.ndarray, k: int) -> np.ndarray:
@@ -420,43 +448,56 @@ def _untied_topk(sims: np.ndarray, kth: np.ndarray, refs: np.ndarray, k: int) ->
 
 
 def merge_topk(parts: Iterable[Neighbours], k: int) -> Neighbours:
-    """Each query's k best over all `parts` (a query may appear in several), by similarity descending then
-    reference ascending. A database row reaches a query through one group only, so nothing is counted twice."""
+    """Each query's k best over all `parts` (a query may appear in several, once in each), by similarity descending
+    then reference ascending. A database row reaches a query through one group only, so nothing is counted twice.
+
+    Each entry becomes one uint64 key, the similarity's descending_key above its reference's rank, so the order is
+    one sort of each query's few entries (a row of a dense [queries, entries] table): 3-5x faster than sorting all
+    entries by query, similarity and reference, as binary codes' ties make that a lexsort (docs/benchmarks.md)."""
     parts = list(parts)
-    queries = np.concatenate([np.repeat(p.queries, p.sims.shape[1]) for p in parts])
-    sims = np.concatenate([p.sims.ravel() for p in parts])
-    refs = np.concatenate([p.refs.ravel() for p in parts])
-    unique, at = np.unique(queries, return_inverse=True)
-    filled = refs >= 0
-    at, sims, refs = at[filled], sims[filled], refs[filled]
-    order = query_similarity_order(at, sims, refs)
-    at, sims, refs = at[order], sims[order], refs[order]
-    rank = np.arange(len(at)) - np.searchsorted(at, at)
-    keep = rank < k
-    out = Neighbours.none(unique, k)
-    out.sims[at[keep], rank[keep]] = sims[keep]
-    out.refs[at[keep], rank[keep]] = refs[keep]
-    return out
+    queries = np.unique(np.concatenate([p.queries for p in parts]))
+    rows = [np.searchsorted(queries, p.queries) for p in parts]
+    ranks = ReferenceRanks(np.concatenate([p.refs[p.refs >= 0] for p in parts]))
+    width = np.zeros(len(queries), dtype=np.int64)
+    for part, at in zip(parts, rows):
+        if np.any(at[1:] <= at[:-1]) and len(np.unique(at)) != len(at):
+            raise ValueError("a part names one query twice")
+        width[at] += part.refs.shape[1]
+    keys = np.full((len(queries), int(width.max(initial=0))), NO_ENTRY, dtype=np.uint64)
+    sims = np.full(keys.shape, -np.inf, dtype=np.float32)
+    width[:] = 0
+    for part, at in zip(parts, rows):
+        place = at[:, None], width[at, None] + np.arange(part.refs.shape[1])
+        keys[place] = np.where(part.refs >= 0, (descending_key(part.sims).astype(np.uint64) << np.uint64(32))
+                               | ranks.of(part.refs), NO_ENTRY)
+        sims[place] = part.sims
+        width[at] += part.refs.shape[1]
+    best = np.argsort(keys, axis=1)[:, :k]
+    kept, found = np.take_along_axis(keys, best, axis=1), Neighbours.none(queries, k)
+    filled = kept != NO_ENTRY
+    found.sims[:, : best.shape[1]][filled] = np.take_along_axis(sims, best, axis=1)[filled]
+    found.refs[:, : best.shape[1]][filled] = ranks.named(kept[filled] & np.uint64(RANKS - 1))
+    return found
 
 
-def query_similarity_order(queries: np.ndarray, sims: np.ndarray, refs: np.ndarray) -> np.ndarray:
-    """np.lexsort((refs, -sims, queries)) for query numbers in [0, 2^31) and float32 similarities, without its
-    cost: numpy sorts each lexsort key by merge sort, and random floats are its slow case (44 ms of a 57 ms merge
-    of 160k entries). Query and similarity are one int64 key here, which parts sorted by query and similarity
-    bring in ascending runs (2 ms); only runs of equal keys, rare but for binary codes, are sorted by reference."""
-    key = (queries.astype(np.int64) << 32) | descending_key(sims)
-    order = np.argsort(key, kind="stable")
-    ordered = key[order]
-    tied = ordered[1:] == ordered[:-1]
-    if tied.any():
-        in_run = np.zeros(len(ordered), dtype=bool)  # positions inside runs of equal keys (a mask: no sort)
-        in_run[:-1] |= tied
-        in_run[1:] |= tied
-        at = np.flatnonzero(in_run)
-        run = np.cumsum(np.r_[0, ordered[at][1:] != ordered[at][:-1]])
-        members = order[at]
-        order[at] = members[np.lexsort((refs[members], run))]
-    return order
+class ReferenceRanks:
+    """Numbers below 2^32 that order as the given references do, for the low half of merge_topk's keys: the
+    distance from the smallest reference where they all lie within 2^32 of it (no search), else the rank among
+    the distinct references."""
+
+    def __init__(self, refs: np.ndarray):
+        self.low = int(refs.min(initial=0))
+        self.names = np.unique(refs) if int(refs.max(initial=0)) - self.low >= RANKS - 1 else None
+        if self.names is not None and len(self.names) >= RANKS - 1:
+            raise ValueError(f"{len(self.names)} references in one merge: more than its keys rank")
+
+    def of(self, refs: np.ndarray) -> np.ndarray:
+        ranks = refs - self.low if self.names is None else np.searchsorted(self.names, refs)
+        return ranks.astype(np.uint64)  # a missing reference's (-1) is masked by the caller
+
+    def named(self, ranks: np.ndarray) -> np.ndarray:
+        ranks = ranks.astype(np.int64)
+        return ranks + self.low if self.names is None else self.names[ranks]
 
 
 def descending_key(sims: np.ndarray) -> np.ndarray:
@@ -491,7 +532,7 @@ class TopKTable:
         if part.sims.shape[1] != self.k:
             raise ValueError(f"a part of {part.sims.shape[1]} neighbours merged into a table of {self.k}")
         self._grow(int(rows.max(initial=-1)) + 1)
-        if len(np.unique(rows)) != len(rows):
+        if np.any(rows[1:] <= rows[:-1]) and len(np.unique(rows)) != len(rows):  # parts come ascending: no sort
             raise ValueError("a part names one query twice")
         held = Neighbours(part.queries, self.sims[rows], self.refs[rows])
         merged = merge_rows(held, part)

@@ -25,7 +25,7 @@ from miner.knn_join import (
     spatial_order,
     train_quantizer,
 )
-from miner.knn_join import _topk_rows, query_similarity_order
+from miner.knn_join import _topk_rows
 
 
 def clustered(rng, n, d=32, centres=20):
@@ -171,20 +171,39 @@ def test_candidates_are_each_rows_best_then_smaller_reference_on_every_selection
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.integers(1, 3000), st.sampled_from([2, 9, 10**6]), st.booleans())
-def test_the_merge_order_is_lexsorts_by_query_similarity_then_reference(seed, n, levels, runs):
-    """query_similarity_order is np.lexsort((refs, -sims, queries)), the permutation itself, with ties on
-    similarity (few levels), on reference too, -0.0 beside 0.0 and -inf, in runs as parts bring them or not."""
+@given(st.integers(0, 2**32 - 1), st.integers(1, 12), st.sampled_from([1, 3, 4]), st.sampled_from([2, 9, 10**6]),
+       st.booleans())
+def test_the_merge_keeps_each_querys_best_by_similarity_then_smaller_reference(seed, n_parts, k, levels, wide_refs):
+    """merge_topk gives, for every query, the first k of its entries over all parts as np.lexsort((refs, -sims))
+    orders them, the similarities' bits included: ties on similarity (few levels), -0.0 beside 0.0, missing
+    entries (-1, -inf), references past 32 bits, parts narrower than k."""
     rng = np.random.default_rng(seed)
-    queries = rng.integers(0, max(1, n // 3), n)
-    sims = (rng.integers(-levels, levels + 1, n) / levels).astype(np.float32)
-    sims[rng.random(n) < 0.05] = -0.0
-    sims[rng.random(n) < 0.02] = -np.inf
-    refs = rng.integers(0, 50, n) << 33 if levels == 2 else rng.integers(-1, 2**62, n)
-    if runs:
-        order = np.lexsort((-sims, queries))
-        queries, sims, refs = queries[order], sims[order], refs[order]
-    np.testing.assert_array_equal(query_similarity_order(queries, sims, refs), np.lexsort((refs, -sims, queries)))
+    parts = []
+    for _ in range(n_parts):
+        queries = np.sort(rng.choice(60, rng.integers(1, 60), replace=False)).astype(np.int64) * 7
+        width = int(rng.integers(1, k + 1))
+        sims = (rng.integers(-levels, levels + 1, (len(queries), width)) / levels).astype(np.float32)
+        sims[rng.random(sims.shape) < 0.05] = -0.0
+        refs = rng.choice(10**6, sims.shape, replace=False).astype(np.int64) << (33 if wide_refs else 0)
+        refs[rng.random(refs.shape) < 0.1] = -1
+        sims[refs < 0] = -np.inf
+        parts.append(Neighbours(queries, sims, refs))
+    merged = merge_topk(parts, k)
+    queries = np.concatenate([np.repeat(p.queries, p.refs.shape[1]) for p in parts])
+    sims, refs = (np.concatenate([getattr(p, name).ravel() for p in parts]) for name in ("sims", "refs"))
+    assert merged.queries.tolist() == sorted(set(queries.tolist()))
+    for row, query in enumerate(merged.queries):
+        at = np.flatnonzero((queries == query) & (refs >= 0))
+        best = at[np.lexsort((refs[at], -sims[at]))][:k]
+        np.testing.assert_array_equal(merged.refs[row, : len(best)], refs[best])
+        np.testing.assert_array_equal(merged.sims[row, : len(best)].view(np.int32), sims[best].view(np.int32))
+        assert (merged.refs[row, len(best):] == -1).all() and (merged.sims[row, len(best):] == -np.inf).all()
+
+
+def test_a_part_naming_one_query_twice_is_an_error():
+    part = Neighbours(np.array([3, 3]), np.zeros((2, 1), np.float32), np.array([[1], [2]]))
+    with pytest.raises(ValueError, match="twice"):
+        merge_topk([part], 1)
 
 
 def test_merge_keeps_every_query_and_pads_missing_neighbours():
