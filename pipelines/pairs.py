@@ -38,6 +38,7 @@ import apache_beam as beam
 from apache_beam import typehints as th
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from apache_beam.metrics import Metrics
 
 from encoders import binary
@@ -736,7 +737,7 @@ class PairBlock:
 
 
 def take_column(column: np.ndarray | pa.Array, rows: np.ndarray) -> np.ndarray | pa.Array:
-    return column[rows] if isinstance(column, np.ndarray) else column.take(pa.array(rows, pa.int64()))
+    return column[rows] if isinstance(column, np.ndarray) else pc.take(column, pa.array(rows, pa.int64()))
 
 
 def concat_columns(columns: list[np.ndarray | pa.Array]) -> np.ndarray | pa.Array:
