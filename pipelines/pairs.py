@@ -574,7 +574,9 @@ class KnnJoin(beam.PTransform):
         shard_sizes = [(pair, side, s, info["rows"], k_of[pair, side])
                        for pair, side, query_lang, _ in directions(self.pairs)
                        for s, info in enumerate(manifest["languages"][query_lang]["shards"])]
-        tables = ((begin | "QueryShards" >> beam.Create(shard_sizes) | "AllQueries" >> beam.Map(no_neighbours_yet),
+        # reshuffle=False: a cheap Map before a grouping has nothing to spread
+        tables = ((begin | "QueryShards" >> beam.Create(shard_sizes, reshuffle=False)
+                   | "AllQueries" >> beam.Map(no_neighbours_yet),
                    chunks | "Blocks" >> beam.ParDo(SplitHotLists(manifest, self.pairs, config.knn), sizes)
                    | "ByListGroup" >> beam.GroupByKey()
                    | "Compare" >> beam.ParDo(CompareList(manifest, config), sizes))
