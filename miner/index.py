@@ -315,15 +315,32 @@ def knn_refined(queries: np.ndarray, database: np.ndarray, k: int, candidates: i
 def rescore(queries: np.ndarray, database: np.ndarray, ids: np.ndarray, name: str = "database",
             unit: bool = False) -> np.ndarray:
     """Exact cos(query_i, database[ids[i, j]]) for unit `queries`, in chunks of bounded memory; `unit` says the
-    database rows are unit float32 rows already (unit_rows works row by row, so the bits are the same)."""
+    database rows are unit float32 rows already (unit_rows works row by row, so the bits are the same).
+
+    Each pair's dot product is faiss's `fvec_inner_product` of the two rows alone, so its bits do not depend on
+    which other pairs share the call; `fvec_inner_products_by_idx` reads the unit rows where they are: 8x faster
+    than gathering them for an einsum (2,500 queries x 8 candidates among 160 rows, docs/benchmarks.md)."""
     out = np.empty(ids.shape, dtype=np.float32)
+    if unit:
+        database = np.ascontiguousarray(database, dtype=np.float32)
     step = max(1, RESCORE_FLOATS_PER_CHUNK // (ids.shape[1] * database.shape[1]))
     for start in range(0, len(ids), step):
-        chunk_ids = ids[start : start + step]
-        rows = database[chunk_ids.ravel()] if unit else unit_rows(database[chunk_ids.ravel()], name)
-        rows = rows.reshape(*chunk_ids.shape, -1)
-        out[start : start + step] = np.einsum("qd,qkd->qk", queries[start : start + step], rows)
+        chunk = slice(start, start + step)
+        at = np.ascontiguousarray(ids[chunk], dtype=np.int64)
+        rows = database
+        if not unit:  # the candidates' rows made unit, each named by its place
+            rows = unit_rows(database[at.ravel()], name)
+            at = np.arange(at.size, dtype=np.int64).reshape(at.shape)
+        _inner_products_by_index(out[chunk], np.ascontiguousarray(queries[chunk], dtype=np.float32), rows, at)
     return out
+
+
+def _inner_products_by_index(out: np.ndarray, queries: np.ndarray, rows: np.ndarray, at: np.ndarray) -> None:
+    """out[i, j] = queries[i] . rows[at[i, j]] (faiss; every argument a contiguous array held by the caller)."""
+    if not (out.flags.c_contiguous and rows.flags.c_contiguous and rows.dtype == np.float32):
+        raise ValueError("inner products by index need contiguous float32 arrays")
+    faiss.fvec_inner_products_by_idx(faiss.swig_ptr(out), faiss.swig_ptr(queries), faiss.swig_ptr(rows),
+                                     faiss.swig_ptr(at), queries.shape[1], len(queries), at.shape[1])
 
 
 def _sorted_rows(sims: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -397,16 +397,20 @@ class CompareList(beam.DoFn):
         self.largest.update(len(queries.refs) + len(database.refs))
         k = neighbours_wanted(self.manifest, self.config, db_lang)
         exact = packed or (database.rows is not None and binary.exact_products(code, database.rows.shape[1]))
+        # database rows are named by their rank among the group's references while compared (the same order, so
+        # the same ties), which keeps the merge's keys narrow whatever shards the references come from
+        names = np.sort(database.refs)
         parts = []
         for list_id in np.intersect1d(queries.lists, database.lists):  # a hot list's block may lack one kind
             (q_refs, q_rows), (db_refs, db_rows) = queries.of_list(list_id), database.of_list(list_id)
             self.similarities.inc(len(q_refs) * len(db_refs))
-            found = list_topk(q_rows, q_refs, db_rows, db_refs, k, self.device, unit=True, exact=exact,
-                              packed_signs=packed)
+            found = list_topk(q_rows, q_refs, db_rows, np.searchsorted(names, db_refs), k, self.device, unit=True,
+                              exact=exact, packed_signs=packed)
             parts.append(as_cosines(found, code))
         if not parts:
             return
         found = parts[0] if len(parts) == 1 else merge_topk(parts, k)  # a query may probe several of the lists
+        found = Neighbours(found.queries, found.sims, np.where(found.refs >= 0, names[np.maximum(found.refs, 0)], -1))
         shards = found.queries >> layout.ROW_BITS
         for shard in np.unique(shards):
             at = shards == shard

@@ -127,6 +127,20 @@ def test_rescore_is_exact_cosine():
     assert rescore(q, db * 3.0, ids) == pytest.approx(expected, abs=1e-6)
 
 
+def test_a_rescored_similarity_has_the_same_bits_whatever_else_is_rescored_with_it():
+    """What the join's grouping-independence rests on: a pair's value depends on its two rows alone, not on the
+    other queries, candidates or their order in the call, nor on whether the rows arrive unit already."""
+    from miner.vectors import unit_rows
+
+    rng = np.random.default_rng(5)
+    q, db = unit(clustered(rng, 200, 64)), clustered(rng, 300, 64).astype(np.float16)
+    ids = rng.integers(0, 300, size=(200, 8))
+    whole = rescore(q, db, ids)
+    np.testing.assert_array_equal(rescore(q, unit_rows(db, "database"), ids, unit=True), whole)
+    np.testing.assert_array_equal(rescore(q[50:90], db, ids[50:90, ::-1])[:, ::-1], whole[50:90])
+    np.testing.assert_array_equal(rescore(q[7:8], db, ids[7:8, 2:3]), whole[7:8, 2:3])
+
+
 def test_too_many_lists_for_the_data_is_a_clear_error():
     with pytest.raises(IndexConfigError, match="only 100 vectors"):
         resolve_factory(KnnConfig(index="IVF1024,Flat"), 100)
