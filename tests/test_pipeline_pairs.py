@@ -450,3 +450,33 @@ def test_binary_vectors_of_another_bit_count_in_one_shard_are_an_error_naming_it
     np.save(shard["embeddings"], np.load(shard["embeddings"])[:, :32])
     with pytest.raises(Exception, match=r"part-00001-of-00002\.npy: binary vectors of 256 bits, expected 1024"):
         run(settings, PipelineOptions([]), ["pairs"])
+
+
+@pytest.mark.parametrize("n_rows", [40, 10_000])  # memberships dense among the rows (a mask) and few (a sort)
+def test_a_groups_rows_are_what_unique_gives_whichever_way_they_are_found(n_rows):
+    from pipelines.pairs import ListRows, used_rows
+
+    rng = np.random.default_rng(3)
+    member_rows = rng.integers(0, 40, 300)
+    used, members = used_rows(member_rows, n_rows)
+    want_used, want_members = np.unique(member_rows, return_inverse=True)
+    np.testing.assert_array_equal(used, want_used)
+    np.testing.assert_array_equal(members, want_members)
+    lists = np.sort(rng.integers(0, 7, 300))
+    chunk = ListRows.of("q", lists, member_rows, np.arange(n_rows) * 10, np.arange(n_rows)[:, None])
+    ids, counts = np.unique(lists, return_counts=True)
+    np.testing.assert_array_equal(chunk.list_ids, ids)
+    np.testing.assert_array_equal(chunk.counts, counts)
+    np.testing.assert_array_equal(chunk.member_refs(), member_rows * 10)
+
+
+def test_carried_columns_join_as_one_list_of_values_would_with_a_shard_of_nulls():
+    import pyarrow as pa
+
+    from pipelines.pairs import concat_columns, take_column
+
+    joined = concat_columns([pa.nulls(2), pa.array(["a", "b"]), take_column(pa.array(["c", "d", "e"]), np.array([2, 0]))])
+    assert joined.type == pa.string() and joined.to_pylist() == [None, None, "a", "b", "e", "c"]
+    assert concat_columns([pa.nulls(1), pa.nulls(2)]).type == pa.null()
+    np.testing.assert_array_equal(concat_columns([np.ones((1, 2)), take_column(np.zeros((3, 2)), np.array([1]))]),
+                                  [[1, 1], [0, 0]])
