@@ -529,17 +529,22 @@ class ExactSearch(beam.DoFn):
         log.warning("%s -> %s: %d queries of shard %d found fewer than k neighbours in their lists: exact search",
                     query_lang, db_lang, len(query_refs), shard)
         entry = self.manifest["languages"][query_lang]
-        rows = read_language_shard(entry, shard, self.bytes_read)
-        queries = comparable(rows[query_refs & ROW_MASK], entry.get("binary"))
         k = neighbours_wanted(self.manifest, self.config, db_lang)
         db_entry = self.manifest["languages"][db_lang]
+        code = db_entry.get("binary")
+        packed = hamming_countable(code, db_entry["dim"] // 8)  # as CompareList compares them on the host
+        queries = read_language_shard(entry, shard, self.bytes_read)[query_refs & ROW_MASK]
+        queries = queries if packed else comparable(queries, entry.get("binary"))
         parts = []
         for number, info in enumerate(db_entry["shards"]):
-            database = comparable(read_language_shard(db_entry, number, self.bytes_read), db_entry.get("binary"),
-                                  info["embeddings"])
+            database = read_language_shard(db_entry, number, self.bytes_read)
+            if packed:
+                binary.check_packed(database, info["embeddings"], db_entry["dim"])
+            else:
+                database = comparable(database, code, info["embeddings"])
             refs = layout.pack(number, np.arange(len(database), dtype=np.int64))
-            parts = [merge_topk([*parts, as_cosines(list_topk(queries, query_refs, database, refs, k),
-                                                    db_entry.get("binary"))], k)]
+            found = list_topk(queries, query_refs, database, refs, k, packed_signs=packed)
+            parts = [merge_topk([*parts, as_cosines(found, code)], k)]
         self.queries.inc(len(query_refs))
         yield (pair, side, shard), parts[0]
 

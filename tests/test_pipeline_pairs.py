@@ -204,14 +204,23 @@ def test_the_join_over_every_list_with_split_hot_lists_equals_exact_search(tmp_p
     assert all(storage.exists(path) for path in quantizers.values())
 
 
-def test_queries_whose_lists_hold_fewer_than_k_rows_are_searched_exactly(tmp_path):
+@pytest.mark.parametrize("dtype", ["float32", "binary"])  # binary: packed codes compared by Hamming distance
+def test_queries_whose_lists_hold_fewer_than_k_rows_are_searched_exactly(tmp_path, dtype, monkeypatch):
     output = str(tmp_path / "out")
     texts = write_shards(output, 2)
     settings = settings_for(output, "union")
+    settings["embed"]["dtype"] = dtype
     settings["knn"] = {"index": "IVF16,Flat", "nprobe": 1}  # ~2-3 rows a list: most queries find fewer than 4
     report = run(settings, PipelineOptions([]), ["embed", "pairs"])
     assert counters(report)["queries_searched_exactly_after_short_lists"] > 0
     assert counters(report)["queries"] == len(texts["deu_Latn"]) + len(texts["eng_Latn"])
+    if dtype == "binary":  # the same bitext as the codes widened to float rows give
+        found = storage.read_bytes(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0])
+        monkeypatch.setattr("pipelines.pairs.hamming_countable", lambda code, width: False)
+        widened = str(tmp_path / "widened")
+        write_shards(widened, 2)
+        run({**settings, "output": widened}, PipelineOptions([]), ["embed", "pairs"])
+        assert storage.read_bytes(layout.bitext_files(widened, "deu_Latn", "eng_Latn")[0]) == found
 
 
 def test_a_language_with_fewer_sentences_than_k_is_searched_exactly(tmp_path):
