@@ -260,6 +260,16 @@ def test_a_group_of_lists_holds_about_max_rows_queries():
     assert lists_per_group(64, 16, 100, 50_000) == 64  # never more than all the lists
 
 
+@pytest.mark.parametrize("nlist", [64, 70_000])  # list numbers narrowed to 16 bits for the sort, and too wide to be
+def test_rows_by_group_orders_by_list_then_row_at_any_number_of_lists(nlist):
+    lists = np.random.default_rng(6).integers(0, nlist, (500, 4))
+    flat, rows = lists.ravel(), np.repeat(np.arange(500), 4)
+    order = np.lexsort((rows, flat))
+    got = [(rows_in, lists_in) for _, rows_in, lists_in in rows_by_group(lists, 3)]
+    np.testing.assert_array_equal(np.concatenate([r for r, _ in got]), rows[order])
+    np.testing.assert_array_equal(np.concatenate([g for _, g in got]), flat[order])
+
+
 def test_rows_by_list_groups_every_probe():
     lists = np.array([[2, 0], [0, 1], [2, 1]])
     assert {k: v.tolist() for k, v in rows_by_list(lists)} == {0: [0, 1], 1: [1, 2], 2: [0, 2]}
