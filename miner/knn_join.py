@@ -461,24 +461,29 @@ def merge_topk(parts: Iterable[Neighbours], k: int) -> Neighbours:
     ranks = ReferenceRanks(np.concatenate([p.refs[p.refs >= 0] for p in parts]))
     width = np.zeros(len(queries), dtype=np.int64)
     for part, at in zip(parts, rows):
-        if np.any(at[1:] <= at[:-1]) and len(np.unique(at)) != len(at):
-            raise ValueError("a part names one query twice")
+        check_one_row_each(at)
         width[at] += part.refs.shape[1]
     keys = np.full((len(queries), int(width.max(initial=0))), NO_ENTRY, dtype=np.uint64)
     sims = np.full(keys.shape, -np.inf, dtype=np.float32)
-    width[:] = 0
+    filled = np.zeros(len(queries), dtype=np.int64)  # each query's entries placed so far
     for part, at in zip(parts, rows):
-        place = at[:, None], width[at, None] + np.arange(part.refs.shape[1])
+        place = at[:, None], filled[at, None] + np.arange(part.refs.shape[1])
         keys[place] = np.where(part.refs >= 0, (descending_key(part.sims).astype(np.uint64) << np.uint64(32))
                                | ranks.of(part.refs), NO_ENTRY)
         sims[place] = part.sims
-        width[at] += part.refs.shape[1]
+        filled[at] += part.refs.shape[1]
     best = np.argsort(keys, axis=1)[:, :k]
     kept, found = np.take_along_axis(keys, best, axis=1), Neighbours.none(queries, k)
-    filled = kept != NO_ENTRY
-    found.sims[:, : best.shape[1]][filled] = np.take_along_axis(sims, best, axis=1)[filled]
-    found.refs[:, : best.shape[1]][filled] = ranks.named(kept[filled] & np.uint64(RANKS - 1))
+    real = kept != NO_ENTRY
+    found.sims[:, : best.shape[1]][real] = np.take_along_axis(sims, best, axis=1)[real]
+    found.refs[:, : best.shape[1]][real] = ranks.named(kept[real] & np.uint64(RANKS - 1))
     return found
+
+
+def check_one_row_each(rows: np.ndarray) -> None:
+    """A part names each query once (parts come ascending, so most are checked without a sort)."""
+    if np.any(rows[1:] <= rows[:-1]) and len(np.unique(rows)) != len(rows):
+        raise ValueError("a part names one query twice")
 
 
 class ReferenceRanks:
@@ -533,8 +538,7 @@ class TopKTable:
         if part.sims.shape[1] != self.k:
             raise ValueError(f"a part of {part.sims.shape[1]} neighbours merged into a table of {self.k}")
         self._grow(int(rows.max(initial=-1)) + 1)
-        if np.any(rows[1:] <= rows[:-1]) and len(np.unique(rows)) != len(rows):  # parts come ascending: no sort
-            raise ValueError("a part names one query twice")
+        check_one_row_each(rows)
         held = Neighbours(part.queries, self.sims[rows], self.refs[rows])
         merged = merge_rows(held, part)
         self.queries[rows], self.sims[rows], self.refs[rows] = part.queries, merged.sims, merged.refs

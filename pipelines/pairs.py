@@ -106,6 +106,13 @@ def as_cosines(found: Neighbours, code: str | None) -> Neighbours:
     return Neighbours(found.queries, binary.cosine_estimate(found.sims, code), found.refs) if code else found
 
 
+def compared_packed(entry: dict, device: str | None = None) -> bool:
+    """Whether a language's rows are compared as stored, packed, by Hamming distance: sign codes whose products
+    are exact (miner.knn_join.hamming_countable), compared on the host."""
+    code = entry.get("binary")
+    return device is None and code is not None and hamming_countable(code, entry["dim"] // 8)
+
+
 def read_language_shard(entry: dict, shard: int, bytes_read=None) -> np.ndarray:
     return read_shard(entry["shards"][shard]["embeddings"], entry["dim"], bytes_read, entry.get("binary"))
 
@@ -386,8 +393,7 @@ class CompareList(beam.DoFn):
         query_lang, db_lang = pair if side == "src" else pair[::-1]
         entry = self.manifest["languages"][db_lang]
         code = entry.get("binary")
-        # sign codes whose products are exact are compared packed, by Hamming distance, on the host
-        packed = self.device is None and code is not None and hamming_countable(code, entry["dim"] // 8)
+        packed = compared_packed(entry, self.device)
         queries = _stacked([c for c in chunks if c.kind == "q"], code, f"{query_lang} queries", packed)
         database = _stacked([c for c in chunks if c.kind == "db"], code, f"{db_lang} database rows", packed)
         if hot_list >= 0:
@@ -532,7 +538,7 @@ class ExactSearch(beam.DoFn):
         k = neighbours_wanted(self.manifest, self.config, db_lang)
         db_entry = self.manifest["languages"][db_lang]
         code = db_entry.get("binary")
-        packed = hamming_countable(code, db_entry["dim"] // 8)  # as CompareList compares them on the host
+        packed = compared_packed(db_entry)
         queries = read_language_shard(entry, shard, self.bytes_read)[query_refs & ROW_MASK]
         queries = queries if packed else comparable(queries, entry.get("binary"))
         parts = []
