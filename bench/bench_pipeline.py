@@ -55,7 +55,7 @@ def pages_to_warc(eval_dir: Path, target: Path) -> None:
                                                           http_headers=http))
 
 
-def run_corpus(name: str, changes: dict) -> dict:
+def run_corpus(name: str, changes: dict, runner: str | None = None) -> dict:
     from apache_beam.options.pipeline_options import PipelineOptions
 
     from pipelines.mine import run
@@ -68,7 +68,7 @@ def run_corpus(name: str, changes: dict) -> dict:
     stages = {}
     for stage in ("extract", "embed", "pairs"):
         cpu, wall = cpu_seconds(), time.perf_counter()
-        report = run(settings, PipelineOptions([]), [stage])
+        report = run(settings, PipelineOptions([f"--runner={runner}"] if runner else []), [stage])
         stages[stage] = {"cpu_s": round(cpu_seconds() - cpu, 2), "wall_s": round(time.perf_counter() - wall, 2)}
     sentences = sum(report["sentences"].values())
     for row in stages.values():
@@ -83,6 +83,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--web", type=Path, default=REPO.parent / "shared" / "data" / "web")
     parser.add_argument("--only", choices=["sample", "web"])
+    parser.add_argument("--runner", help="a Beam runner by name (default: the job's, the DirectRunner)")
     parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "pipeline.json")
     args = parser.parse_args()
 
@@ -91,9 +92,9 @@ def main() -> None:
     torch.set_num_threads(1)
     results = {}
     chosen = {name: changes for name, changes in corpora(args.web).items() if args.only in (None, name)}
-    run_corpus("sample", {})  # warm-up, not timed: imports, and the models and libraries in the disk cache
+    run_corpus("sample", {}, args.runner)  # warm-up, not timed: imports, and the models and libraries in the disk cache
     for name, changes in chosen.items():
-        results[name] = run_corpus(name, changes)
+        results[name] = run_corpus(name, changes, args.runner)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(results, indent=2) + "\n")
     print("| corpus | pages | sentences | pairs | extract | embed | pairs | whole job |")

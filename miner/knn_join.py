@@ -5,7 +5,7 @@
     db_lists = assign(database, centroids, 1)               # each database row: its one list
     q_lists = assign(queries, centroids, nprobe)            # each query: its nprobe nearest lists
     for list_id, rows in rows_by_list(q_lists): ...         # what a pipeline keys by and groups
-    group = lists_per_group(nlist, nprobe, n_queries, max_rows) # or ranges of lists per key, as the stage does
+    shape = join_layout(nlist, nprobe, n_queries, n_database, max_rows)  # or groups of lists per key, as the stage does
     part = list_topk(queries, query_refs, database, database_refs, k)   # exact, inside one group
     best = merge_topk([part, ...], k)                       # each query's k best over all its lists
 
@@ -110,7 +110,7 @@ def spatial_order(points: np.ndarray, power_steps: int = 20) -> np.ndarray:
     the median of the leading principal direction (found by power iteration from a fixed start, so the order is
     the same on every run).
 
-    The join groups consecutive lists (lists_per_group), and a query travels once to each group it probes: on
+    The join groups consecutive lists (join_layout), and a query travels once to each group it probes: on
     real sentence vectors a query's 16 nearest of 512 lists fall in 12.8 of 32 groups numbered without order, in
     this order in 6.6 (bench/bench_list_ranges.py, docs/benchmarks.md). Which rows a list holds does not change,
     so neither do the neighbours."""
@@ -152,15 +152,40 @@ def rows_by_list(lists: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
         yield list_id, rows
 
 
-def lists_per_group(nlist: int, nprobe: int, n_queries: int, max_rows: int) -> int:
-    """How many consecutive lists one group compares: as many as hold about `max_rows` query rows together (a
-    query probes nprobe of the nlist lists, so a list holds n_queries * nprobe / nlist of them on average).
+@dataclass(frozen=True)
+class JoinLayout:
+    """How one direction of the join is cut into work items: groups of `lists_per_group` consecutive lists, each
+    with its lists' database rows and the queries that probe them, and each group's queries cut into
+    `query_blocks` blocks (by a hash of the reference, `blocks`), each block meeting all of the group's database
+    rows."""
 
-    A runner pays per element and per group; at 10^6 sentences a language and IVF4096 at nprobe 16, one element
-    per list and shard is ~800,000 elements a direction, one per range of 12 lists ~70,000. The comparisons
-    inside a group stay per list, so the neighbours do not depend on the grouping."""
-    per_list = max(1, n_queries * min(nprobe, nlist) // nlist)
-    return max(1, min(nlist, max_rows // per_list))
+    lists_per_group: int
+    query_blocks: int
+
+
+def join_layout(nlist: int, nprobe: int, n_queries: int, n_database: int, max_rows: int) -> JoinLayout:
+    """The layout that ships the fewest rows with about `max_rows` rows on a side of each work item.
+
+    A query travels once to each group it probes (at most min(groups, nprobe) of them), a database row once to
+    each query block of its group. Many small groups of one block each ship each database row once and each query
+    up to nprobe times: right where a query probes a few of very many lists (10^6 sentences a language at nprobe
+    16: 12 lists a group, 17 rows shipped a sentence). Few large groups whose queries come in blocks ship each
+    query once a group and each database row once a block: right where nprobe is a large share of nlist (the
+    default's quarter) or the database is not large: 29,000 German sentences against 11,500 English ones at
+    IVF1024, nprobe 256 shipped each English query to 61 groups of 17 lists, 2 kB each, where one group and one
+    block ship it once. Counted with the bound min(groups, nprobe) (real vectors probe fewer groups: lists are
+    numbered in spatial order); among layouts that ship as few, the one with the largest groups (fewer elements).
+    The comparisons inside a group stay per list, so the neighbours do not depend on the layout."""
+    probes = min(nprobe, nlist)
+    size = np.arange(1, nlist + 1, dtype=np.int64)  # lists a group
+    groups = -(-nlist // size)
+    queries = np.minimum(n_queries, -(-size * n_queries * probes // nlist))  # distinct queries a group, at most
+    query_blocks = np.maximum(1, -(-queries // max_rows))
+    shipped = n_queries * np.minimum(groups, probes) + n_database * query_blocks
+    fits = (size == 1) | (size * n_database <= max_rows * nlist)  # a group's database rows, about, within max_rows
+    shipped = np.where(fits, shipped, np.iinfo(np.int64).max)
+    best = np.flatnonzero(shipped == shipped.min())[-1]
+    return JoinLayout(int(size[best]), int(query_blocks[best]))
 
 
 def rows_by_group(lists: np.ndarray, group_lists: int) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:

@@ -44,6 +44,7 @@ from apache_beam.metrics import Metrics
 from encoders import binary
 from miner.index import KnnConfig
 from miner.knn_join import (
+    JoinLayout,
     Neighbours,
     TopKTable,
     assign,
@@ -51,9 +52,9 @@ from miner.knn_join import (
     blocks,
     compare_device,
     hamming_countable,
+    join_layout,
     join_plan,
     list_topk,
-    lists_per_group,
     merge_topk,
     rows_by_group,
     rows_by_list,
@@ -178,12 +179,39 @@ def neighbours_wanted(manifest: dict, config: MiningConfig, database_language: s
     return min(config.k, manifest["languages"][database_language]["rows"])
 
 
-def group_lists(manifest: dict, knn: KnnConfig, query_lang: str, db_lang: str) -> int:
-    """Consecutive lists that travel and are compared as one group in this direction (miner.knn_join.
-    lists_per_group): the same number on every worker, from the manifest alone."""
+def join_shape(manifest: dict, knn: KnnConfig, query_lang: str, db_lang: str) -> JoinLayout:
+    """The groups of consecutive lists that travel and are compared together in this direction, and the blocks
+    each group's queries come in (miner.knn_join.join_layout): the same on every worker, from the manifest alone."""
     languages = manifest["languages"]
     nlist, nprobe = join_plan(knn, languages[db_lang]["rows"])
-    return lists_per_group(nlist, nprobe, languages[query_lang]["rows"], knn.max_list_rows)
+    return join_layout(nlist, nprobe, languages[query_lang]["rows"], languages[db_lang]["rows"], knn.max_list_rows)
+
+
+def join_shapes(manifest: dict, pairs: list, knn: KnnConfig) -> dict:
+    """join_shape for every direction, by (pair, side)."""
+    return {(pair, side): join_shape(manifest, knn, query_lang, db_lang)
+            for pair, side, query_lang, db_lang in directions(pairs)}
+
+
+def sent_to_queries(manifest: dict, pairs: list, knn: KnnConfig) -> dict:
+    """The directions whose database goes to the queries instead of the queries to it, each (pair, side) -> its
+    batch: databases searched exactly (one list) of at most max_list_rows rows, sent once to each query shard,
+    which ships fewer rows than each query once. A crawl's long tail: every small language paired with English
+    would otherwise ship all of English's vectors once per language (the web pool: 87 pairs, 11,500 English
+    sentences, 2 kB each). A query language's directions share batches of at most max_list_rows database rows,
+    so a query shard is read once per batch."""
+    languages, batches, filled = manifest["languages"], {}, {}
+    for pair, side, query_lang, db_lang in directions(pairs):
+        rows, query = languages[db_lang]["rows"], languages[query_lang]
+        if join_plan(knn, rows)[0] != 1 or rows > knn.max_list_rows or rows * len(query["shards"]) >= query["rows"]:
+            continue
+        loads = filled.setdefault(query_lang, [])
+        batch = next((b for b, load in enumerate(loads) if load + rows <= knn.max_list_rows), len(loads))
+        if batch == len(loads):
+            loads.append(0)
+        loads[batch] += rows
+        batches[pair, side] = batch
+    return batches
 
 
 @dataclass(frozen=True)
@@ -238,13 +266,16 @@ class AssignShard(beam.DoFn):
     """(language, shard) -> the shard's rows keyed by group of inverted lists, read once for every direction that
     uses them: ((pair, side, group), ListRows), kind "db" (each row in its one list of the language's own
     quantizer) or "q" (each row in its nprobe nearest lists of the other language's quantizer), one element per
-    group that has rows."""
+    group that has rows. A database that goes to the queries (sent_to_queries) is sent to each query shard
+    instead, tagged SENT: ((query language, query shard, batch), ((pair, side), ListRows)), its queries not at all."""
+
+    SENT = "sent_to_queries"
 
     def __init__(self, manifest: dict, pairs: list, knn: KnnConfig):
         self.manifest, self.pairs, self.knn = manifest, pairs, knn
+        self.sent = sent_to_queries(manifest, pairs, knn)
         self.bytes_read = Metrics.counter("pairs", "embedding_bytes_read")
-        self.copies = {"db": Metrics.counter("pairs", "database_rows_sent"),
-                       "q": Metrics.counter("pairs", "query_rows_sent")}
+        self.database_sent = Metrics.counter("pairs", "database_rows_sent")
 
     def process(self, task: tuple[str, int], centroids: dict):
         language, shard = task
@@ -254,7 +285,11 @@ class AssignShard(beam.DoFn):
         refs = layout.pack(shard, np.arange(len(rows), dtype=np.int64))
         own_lists, unit = None, comparable(rows, entry.get("binary"), info["embeddings"])
         for pair, side, query_lang, db_lang in directions(self.pairs):
-            per_group = group_lists(self.manifest, self.knn, query_lang, db_lang)
+            if (pair, side) in self.sent:
+                if db_lang == language:
+                    yield from self._to_query_shards(pair, side, query_lang, refs, rows)
+                continue
+            per_group = join_shape(self.manifest, self.knn, query_lang, db_lang).lists_per_group
             if db_lang == language:
                 if own_lists is None:
                     own_lists = assign(unit, centroids[language], 1, info["embeddings"])
@@ -266,14 +301,25 @@ class AssignShard(beam.DoFn):
 
     def _keyed(self, pair, side, kind, lists, per_group, refs, rows):
         for group, members, member_lists in rows_by_group(lists, per_group):
-            chunk = ListRows.of(kind, member_lists, members, refs, rows)
-            self.copies[kind].inc(len(chunk.refs))
-            yield (pair, side, group), chunk
+            yield (pair, side, group), ListRows.of(kind, member_lists, members, refs, rows)
+
+    def _to_query_shards(self, pair, side, query_lang, refs, rows):
+        chunk = ListRows.of("db", np.zeros(len(refs), dtype=np.int64), np.arange(len(refs)), refs, rows)
+        for shard in range(len(self.manifest["languages"][query_lang]["shards"])):
+            self.database_sent.inc(len(refs))
+            key = (query_lang, shard, self.sent[pair, side])
+            yield beam.pvalue.TaggedOutput(self.SENT, (key, ((pair, side), chunk)))
 
 
-def list_sizes(element) -> tuple:
+def list_sizes(element, shapes: dict) -> tuple:
+    """A chunk's rows per list; a direction's queries per list and query block (list * blocks + block), so that a
+    block's group can be checked whole."""
     (pair, side, _), chunk = element
-    return (pair, side, chunk.kind), (chunk.list_ids, chunk.counts)
+    query_blocks = shapes[pair, side].query_blocks
+    if chunk.kind == "db" or query_blocks == 1:
+        return (pair, side, chunk.kind), (chunk.list_ids, chunk.counts)
+    places = chunk.member_lists() * query_blocks + blocks(chunk.member_refs(), query_blocks)
+    return (pair, side, chunk.kind), np.unique(places, return_counts=True)
 
 
 class CountByList(beam.CombineFn):
@@ -303,16 +349,26 @@ def _grown(totals: np.ndarray, size: int) -> np.ndarray:
     return totals if len(totals) >= size else np.concatenate([totals, np.zeros(size - len(totals), np.int64)])
 
 
-def rows_in_lists(sizes: dict, pair, side, kind: str, list_ids: np.ndarray) -> np.ndarray:
-    """Rows of `kind` each list holds in this direction, from the list sizes (zero for a list with none)."""
+def rows_in_lists(sizes: dict, pair, side, kind: str, list_ids: np.ndarray, query_blocks: int = 1) -> np.ndarray:
+    """Rows of `kind` each list holds in this direction, from the list sizes (zero for a list with none); queries
+    are counted by block where the direction's groups have several (`query_blocks`)."""
+    return rows_by_block(sizes, pair, side, kind, list_ids, query_blocks).sum(axis=1)
+
+
+def rows_by_block(sizes: dict, pair, side, kind: str, list_ids: np.ndarray, query_blocks: int = 1) -> np.ndarray:
+    """[lists, query blocks]: each block's rows of `kind` in each list (one column where there are no blocks)."""
     totals = sizes.get((pair, side, kind), np.zeros(0, dtype=np.int64))
-    return _grown(totals, int(np.max(list_ids, initial=-1)) + 1)[list_ids]
+    width = query_blocks if kind == "q" else 1
+    places = (int(np.max(list_ids, initial=-1)) + 1) * width
+    return _grown(totals, places)[:places].reshape(-1, width)[list_ids]
 
 
-def list_roles(n_queries: np.ndarray, n_database: np.ndarray, max_rows: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per list: compared (it has queries and database rows) and hot (compared, and above max_rows on a side)."""
+def list_roles(n_queries: np.ndarray, n_database: np.ndarray, max_rows: int,
+               query_blocks: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Per list: compared (it has queries and database rows) and hot (compared, and above max_rows on a side; its
+    queries count a block's share where its group takes them in blocks, which bound them already)."""
     compared = (n_queries > 0) & (n_database > 0)
-    return compared, compared & ((n_queries > max_rows) | (n_database > max_rows))
+    return compared, compared & ((n_queries > max_rows * query_blocks) | (n_database > max_rows))
 
 
 class SplitHotLists(beam.DoFn):
@@ -321,30 +377,56 @@ class SplitHotLists(beam.DoFn):
     is hot: it leaves the group and is split into blocks of about that many (by a hash of the row), and each query
     block meets each database block, so such a group holds at most ~2 x max_rows rows.
 
-    Keys: (pair, side, group, -1, 0, 0) for a group's ordinary lists, (pair, side, group, list, query block,
-    database block) for a hot list's blocks. The list sizes (a side input) are checked against the manifest's row
+    Where the direction's groups take their queries in blocks (join_shape), a query goes to its block's key (a hash
+    of its reference) and the group's database rows to every block's.
+
+    Keys: (pair, side, group, -1, query block, 0) for a group's ordinary lists, (pair, side, group, list, query
+    block, database block) for a hot list's blocks. The list sizes (a side input) are checked against the manifest's row
     counts before use: a missing size would drop a list's rows without a trace, so an incomplete side input is an
     error, never fewer neighbours."""
 
     def __init__(self, manifest: dict, pairs: list, knn: KnnConfig):
         self.manifest, self.pairs, self.knn = manifest, pairs, knn
+        self.shapes = join_shapes(manifest, pairs, knn)
+        self.copies = {"db": Metrics.counter("pairs", "database_rows_sent"),
+                       "q": Metrics.counter("pairs", "query_rows_sent")}
         self.checked = None
 
     def process(self, element, sizes: dict):
         if self.checked is not sizes:
             self._check(sizes)
             self.checked = sizes
+        for key, part in self._parts(element, sizes):
+            self.copies[part.kind].inc(len(part.refs))  # what the grouping carries: each row once a key
+            yield key, part
+
+    def _parts(self, element, sizes: dict):
         (pair, side, group), chunk = element
+        query_blocks = self.shapes[pair, side].query_blocks
         row_lists = chunk.member_lists()
-        n_queries, n_database = (rows_in_lists(sizes, pair, side, kind, row_lists) for kind in ("q", "db"))
-        compared, hot = list_roles(n_queries, n_database, self.knn.max_list_rows)
+        n_queries, n_database = (rows_in_lists(sizes, pair, side, kind, row_lists, query_blocks)
+                                 for kind in ("q", "db"))
+        compared, hot = list_roles(n_queries, n_database, self.knn.max_list_rows, query_blocks)
         if (compared & ~hot).any():
-            yield (pair, side, group, -1, 0, 0), chunk.take(compared & ~hot)
+            yield from self._query_blocks(pair, side, group, chunk.take(compared & ~hot), query_blocks)
         for list_id in np.unique(row_lists[hot]):
             yield from self._blocks(pair, side, group, int(list_id), chunk.take(row_lists == list_id), sizes)
 
+    @staticmethod
+    def _query_blocks(pair, side, group, chunk, query_blocks):
+        if query_blocks == 1:
+            yield (pair, side, group, -1, 0, 0), chunk
+        elif chunk.kind == "db":  # each block of the group's queries meets all of its database rows
+            for block in range(query_blocks):
+                yield (pair, side, group, -1, block, 0), chunk
+        else:
+            own_block = blocks(chunk.member_refs(), query_blocks)
+            for block in np.unique(own_block):
+                yield (pair, side, group, -1, int(block), 0), chunk.take(own_block == block)
+
     def _blocks(self, pair, side, group, list_id, chunk, sizes):
-        n_queries, n_database = (int(rows_in_lists(sizes, pair, side, kind, np.array([list_id]))[0])
+        query_blocks = self.shapes[pair, side].query_blocks
+        n_queries, n_database = (int(rows_in_lists(sizes, pair, side, kind, np.array([list_id]), query_blocks)[0])
                                  for kind in ("q", "db"))
         mine, other = (n_queries, n_database) if chunk.kind == "q" else (n_database, n_queries)
         max_rows = self.knn.max_list_rows
@@ -356,8 +438,10 @@ class SplitHotLists(beam.DoFn):
                 yield (pair, side, group, list_id, *key), chunk.take(members)
 
     def _check(self, sizes: dict) -> None:
-        languages = self.manifest["languages"]
+        languages, sent = self.manifest["languages"], sent_to_queries(self.manifest, self.pairs, self.knn)
         for pair, side, query_lang, db_lang in directions(self.pairs):
+            if (pair, side) in sent:
+                continue
             nlist, nprobe = join_plan(self.knn, languages[db_lang]["rows"])
             expected = {"db": languages[db_lang]["rows"], "q": languages[query_lang]["rows"] * min(nprobe, nlist)}
             for kind, rows in expected.items():
@@ -375,8 +459,9 @@ class CompareList(beam.DoFn):
     A group must hold all of its lists' rows (the list sizes say how many): a group the runner delivered in parts
     would give its queries fewer candidates without a trace, so it is an error."""
 
-    def __init__(self, manifest: dict, config: MiningConfig):
+    def __init__(self, manifest: dict, pairs: list, config: MiningConfig):
         self.manifest, self.config = manifest, config
+        self.shapes = join_shapes(manifest, pairs, config.knn)
         self.similarities = Metrics.counter("pairs", "similarities_computed")
         self.split = Metrics.counter("pairs", "hot_list_blocks")
         self.largest = Metrics.distribution("pairs", "group_rows")
@@ -388,7 +473,7 @@ class CompareList(beam.DoFn):
             log.info("k-NN join: comparing lists on %s", self.device)
 
     def process(self, element, sizes: dict):
-        (pair, side, group, hot_list, _, _), chunks = element
+        (pair, side, group, hot_list, query_block, _), chunks = element
         chunks = list(chunks)
         query_lang, db_lang = pair if side == "src" else pair[::-1]
         entry = self.manifest["languages"][db_lang]
@@ -399,40 +484,91 @@ class CompareList(beam.DoFn):
         if hot_list >= 0:
             self.split.inc()
         else:
-            self._check_whole(pair, side, (query_lang, db_lang), group, queries.lists, database.lists, sizes)
+            self._check_whole(pair, side, group, query_block, queries.lists, database.lists, sizes)
         self.largest.update(len(queries.refs) + len(database.refs))
         k = neighbours_wanted(self.manifest, self.config, db_lang)
-        exact = packed or (database.rows is not None and binary.exact_products(code, database.rows.shape[1]))
-        # database rows are named by their rank among the group's references while compared (the same order, so
-        # the same ties), which keeps the merge's keys narrow whatever shards the references come from
-        names = np.sort(database.refs)
-        parts = []
-        for list_id in np.intersect1d(queries.lists, database.lists):  # a hot list's block may lack one kind
-            (q_refs, q_rows), (db_refs, db_rows) = queries.of_list(list_id), database.of_list(list_id)
-            self.similarities.inc(len(q_refs) * len(db_refs))
-            found = list_topk(q_rows, q_refs, db_rows, np.searchsorted(names, db_refs), k, self.device, unit=True,
-                              exact=exact, packed_signs=packed)
-            parts.append(as_cosines(found, code))
-        if not parts:
+        found = compare_lists(queries, database, k, code, packed, self.device, self.similarities)
+        if found is None:
             return
-        found = parts[0] if len(parts) == 1 else merge_topk(parts, k)  # a query may probe several of the lists
-        found = Neighbours(found.queries, found.sims, np.where(found.refs >= 0, names[np.maximum(found.refs, 0)], -1))
         shards = found.queries >> layout.ROW_BITS
         for shard in np.unique(shards):
             at = shards == shard
             yield (pair, side, int(shard)), Neighbours(found.queries[at], found.sims[at], found.refs[at])
 
-    def _check_whole(self, pair, side, languages, group, q_lists, db_lists, sizes):
-        per_group = group_lists(self.manifest, self.config.knn, *languages)
-        ids = np.arange(group * per_group, (group + 1) * per_group)
-        n_queries, n_database = (rows_in_lists(sizes, pair, side, kind, ids) for kind in ("q", "db"))
-        compared, hot = list_roles(n_queries, n_database, self.config.knn.max_list_rows)
+    def _check_whole(self, pair, side, group, query_block, q_lists, db_lists, sizes):
+        shape = self.shapes[pair, side]
+        ids = np.arange(group * shape.lists_per_group, (group + 1) * shape.lists_per_group)
+        by_block = rows_by_block(sizes, pair, side, "q", ids, shape.query_blocks)
+        n_database = rows_in_lists(sizes, pair, side, "db", ids)
+        compared, hot = list_roles(by_block.sum(axis=1), n_database, self.config.knn.max_list_rows, shape.query_blocks)
         ordinary = compared & ~hot
-        for kind, held, counts in (("q", q_lists, n_queries), ("db", db_lists, n_database)):
+        for kind, held, counts in (("q", q_lists, by_block[:, query_block]), ("db", db_lists, n_database)):
             if not np.array_equal(held, np.repeat(ids[ordinary], counts[ordinary])):
-                raise RuntimeError(f"{pair} {side} list group {group}: the group holds {len(held)} {kind} rows, "
-                                   f"its lists have {int(counts[ordinary].sum())}: the runner delivered the group "
-                                   "incomplete or in parts")
+                block = f" query block {query_block}" if shape.query_blocks > 1 else ""
+                raise RuntimeError(f"{pair} {side} list group {group}{block}: the group holds {len(held)} {kind} "
+                                   f"rows, its lists have {int(counts[ordinary].sum())}: the runner delivered the "
+                                   "group incomplete or in parts")
+
+
+def compare_lists(queries: GroupRows, database: GroupRows, k: int, code: str | None, packed: bool,
+                  device: str | None, similarities) -> Neighbours | None:
+    """Each query's k best among the rows of the lists it is a member of, list by list and merged (None where no
+    list has both kinds); `similarities` counts the comparisons."""
+    exact = packed or (database.rows is not None and binary.exact_products(code, database.rows.shape[1]))
+    # database rows are named by their rank among the group's references while compared (the same order, so the
+    # same ties), which keeps the merge's keys narrow whatever shards the references come from
+    names = np.sort(database.refs)
+    parts = []
+    for list_id in np.intersect1d(queries.lists, database.lists):  # a hot list's block may lack one kind
+        (q_refs, q_rows), (db_refs, db_rows) = queries.of_list(list_id), database.of_list(list_id)
+        similarities.inc(len(q_refs) * len(db_refs))
+        found = list_topk(q_rows, q_refs, db_rows, np.searchsorted(names, db_refs), k, device, unit=True,
+                          exact=exact, packed_signs=packed)
+        parts.append(as_cosines(found, code))
+    if not parts:
+        return None
+    found = parts[0] if len(parts) == 1 else merge_topk(parts, k)  # a query may probe several of the lists
+    return Neighbours(found.queries, found.sims, np.where(found.refs >= 0, names[np.maximum(found.refs, 0)], -1))
+
+
+class CompareShard(beam.DoFn):
+    """One query shard against the databases sent to it (sent_to_queries), read here once for all of them ->
+    ((pair, side, shard), Neighbours) for each direction. A database must arrive whole (every row of its language
+    once): one the runner delivered in parts is an error, never fewer neighbours."""
+
+    def __init__(self, manifest: dict, config: MiningConfig):
+        self.manifest, self.config = manifest, config
+        self.bytes_read = Metrics.counter("pairs", "embedding_bytes_read")
+        self.similarities = Metrics.counter("pairs", "similarities_computed")
+        self.device = None
+
+    def setup(self):
+        self.device = compare_device(self.config.knn)
+
+    def process(self, element):
+        (query_lang, shard, _), parts = element
+        by_direction = {}
+        for direction, chunk in parts:
+            by_direction.setdefault(direction, []).append(chunk)
+        languages = self.manifest["languages"]
+        rows = read_language_shard(languages[query_lang], shard, self.bytes_read)
+        refs = layout.pack(shard, np.arange(len(rows), dtype=np.int64))
+        shard_rows = ListRows.of("q", np.zeros(len(rows), dtype=np.int64), np.arange(len(rows)), refs, rows)
+        as_compared = {}  # the shard's rows as compared, once for each way of comparing (codes packed or widened)
+        for (pair, side), chunks in sorted(by_direction.items()):
+            db_lang = pair[1] if side == "src" else pair[0]
+            entry = languages[db_lang]
+            code, packed = entry.get("binary"), compared_packed(entry, self.device)
+            database = _stacked(chunks, code, f"{db_lang} database rows", packed)
+            if len(database.refs) != entry["rows"] or np.any(np.diff(database.refs) == 0):
+                raise RuntimeError(f"{query_lang} shard {shard}: {db_lang}'s rows arrived as {len(database.refs)} "
+                                   f"rows, {entry['rows']} expected: the runner delivered them incomplete or twice")
+            if (code, packed) not in as_compared:
+                as_compared[code, packed] = _stacked([shard_rows], code, f"{query_lang} queries", packed)
+            queries = as_compared[code, packed]
+            k = neighbours_wanted(self.manifest, self.config, db_lang)
+            yield (pair, side, shard), compare_lists(queries, database, k, code, packed, self.device,
+                                                     self.similarities)
 
 
 @dataclass(frozen=True)
@@ -578,9 +714,12 @@ class KnnJoin(beam.PTransform):
                                                                                       self.output)))
         shards = [(lang, s) for lang in languages for s in range(len(manifest["languages"][lang]["shards"]))]
         # reshuffle=False: SpreadShards is the one spread (Create's own would shuffle the same elements twice)
-        chunks = (begin | "Shards" >> beam.Create(shards, reshuffle=False) | "SpreadShards" >> beam.Reshuffle()
-                  | "Assign" >> beam.ParDo(AssignShard(manifest, self.pairs, config.knn), centroids))
-        sizes = beam.pvalue.AsDict(chunks | "ListSize" >> beam.Map(list_sizes)
+        assigned = (begin | "Shards" >> beam.Create(shards, reshuffle=False) | "SpreadShards" >> beam.Reshuffle()
+                    | "Assign" >> beam.ParDo(AssignShard(manifest, self.pairs, config.knn), centroids)
+                    .with_outputs(AssignShard.SENT, main="chunks"))
+        chunks = assigned.chunks
+        sizes = beam.pvalue.AsDict(chunks | "ListSize" >> beam.Map(list_sizes, join_shapes(manifest, self.pairs,
+                                                                                         config.knn))
                                    | "ListSizes" >> beam.CombinePerKey(CountByList()))
         k_of = {(pair, side): neighbours_wanted(manifest, config, db) for pair, side, _, db in
                 directions(self.pairs)}
@@ -594,7 +733,9 @@ class KnnJoin(beam.PTransform):
                    | "AllQueries" >> beam.Map(no_neighbours_yet),
                    chunks | "Blocks" >> beam.ParDo(SplitHotLists(manifest, self.pairs, config.knn), sizes)
                    | "ByListGroup" >> beam.GroupByKey()
-                   | "Compare" >> beam.ParDo(CompareList(manifest, config), sizes))
+                   | "Compare" >> beam.ParDo(CompareList(manifest, self.pairs, config), sizes),
+                   assigned[AssignShard.SENT] | "ToQueryShards" >> beam.GroupByKey()
+                   | "CompareShards" >> beam.ParDo(CompareShard(manifest, config)))
                   | "Parts" >> beam.Flatten()
                   | "MergeTopK" >> beam.CombinePerKey(MergeTopK())
                   | "SplitShort" >> beam.ParDo(SplitShort()).with_outputs(SplitShort.SHORT, main="found"))

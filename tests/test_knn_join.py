@@ -11,13 +11,14 @@ from miner.index import IndexConfigError, KnnConfig, knn
 from miner.knn_join import (
     ARGMAX_MAX_K,
     PARTITION_MAX_COLUMNS,
+    JoinLayout,
     Neighbours,
     TopKTable,
     assign,
     compare_device,
+    join_layout,
     join_plan,
     list_topk,
-    lists_per_group,
     merge_topk,
     rows_by_group,
     rows_by_list,
@@ -254,10 +255,15 @@ def test_lists_are_numbered_so_that_neighbours_in_space_are_neighbours_in_the_or
     assert np.array_equal(spatial_order(centroids), np.arange(64))  # the quantizer's lists come in that order
 
 
-def test_a_group_of_lists_holds_about_max_rows_queries():
-    assert lists_per_group(4096, 16, 1_000_000, 50_000) == 12  # 3,906 query rows a list
-    assert lists_per_group(4096, 1024, 1_000_000, 50_000) == 1  # lists above max_rows: one a group, split later
-    assert lists_per_group(64, 16, 100, 50_000) == 64  # never more than all the lists
+def test_the_layout_ships_the_fewest_rows_within_max_rows_a_side():
+    # a query probes a few of very many lists: groups of ~max_rows query rows, one block each (as before blocks)
+    assert join_layout(4096, 16, 1_000_000, 1_000_000, 50_000) == JoinLayout(12, 1)  # 3,906 query rows a list
+    assert join_layout(64, 16, 100, 100, 50_000) == JoinLayout(64, 1)  # never more than all the lists
+    # nprobe a quarter of nlist: groups of ~max_rows database rows, their queries in blocks of ~max_rows
+    assert join_layout(4096, 1024, 1_000_000, 1_000_000, 50_000) == JoinLayout(204, 20)  # 41 rows a sentence, not 1025
+    # a database that fits one group: one group, every query shipped once (was 61 groups of 17 lists)
+    assert join_layout(1024, 256, 11_535, 29_069, 50_000) == JoinLayout(1024, 1)
+    assert join_layout(512, 16, 100_000, 100_000, 50_000) == JoinLayout(256, 2)  # 4 rows a sentence, not 17
 
 
 @pytest.mark.parametrize("nlist", [64, 70_000])  # list numbers narrowed to 16 bits for the sort, and too wide to be

@@ -204,6 +204,28 @@ def test_the_join_over_every_list_with_split_hot_lists_equals_exact_search(tmp_p
     assert all(storage.exists(path) for path in quantizers.values())
 
 
+def test_groups_that_take_their_queries_in_blocks_write_the_bytes_of_one_block(tmp_path, monkeypatch):
+    """Few large groups whose queries come in blocks, each meeting all of its group's database rows (join_layout's
+    choice where a query probes a large share of the lists), or one list a group: the same bitext."""
+    from miner.knn_join import JoinLayout
+    from pipelines import pairs
+
+    found = []
+    for shape in (JoinLayout(1, 1), JoinLayout(4, 3)):
+        output = str(tmp_path / f"out-{shape.lists_per_group}-{shape.query_blocks}")
+        write_shards(output, 2)
+        settings = settings_for(output, "max")
+        settings["knn"] = {"index": "IVF4,Flat", "nprobe": 2}
+        monkeypatch.setattr(pairs, "join_layout", lambda *args, shape=shape: shape)
+        report = run(settings, PipelineOptions([]), ["embed", "pairs"])
+        sent = counters(report)["query_rows_sent"], counters(report)["database_rows_sent"]
+        found.append((storage.read_bytes(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0]), sent))
+    assert found[0][0] == found[1][0]
+    (one_list_queries, one_list_database), (blocks_queries, blocks_database) = found[0][1], found[1][1]
+    assert blocks_queries < one_list_queries  # a query travels once, not once to each list it probes
+    assert blocks_database == 3 * one_list_database  # a database row goes to each of its group's 3 blocks
+
+
 @pytest.mark.parametrize("dtype", ["float32", "binary"])  # binary: packed codes compared by Hamming distance
 def test_queries_whose_lists_hold_fewer_than_k_rows_are_searched_exactly(tmp_path, dtype, monkeypatch):
     output = str(tmp_path / "out")
@@ -316,7 +338,7 @@ def test_a_group_the_runner_delivered_in_parts_is_an_error_not_fewer_neighbours(
     assert len(q.refs) == 3 and len(q.members) == 6  # a query travels once per group, whatever it probes there
     sizes = {(pair, "src", "q"): np.array([3, 3]), (pair, "src", "db"): np.array([3, 3]),
              (pair, "tgt", "q"): np.array([6, 6]), (pair, "tgt", "db"): np.array([2, 1])}
-    compare = CompareList(manifest, config)
+    compare = CompareList(manifest, [pair], config)
     (key, found), = compare.process(((pair, "src", 0, -1, 0, 0), [q, db]), sizes)
     exact = list_topk(queries, np.arange(3), database, np.arange(6), 4)
     assert key == (pair, "src", 0) and np.array_equal(found.refs, exact.refs)  # each query met both lists
@@ -327,6 +349,98 @@ def test_a_group_the_runner_delivered_in_parts_is_an_error_not_fewer_neighbours(
     with pytest.raises(RuntimeError, match="deu_Latn -> eng_Latn: the list sizes count 5 q rows, 6 expected: the "
                                            "runner gave an incomplete side input"):
         list(split.process(((pair, "src", 0), q), {**sizes, (pair, "src", "q"): np.array([3, 2])}))
+
+
+def test_small_databases_sent_to_the_query_shards_give_the_bytes_of_the_join(tmp_path, monkeypatch):
+    """A database searched exactly that is smaller than a query shard goes to each query shard (read where it
+    arrives) instead of every query going to it: the same bitext, and no query row shipped."""
+    from pipelines import pairs
+
+    found = []
+    for sent in (False, True):
+        output = str(tmp_path / f"out-{sent}")
+        write_shards(output, 2)
+        plan = (lambda manifest, pairs_, knn: {(p, side): 0 for p, side, _, _ in pairs.directions(pairs_)}) if sent \
+            else (lambda *args: {})
+        monkeypatch.setattr(pairs, "sent_to_queries", plan)
+        report = run(settings_for(output, "max"), PipelineOptions([]), ["embed", "pairs"])
+        found.append((storage.read_bytes(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0]),
+                      counters(report).get("query_rows_sent", 0)))
+    assert found[0][0] == found[1][0]
+    assert found[0][1] > 0 and found[1][1] == 0
+
+
+def test_the_long_tail_of_small_languages_goes_to_the_pivot_shards_in_batches():
+    from miner.index import KnnConfig
+    from pipelines.pairs import sent_to_queries
+
+    sizes = {"eng_Latn": 30_000, "deu_Latn": 20_000, "fra_Latn": 900, "spa_Latn": 700, "ita_Latn": 400}
+    manifest = {"languages": {lang: {"rows": rows, "shards": [{}] * max(1, rows // 10_000)}
+                              for lang, rows in sizes.items()}}
+    pairs = [(lang, "eng_Latn") for lang in ("deu_Latn", "fra_Latn", "spa_Latn", "ita_Latn")]
+    sent = sent_to_queries(manifest, pairs, KnnConfig(max_list_rows=1_500))
+    # English against each small language: its 900 + 700 + 400 rows to English's 3 shards, in batches of at most
+    # 1,500 rows; German has lists (not exact), and the small languages' own queries go to English's lists
+    assert sent == {(pairs[1], "tgt"): 0, (pairs[2], "tgt"): 1, (pairs[3], "tgt"): 0}
+
+
+def test_a_database_sent_to_a_query_shard_in_part_is_an_error_not_fewer_neighbours(tmp_path):
+    from miner.mining import MiningConfig
+    from pipelines.pairs import CompareShard, ListRows
+
+    output = str(tmp_path / "out")
+    write_shards(output, 1)
+    run(settings_for(output, "max"), PipelineOptions([]), ["embed"])
+    manifest = manifests.read(output, "embed")
+    rows = np.load(manifest["languages"]["deu_Latn"]["shards"][0]["embeddings"])
+    refs = layout.pack(0, np.arange(len(rows), dtype=np.int64))
+    pair = ("deu_Latn", "eng_Latn")
+    whole = ListRows.of("db", np.zeros(len(rows), dtype=np.int64), np.arange(len(rows)), refs, rows)
+    compare = CompareShard(manifest, MiningConfig(k=4))
+    (key, table), = compare.process((("eng_Latn", 0, 0), [((pair, "tgt"), whole)]))
+    assert key == (pair, "tgt", 0) and table.found().min() == 4
+    part = whole.take(np.arange(len(rows)) > 0)
+    with pytest.raises(RuntimeError, match=r"eng_Latn shard 0: deu_Latn's rows arrived as \d+ rows, \d+ expected"):
+        list(compare.process((("eng_Latn", 0, 0), [((pair, "tgt"), part)])))
+
+
+def test_a_group_takes_its_queries_in_blocks_each_meeting_all_of_its_database_rows():
+    from miner.index import KnnConfig
+    from miner.knn_join import JoinLayout, list_topk
+    from miner.mining import MiningConfig
+    from pipelines.pairs import CompareList, CountByList, ListRows, SplitHotLists, join_shapes, list_sizes
+
+    pair, manifest = ("deu_Latn", "eng_Latn"), {"languages": {"deu_Latn": {"rows": 40}, "eng_Latn": {"rows": 8}}}
+    config = MiningConfig(knn=KnnConfig(index="IVF2,Flat", nprobe=2, max_list_rows=10))
+    shapes = join_shapes(manifest, [pair], config.knn)
+    assert shapes[pair, "src"] == JoinLayout(2, 4)  # 40 queries in each list: 4 blocks, and no list is hot
+    rng = np.random.default_rng(0)
+    queries, database = (rng.standard_normal((n, 8)).astype(np.float32) for n in (40, 8))
+    q = ListRows.of("q", np.repeat([0, 1], 40), np.tile(np.arange(40), 2), np.arange(40), queries)
+    db = ListRows.of("db", np.repeat([0, 1], 4), np.arange(8), np.arange(8), database)
+    reverse = (ListRows.of("q", np.repeat([0, 1], 8), np.tile(np.arange(8), 2), np.arange(8), database),
+               ListRows.of("db", np.repeat([0, 1], 20), np.arange(40), np.arange(40), queries))
+    sizes, count = {}, CountByList()
+    for side, chunk in [("src", q), ("src", db), *(("tgt", chunk) for chunk in reverse)]:
+        key, part = list_sizes(((pair, side, 0), chunk), shapes)
+        sizes[key] = count.add_input(sizes.get(key, count.create_accumulator()), part)
+    split = SplitHotLists(manifest, [pair], config.knn)
+    by_key = {}
+    for chunk in (q, db):
+        for key, part in split.process(((pair, "src", 0), chunk), sizes):
+            by_key.setdefault(key, []).append(part)
+    assert sorted(by_key) == [(pair, "src", 0, -1, block, 0) for block in range(4)]
+    assert all([part.kind for part in parts] == ["q", "db"] and len(parts[1].refs) == 8 for parts in by_key.values())
+    compare = CompareList(manifest, [pair], config)
+    found = [table for key, parts in by_key.items() for _, table in compare.process((key, parts), sizes)]
+    queried = np.concatenate([table.queries for table in found])
+    assert sorted(queried.tolist()) == list(range(40))  # each query in one block
+    refs = np.concatenate([table.refs for table in found])[np.argsort(queried)]
+    assert np.array_equal(refs, list_topk(queries, np.arange(40), database, np.arange(8), 4).refs)
+    key, (block_queries, block_database) = next(iter(by_key.items()))
+    with pytest.raises(RuntimeError, match=r"list group 0 query block \d: the group holds \d+ q rows"):
+        list(compare.process((key, [block_queries.take(np.arange(len(block_queries.members)) % 2 == 0),
+                                    block_database]), sizes))
 
 
 def test_a_hot_list_leaves_its_group_in_blocks_and_the_others_stay_together():
@@ -484,7 +598,8 @@ def test_carried_columns_join_as_one_list_of_values_would_with_a_shard_of_nulls(
 
     from pipelines.pairs import concat_columns, take_column
 
-    joined = concat_columns([pa.nulls(2), pa.array(["a", "b"]), take_column(pa.array(["c", "d", "e"]), np.array([2, 0]))])
+    taken = take_column(pa.array(["c", "d", "e"]), np.array([2, 0]))
+    joined = concat_columns([pa.nulls(2), pa.array(["a", "b"]), taken])
     assert joined.type == pa.string() and joined.to_pylist() == [None, None, "a", "b", "e", "c"]
     assert concat_columns([pa.nulls(1), pa.nulls(2)]).type == pa.null()
     np.testing.assert_array_equal(concat_columns([np.ones((1, 2)), take_column(np.zeros((3, 2)), np.array([1]))]),
