@@ -193,25 +193,38 @@ def join_shapes(manifest: dict, pairs: list, knn: KnnConfig) -> dict:
             for pair, side, query_lang, db_lang in directions(pairs)}
 
 
-def sent_to_queries(manifest: dict, pairs: list, knn: KnnConfig) -> dict:
-    """The directions whose database goes to the queries instead of the queries to it, each (pair, side) -> its
-    batch: databases searched exactly (one list) of at most max_list_rows rows, sent once to each query shard,
-    which ships fewer rows than each query once. A crawl's long tail: every small language paired with English
-    would otherwise ship all of English's vectors once per language (the web pool: 87 pairs, 11,500 English
-    sentences, 2 kB each). A query language's directions share batches of at most max_list_rows database rows,
-    so a query shard is read once per batch."""
-    languages, batches, filled = manifest["languages"], {}, {}
+# How a small side of a direction goes to the other's shards instead of through the join (shard_routes)
+TO_QUERIES, TO_DATABASE = "database_to_query_shards", "queries_to_database_shards"
+
+
+def shard_routes(manifest: dict, pairs: list, knn: KnnConfig) -> dict:
+    """The directions whose small side goes to the other side's shards, read where it arrives, instead of both
+    through the join: each (pair, side) -> (route, batch). TO_DATABASE: the queries (at most max_list_rows) go to
+    each database shard, and meet there the rows of the lists they probe, so the neighbours are the join's;
+    TO_QUERIES: a database searched exactly (one list, at most max_list_rows rows) goes to each query shard. Taken
+    where it ships fewer rows than the join's least, each row once (the cheaper route where both would). A crawl's
+    long tail: without them every small language paired with English ships all of English's vectors twice over
+    (the web pool: 87 pairs with 11,500 English sentences, 2 kB each). The routes meeting one language's shards
+    share batches of at most max_list_rows sent rows, so a shard is read once a batch."""
+    languages, routes, filled = manifest["languages"], {}, {}
     for pair, side, query_lang, db_lang in directions(pairs):
-        rows, query = languages[db_lang]["rows"], languages[query_lang]
-        if join_plan(knn, rows)[0] != 1 or rows > knn.max_list_rows or rows * len(query["shards"]) >= query["rows"]:
+        query, database = languages[query_lang], languages[db_lang]
+        options = []
+        if query["rows"] <= knn.max_list_rows:
+            options.append((query["rows"] * len(database["shards"]), TO_DATABASE, db_lang, query["rows"]))
+        if join_plan(knn, database["rows"])[0] == 1 and database["rows"] <= knn.max_list_rows:
+            options.append((database["rows"] * len(query["shards"]), TO_QUERIES, query_lang, database["rows"]))
+        options = [option for option in options if option[0] < query["rows"] + database["rows"]]
+        if not options:
             continue
-        loads = filled.setdefault(query_lang, [])
+        _, route, met, rows = min(options)
+        loads = filled.setdefault((route, met), [])
         batch = next((b for b, load in enumerate(loads) if load + rows <= knn.max_list_rows), len(loads))
         if batch == len(loads):
             loads.append(0)
         loads[batch] += rows
-        batches[pair, side] = batch
-    return batches
+        routes[pair, side] = (route, batch)
+    return routes
 
 
 @dataclass(frozen=True)
@@ -266,16 +279,16 @@ class AssignShard(beam.DoFn):
     """(language, shard) -> the shard's rows keyed by group of inverted lists, read once for every direction that
     uses them: ((pair, side, group), ListRows), kind "db" (each row in its one list of the language's own
     quantizer) or "q" (each row in its nprobe nearest lists of the other language's quantizer), one element per
-    group that has rows. A database that goes to the queries (sent_to_queries) is sent to each query shard
-    instead, tagged SENT: ((query language, query shard, batch), ((pair, side), ListRows)), its queries not at all."""
-
-    SENT = "sent_to_queries"
+    group that has rows. A direction's small side that goes to the other's shards (shard_routes) is sent to each
+    of them instead, tagged with its route: ((route, that language, shard, batch), ((pair, side), ListRows)), and
+    the other side not at all."""
 
     def __init__(self, manifest: dict, pairs: list, knn: KnnConfig):
         self.manifest, self.pairs, self.knn = manifest, pairs, knn
-        self.sent = sent_to_queries(manifest, pairs, knn)
+        self.routes = shard_routes(manifest, pairs, knn)
         self.bytes_read = Metrics.counter("pairs", "embedding_bytes_read")
-        self.database_sent = Metrics.counter("pairs", "database_rows_sent")
+        self.copies = {"db": Metrics.counter("pairs", "database_rows_sent"),
+                       "q": Metrics.counter("pairs", "query_rows_sent")}
 
     def process(self, task: tuple[str, int], centroids: dict):
         language, shard = task
@@ -285,9 +298,17 @@ class AssignShard(beam.DoFn):
         refs = layout.pack(shard, np.arange(len(rows), dtype=np.int64))
         own_lists, unit = None, comparable(rows, entry.get("binary"), info["embeddings"])
         for pair, side, query_lang, db_lang in directions(self.pairs):
-            if (pair, side) in self.sent:
-                if db_lang == language:
-                    yield from self._to_query_shards(pair, side, query_lang, refs, rows)
+            if (pair, side) in self.routes:
+                route, batch = self.routes[pair, side]
+                if route == TO_QUERIES and db_lang == language:
+                    chunk = ListRows.of("db", np.zeros(len(rows), dtype=np.int64), np.arange(len(rows)), refs, rows)
+                    yield from self._to_shards(route, batch, (pair, side), query_lang, chunk)
+                elif route == TO_DATABASE and query_lang == language:
+                    nlist, nprobe = join_plan(self.knn, self.manifest["languages"][db_lang]["rows"])
+                    lists = assign(unit, centroids[db_lang], nprobe, info["embeddings"])
+                    _, members, member_lists = next(rows_by_group(lists, nlist))  # all lists: one group
+                    chunk = ListRows.of("q", member_lists, members, refs, rows)
+                    yield from self._to_shards(route, batch, (pair, side), db_lang, chunk)
                 continue
             per_group = join_shape(self.manifest, self.knn, query_lang, db_lang).lists_per_group
             if db_lang == language:
@@ -303,12 +324,10 @@ class AssignShard(beam.DoFn):
         for group, members, member_lists in rows_by_group(lists, per_group):
             yield (pair, side, group), ListRows.of(kind, member_lists, members, refs, rows)
 
-    def _to_query_shards(self, pair, side, query_lang, refs, rows):
-        chunk = ListRows.of("db", np.zeros(len(refs), dtype=np.int64), np.arange(len(refs)), refs, rows)
-        for shard in range(len(self.manifest["languages"][query_lang]["shards"])):
-            self.database_sent.inc(len(refs))
-            key = (query_lang, shard, self.sent[pair, side])
-            yield beam.pvalue.TaggedOutput(self.SENT, (key, ((pair, side), chunk)))
+    def _to_shards(self, route, batch, direction, language, chunk):
+        for shard in range(len(self.manifest["languages"][language]["shards"])):
+            self.copies[chunk.kind].inc(len(chunk.refs))
+            yield beam.pvalue.TaggedOutput(route, ((route, language, shard, batch), (direction, chunk)))
 
 
 def list_sizes(element, shapes: dict) -> tuple:
@@ -438,9 +457,9 @@ class SplitHotLists(beam.DoFn):
                 yield (pair, side, group, list_id, *key), chunk.take(members)
 
     def _check(self, sizes: dict) -> None:
-        languages, sent = self.manifest["languages"], sent_to_queries(self.manifest, self.pairs, self.knn)
+        languages, routed = self.manifest["languages"], shard_routes(self.manifest, self.pairs, self.knn)
         for pair, side, query_lang, db_lang in directions(self.pairs):
-            if (pair, side) in sent:
+            if (pair, side) in routed:
                 continue
             nlist, nprobe = join_plan(self.knn, languages[db_lang]["rows"])
             expected = {"db": languages[db_lang]["rows"], "q": languages[query_lang]["rows"] * min(nprobe, nlist)}
@@ -531,10 +550,13 @@ def compare_lists(queries: GroupRows, database: GroupRows, k: int, code: str | N
     return Neighbours(found.queries, found.sims, np.where(found.refs >= 0, names[np.maximum(found.refs, 0)], -1))
 
 
-class CompareShard(beam.DoFn):
-    """One query shard against the databases sent to it (sent_to_queries), read here once for all of them ->
-    ((pair, side, shard), Neighbours) for each direction. A database must arrive whole (every row of its language
-    once): one the runner delivered in parts is an error, never fewer neighbours."""
+class CompareOnShard(beam.DoFn):
+    """One shard against the small sides sent to it (shard_routes), read here once for all of them: its rows are
+    the queries of the databases sent to it (TO_QUERIES), or the database rows, each in its own list, of the
+    queries sent to it (TO_DATABASE) -> ((pair, side, query shard), Neighbours) for each direction: the neighbours
+    in this shard, which the merge completes over the database's shards. What was sent must arrive whole (every
+    row of its language, in as many lists as it probes): a side the runner delivered in parts is an error, never
+    fewer neighbours."""
 
     def __init__(self, manifest: dict, config: MiningConfig):
         self.manifest, self.config = manifest, config
@@ -545,30 +567,52 @@ class CompareShard(beam.DoFn):
     def setup(self):
         self.device = compare_device(self.config.knn)
 
-    def process(self, element):
-        (query_lang, shard, _), parts = element
+    def process(self, element, centroids: dict):
+        (route, language, shard, _), parts = element
         by_direction = {}
         for direction, chunk in parts:
             by_direction.setdefault(direction, []).append(chunk)
-        languages = self.manifest["languages"]
-        rows = read_language_shard(languages[query_lang], shard, self.bytes_read)
+        entry = self.manifest["languages"][language]
+        rows = read_language_shard(entry, shard, self.bytes_read)
         refs = layout.pack(shard, np.arange(len(rows), dtype=np.int64))
-        shard_rows = ListRows.of("q", np.zeros(len(rows), dtype=np.int64), np.arange(len(rows)), refs, rows)
-        as_compared = {}  # the shard's rows as compared, once for each way of comparing (codes packed or widened)
+        if route == TO_QUERIES:  # the queries: all rows, in the exact database's one list
+            lists, kind = np.zeros((len(rows), 1), dtype=np.int64), "q"
+        else:  # the database rows, each in its own list
+            lists = assign(comparable(rows, entry.get("binary"), entry["shards"][shard]["embeddings"]),
+                           centroids[language], 1, entry["shards"][shard]["embeddings"])
+            kind = "db"
+        _, members, member_lists = next(rows_by_group(lists, len(centroids[language]) if kind == "db" else 1))
+        here = ListRows.of(kind, member_lists, members, refs, rows)
+        as_compared = {}  # this shard's rows as compared, once for each way of comparing (codes packed or widened)
         for (pair, side), chunks in sorted(by_direction.items()):
-            db_lang = pair[1] if side == "src" else pair[0]
-            entry = languages[db_lang]
-            code, packed = entry.get("binary"), compared_packed(entry, self.device)
-            database = _stacked(chunks, code, f"{db_lang} database rows", packed)
-            if len(database.refs) != entry["rows"] or np.any(np.diff(database.refs) == 0):
-                raise RuntimeError(f"{query_lang} shard {shard}: {db_lang}'s rows arrived as {len(database.refs)} "
-                                   f"rows, {entry['rows']} expected: the runner delivered them incomplete or twice")
+            query_lang, db_lang = pair if side == "src" else pair[::-1]
+            db_entry = self.manifest["languages"][db_lang]
+            code, packed = db_entry.get("binary"), compared_packed(db_entry, self.device)
+            sent_lang = db_lang if route == TO_QUERIES else query_lang
+            sent = _stacked(chunks, code, f"{sent_lang} rows sent to {language} shard {shard}", packed)
+            self._check_whole(sent, sent_lang, language, shard, db_lang)
             if (code, packed) not in as_compared:
-                as_compared[code, packed] = _stacked([shard_rows], code, f"{query_lang} queries", packed)
-            queries = as_compared[code, packed]
+                as_compared[code, packed] = _stacked([here], code, f"{language} shard {shard}", packed)
+            own = as_compared[code, packed]
+            queries, database = (own, sent) if route == TO_QUERIES else (sent, own)
             k = neighbours_wanted(self.manifest, self.config, db_lang)
-            yield (pair, side, shard), compare_lists(queries, database, k, code, packed, self.device,
-                                                     self.similarities)
+            found = compare_lists(queries, database, k, code, packed, self.device, self.similarities)
+            if found is None:
+                continue
+            shards = found.queries >> layout.ROW_BITS
+            for query_shard in np.unique(shards):
+                at = shards == query_shard
+                yield (pair, side, int(query_shard)), Neighbours(found.queries[at], found.sims[at], found.refs[at])
+
+    def _check_whole(self, sent: GroupRows, sent_lang: str, language: str, shard: int, db_lang: str) -> None:
+        languages = self.manifest["languages"]
+        nlist, nprobe = join_plan(self.config.knn, languages[db_lang]["rows"])
+        each = 1 if sent_lang == db_lang else min(nprobe, nlist)  # a query is a member of the lists it probes
+        expected, distinct = languages[sent_lang]["rows"], len(np.unique(sent.refs))
+        if distinct != expected or len(sent.refs) != expected * each:
+            raise RuntimeError(f"{language} shard {shard}: {sent_lang}'s rows arrived as {distinct} rows in "
+                               f"{len(sent.refs)} lists' memberships, {expected} rows in {expected * each} expected: "
+                               "the runner delivered them incomplete or twice")
 
 
 @dataclass(frozen=True)
@@ -716,7 +760,7 @@ class KnnJoin(beam.PTransform):
         # reshuffle=False: SpreadShards is the one spread (Create's own would shuffle the same elements twice)
         assigned = (begin | "Shards" >> beam.Create(shards, reshuffle=False) | "SpreadShards" >> beam.Reshuffle()
                     | "Assign" >> beam.ParDo(AssignShard(manifest, self.pairs, config.knn), centroids)
-                    .with_outputs(AssignShard.SENT, main="chunks"))
+                    .with_outputs(TO_QUERIES, TO_DATABASE, main="chunks"))
         chunks = assigned.chunks
         sizes = beam.pvalue.AsDict(chunks | "ListSize" >> beam.Map(list_sizes, join_shapes(manifest, self.pairs,
                                                                                          config.knn))
@@ -734,8 +778,9 @@ class KnnJoin(beam.PTransform):
                    chunks | "Blocks" >> beam.ParDo(SplitHotLists(manifest, self.pairs, config.knn), sizes)
                    | "ByListGroup" >> beam.GroupByKey()
                    | "Compare" >> beam.ParDo(CompareList(manifest, self.pairs, config), sizes),
-                   assigned[AssignShard.SENT] | "ToQueryShards" >> beam.GroupByKey()
-                   | "CompareShards" >> beam.ParDo(CompareShard(manifest, config)))
+                   (assigned[TO_QUERIES], assigned[TO_DATABASE]) | "SentToShards" >> beam.Flatten()
+                   | "ByShard" >> beam.GroupByKey()
+                   | "CompareOnShards" >> beam.ParDo(CompareOnShard(manifest, config), centroids))
                   | "Parts" >> beam.Flatten()
                   | "MergeTopK" >> beam.CombinePerKey(MergeTopK())
                   | "SplitShort" >> beam.ParDo(SplitShort()).with_outputs(SplitShort.SHORT, main="found"))

@@ -323,13 +323,20 @@ def test_margins_are_the_library_margins_of_the_same_neighbour_lists_bit_for_bit
         assert np.float32(score) == expected[key]
 
 
+def join_only_manifest(deu_rows: int, eng_rows: int) -> dict:
+    """Languages in 10 shards each: no side small enough to go to the other's shards (shard_routes), so every
+    direction goes through the join's groups."""
+    return {"languages": {"deu_Latn": {"rows": deu_rows, "shards": [{}] * 10},
+                          "eng_Latn": {"rows": eng_rows, "shards": [{}] * 10}}}
+
+
 def test_a_group_the_runner_delivered_in_parts_is_an_error_not_fewer_neighbours():
     from miner.index import KnnConfig
     from miner.knn_join import list_topk
     from miner.mining import MiningConfig
     from pipelines.pairs import CompareList, ListRows, SplitHotLists
 
-    pair, manifest = ("deu_Latn", "eng_Latn"), {"languages": {"deu_Latn": {"rows": 3}, "eng_Latn": {"rows": 6}}}
+    pair, manifest = ("deu_Latn", "eng_Latn"), join_only_manifest(3, 6)
     config = MiningConfig(knn=KnnConfig(index="IVF2,Flat", nprobe=2))  # both lists in one group
     rng = np.random.default_rng(0)
     queries, database = (rng.standard_normal((n, 8)).astype(np.float32) for n in (3, 6))
@@ -351,42 +358,51 @@ def test_a_group_the_runner_delivered_in_parts_is_an_error_not_fewer_neighbours(
         list(split.process(((pair, "src", 0), q), {**sizes, (pair, "src", "q"): np.array([3, 2])}))
 
 
-def test_small_databases_sent_to_the_query_shards_give_the_bytes_of_the_join(tmp_path, monkeypatch):
-    """A database searched exactly that is smaller than a query shard goes to each query shard (read where it
-    arrives) instead of every query going to it: the same bitext, and no query row shipped."""
+def test_a_small_side_sent_to_the_other_sides_shards_gives_the_bytes_of_the_join(tmp_path, monkeypatch):
+    """The small side of a direction goes to the other's shards, read where it arrives (a database searched
+    exactly to each query shard, or queries to each database shard, meeting the rows of the lists they probe),
+    instead of both through the join: the same bitext, and the other side's rows not shipped."""
     from pipelines import pairs
 
-    found = []
-    for sent in (False, True):
-        output = str(tmp_path / f"out-{sent}")
+    found = {}
+    for route in (None, pairs.TO_QUERIES, pairs.TO_DATABASE):
+        output = str(tmp_path / f"out-{route}")
         write_shards(output, 2)
-        plan = (lambda manifest, pairs_, knn: {(p, side): 0 for p, side, _, _ in pairs.directions(pairs_)}) if sent \
-            else (lambda *args: {})
-        monkeypatch.setattr(pairs, "sent_to_queries", plan)
-        report = run(settings_for(output, "max"), PipelineOptions([]), ["embed", "pairs"])
-        found.append((storage.read_bytes(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0]),
-                      counters(report).get("query_rows_sent", 0)))
-    assert found[0][0] == found[1][0]
-    assert found[0][1] > 0 and found[1][1] == 0
+        settings = settings_for(output, "max")
+        settings["knn"] = {"index": "Flat"} if route == pairs.TO_QUERIES else {"index": "IVF4,Flat", "nprobe": 2}
+        monkeypatch.setattr(pairs, "shard_routes", lambda manifest, pairs_, knn, route=route: {
+            (pair, side): (route, 0) for pair, side, _, _ in pairs.directions(pairs_)} if route else {})
+        report = run(settings, PipelineOptions([]), ["embed", "pairs"])
+        found[route] = (storage.read_bytes(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0]),
+                        counters(report).get("query_rows_sent", 0), counters(report).get("database_rows_sent", 0))
+    output = str(tmp_path / "flat")
+    write_shards(output, 2)
+    run(settings_for(output, "max"), PipelineOptions([]), ["embed", "pairs"])
+    assert found[pairs.TO_QUERIES][0] == storage.read_bytes(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0])
+    assert found[pairs.TO_QUERIES][1] == 0  # no query shipped
+    assert found[pairs.TO_DATABASE][0] == found[None][0]  # the lists' neighbours, found shard by shard
+    assert found[pairs.TO_DATABASE][2] == 0 and found[pairs.TO_DATABASE][1] > 0  # no database row shipped
 
 
-def test_the_long_tail_of_small_languages_goes_to_the_pivot_shards_in_batches():
+def test_the_long_tail_of_small_languages_goes_to_the_pivots_shards_in_batches():
     from miner.index import KnnConfig
-    from pipelines.pairs import sent_to_queries
+    from pipelines.pairs import TO_DATABASE, TO_QUERIES, shard_routes
 
     sizes = {"eng_Latn": 30_000, "deu_Latn": 20_000, "fra_Latn": 900, "spa_Latn": 700, "ita_Latn": 400}
     manifest = {"languages": {lang: {"rows": rows, "shards": [{}] * max(1, rows // 10_000)}
                               for lang, rows in sizes.items()}}
     pairs = [(lang, "eng_Latn") for lang in ("deu_Latn", "fra_Latn", "spa_Latn", "ita_Latn")]
-    sent = sent_to_queries(manifest, pairs, KnnConfig(max_list_rows=1_500))
-    # English against each small language: its 900 + 700 + 400 rows to English's 3 shards, in batches of at most
-    # 1,500 rows; German has lists (not exact), and the small languages' own queries go to English's lists
-    assert sent == {(pairs[1], "tgt"): 0, (pairs[2], "tgt"): 1, (pairs[3], "tgt"): 0}
+    routes = shard_routes(manifest, pairs, KnnConfig(max_list_rows=1_500))
+    # English against each small language: its 900, 700 and 400 rows to English's 3 shards, and the small
+    # languages' queries to them too, each route in batches of at most 1,500 rows; German and English: the join
+    assert routes == {(pairs[1], "tgt"): (TO_QUERIES, 0), (pairs[2], "tgt"): (TO_QUERIES, 1),
+                      (pairs[3], "tgt"): (TO_QUERIES, 0), (pairs[1], "src"): (TO_DATABASE, 0),
+                      (pairs[2], "src"): (TO_DATABASE, 1), (pairs[3], "src"): (TO_DATABASE, 0)}
 
 
-def test_a_database_sent_to_a_query_shard_in_part_is_an_error_not_fewer_neighbours(tmp_path):
+def test_a_side_sent_to_a_shard_in_part_is_an_error_not_fewer_neighbours(tmp_path):
     from miner.mining import MiningConfig
-    from pipelines.pairs import CompareShard, ListRows
+    from pipelines.pairs import TO_QUERIES, CompareOnShard, ListRows
 
     output = str(tmp_path / "out")
     write_shards(output, 1)
@@ -395,13 +411,15 @@ def test_a_database_sent_to_a_query_shard_in_part_is_an_error_not_fewer_neighbou
     rows = np.load(manifest["languages"]["deu_Latn"]["shards"][0]["embeddings"])
     refs = layout.pack(0, np.arange(len(rows), dtype=np.int64))
     pair = ("deu_Latn", "eng_Latn")
+    centroids = {lang: np.zeros((1, rows.shape[1]), np.float32) for lang in LANGS.values()}
     whole = ListRows.of("db", np.zeros(len(rows), dtype=np.int64), np.arange(len(rows)), refs, rows)
-    compare = CompareShard(manifest, MiningConfig(k=4))
-    (key, table), = compare.process((("eng_Latn", 0, 0), [((pair, "tgt"), whole)]))
+    compare = CompareOnShard(manifest, MiningConfig(k=4))
+    (key, table), = compare.process(((TO_QUERIES, "eng_Latn", 0, 0), [((pair, "tgt"), whole)]), centroids)
     assert key == (pair, "tgt", 0) and table.found().min() == 4
     part = whole.take(np.arange(len(rows)) > 0)
-    with pytest.raises(RuntimeError, match=r"eng_Latn shard 0: deu_Latn's rows arrived as \d+ rows, \d+ expected"):
-        list(compare.process((("eng_Latn", 0, 0), [((pair, "tgt"), part)])))
+    with pytest.raises(RuntimeError, match=r"eng_Latn shard 0: deu_Latn's rows arrived as \d+ rows in \d+ lists' "
+                                           r"memberships, \d+ rows in \d+ expected"):
+        list(compare.process(((TO_QUERIES, "eng_Latn", 0, 0), [((pair, "tgt"), part)]), centroids))
 
 
 def test_a_group_takes_its_queries_in_blocks_each_meeting_all_of_its_database_rows():
@@ -410,7 +428,7 @@ def test_a_group_takes_its_queries_in_blocks_each_meeting_all_of_its_database_ro
     from miner.mining import MiningConfig
     from pipelines.pairs import CompareList, CountByList, ListRows, SplitHotLists, join_shapes, list_sizes
 
-    pair, manifest = ("deu_Latn", "eng_Latn"), {"languages": {"deu_Latn": {"rows": 40}, "eng_Latn": {"rows": 8}}}
+    pair, manifest = ("deu_Latn", "eng_Latn"), join_only_manifest(40, 8)
     config = MiningConfig(knn=KnnConfig(index="IVF2,Flat", nprobe=2, max_list_rows=10))
     shapes = join_shapes(manifest, [pair], config.knn)
     assert shapes[pair, "src"] == JoinLayout(2, 4)  # 40 queries in each list: 4 blocks, and no list is hot
@@ -447,7 +465,7 @@ def test_a_hot_list_leaves_its_group_in_blocks_and_the_others_stay_together():
     from miner.index import KnnConfig
     from pipelines.pairs import ListRows, SplitHotLists
 
-    pair, manifest = ("deu_Latn", "eng_Latn"), {"languages": {"deu_Latn": {"rows": 8}, "eng_Latn": {"rows": 6}}}
+    pair, manifest = ("deu_Latn", "eng_Latn"), join_only_manifest(8, 6)
     knn = KnnConfig(index="IVF4,Flat", nprobe=1, max_list_rows=4)  # ~2 queries a list: groups of 2 lists
     db = ListRows.of("db", np.array([0, 0, 0, 0, 0, 1]), np.arange(6), np.arange(6), np.ones((6, 8), np.float32))
     sizes = {(pair, "src", "q"): np.array([2, 2, 2, 2]), (pair, "src", "db"): np.array([5, 1]),
