@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import apache_beam as beam
@@ -201,7 +201,8 @@ def shard_routes(manifest: dict, pairs: list, knn: KnnConfig) -> dict:
     """The directions whose small side goes to the other side's shards, read where it arrives, instead of both
     through the join: each (pair, side) -> (route, batch). TO_DATABASE: the queries (at most max_list_rows) go to
     each database shard, and meet there the rows of the lists they probe, so the neighbours are the join's;
-    TO_QUERIES: a database searched exactly (one list, at most max_list_rows rows) goes to each query shard. Taken
+    TO_QUERIES: a database (at most max_list_rows rows, each in its list) goes to each query shard, whose rows are
+    put in the lists they probe where it arrives. Taken
     where it ships fewer rows than the join's least, each row once (the cheaper route where both would). A crawl's
     long tail: without them every small language paired with English ships all of English's vectors twice over
     (the web pool: 87 pairs with 11,500 English sentences, 2 kB each). The routes meeting one language's shards
@@ -212,7 +213,7 @@ def shard_routes(manifest: dict, pairs: list, knn: KnnConfig) -> dict:
         options = []
         if query["rows"] <= knn.max_list_rows:
             options.append((query["rows"] * len(database["shards"]), TO_DATABASE, db_lang, query["rows"]))
-        if join_plan(knn, database["rows"])[0] == 1 and database["rows"] <= knn.max_list_rows:
+        if database["rows"] <= knn.max_list_rows:
             options.append((database["rows"] * len(query["shards"]), TO_QUERIES, query_lang, database["rows"]))
         options = [option for option in options if option[0] < query["rows"] + database["rows"]]
         if not options:
@@ -301,13 +302,11 @@ class AssignShard(beam.DoFn):
             if (pair, side) in self.routes:
                 route, batch = self.routes[pair, side]
                 if route == TO_QUERIES and db_lang == language:
-                    chunk = ListRows.of("db", np.zeros(len(rows), dtype=np.int64), np.arange(len(rows)), refs, rows)
+                    chunk = in_lists("db", unit, centroids[db_lang], 1, refs, rows, info["embeddings"])
                     yield from self._to_shards(route, batch, (pair, side), query_lang, chunk)
                 elif route == TO_DATABASE and query_lang == language:
-                    nlist, nprobe = join_plan(self.knn, self.manifest["languages"][db_lang]["rows"])
-                    lists = assign(unit, centroids[db_lang], nprobe, info["embeddings"])
-                    _, members, member_lists = next(rows_by_group(lists, nlist))  # all lists: one group
-                    chunk = ListRows.of("q", member_lists, members, refs, rows)
+                    nprobe = join_plan(self.knn, self.manifest["languages"][db_lang]["rows"])[1]
+                    chunk = in_lists("q", unit, centroids[db_lang], nprobe, refs, rows, info["embeddings"])
                     yield from self._to_shards(route, batch, (pair, side), db_lang, chunk)
                 continue
             per_group = join_shape(self.manifest, self.knn, query_lang, db_lang).lists_per_group
@@ -506,13 +505,8 @@ class CompareList(beam.DoFn):
             self._check_whole(pair, side, group, query_block, queries.lists, database.lists, sizes)
         self.largest.update(len(queries.refs) + len(database.refs))
         k = neighbours_wanted(self.manifest, self.config, db_lang)
-        found = compare_lists(queries, database, k, code, packed, self.device, self.similarities)
-        if found is None:
-            return
-        shards = found.queries >> layout.ROW_BITS
-        for shard in np.unique(shards):
-            at = shards == shard
-            yield (pair, side, int(shard)), Neighbours(found.queries[at], found.sims[at], found.refs[at])
+        yield from by_query_shard(pair, side, compare_lists(queries, database, k, code, packed, self.device,
+                                                            self.similarities))
 
     def _check_whole(self, pair, side, group, query_block, q_lists, db_lists, sizes):
         shape = self.shapes[pair, side]
@@ -550,6 +544,24 @@ def compare_lists(queries: GroupRows, database: GroupRows, k: int, code: str | N
     return Neighbours(found.queries, found.sims, np.where(found.refs >= 0, names[np.maximum(found.refs, 0)], -1))
 
 
+def in_lists(kind: str, unit: np.ndarray, centroids: np.ndarray, nprobe: int, refs: np.ndarray, rows: np.ndarray,
+             name: str) -> ListRows:
+    """`rows` (`unit`: as compared) as `kind` members of their `nprobe` nearest lists of `centroids`, one group."""
+    lists = assign(unit, centroids, nprobe, name)
+    _, members, member_lists = next(rows_by_group(lists, len(centroids)))
+    return ListRows.of(kind, member_lists, members, refs, rows)
+
+
+def by_query_shard(pair, side, found: Neighbours | None) -> Iterator[tuple]:
+    """((pair, side, query shard), that shard's part of `found`) for each query shard `found` has queries of."""
+    if found is None:
+        return
+    shards = found.queries >> layout.ROW_BITS
+    for shard in np.unique(shards):
+        at = shards == shard
+        yield (pair, side, int(shard)), Neighbours(found.queries[at], found.sims[at], found.refs[at])
+
+
 class CompareOnShard(beam.DoFn):
     """One shard against the small sides sent to it (shard_routes), read here once for all of them: its rows are
     the queries of the databases sent to it (TO_QUERIES), or the database rows, each in its own list, of the
@@ -572,37 +584,31 @@ class CompareOnShard(beam.DoFn):
         by_direction = {}
         for direction, chunk in parts:
             by_direction.setdefault(direction, []).append(chunk)
-        entry = self.manifest["languages"][language]
+        languages = self.manifest["languages"]
+        entry = languages[language]
+        name = entry["shards"][shard]["embeddings"]
         rows = read_language_shard(entry, shard, self.bytes_read)
         refs = layout.pack(shard, np.arange(len(rows), dtype=np.int64))
-        if route == TO_QUERIES:  # the queries: all rows, in the exact database's one list
-            lists, kind = np.zeros((len(rows), 1), dtype=np.int64), "q"
-        else:  # the database rows, each in its own list
-            lists = assign(comparable(rows, entry.get("binary"), entry["shards"][shard]["embeddings"]),
-                           centroids[language], 1, entry["shards"][shard]["embeddings"])
-            kind = "db"
-        _, members, member_lists = next(rows_by_group(lists, len(centroids[language]) if kind == "db" else 1))
-        here = ListRows.of(kind, member_lists, members, refs, rows)
-        as_compared = {}  # this shard's rows as compared, once for each way of comparing (codes packed or widened)
+        unit, as_compared = comparable(rows, entry.get("binary"), name), {}
         for (pair, side), chunks in sorted(by_direction.items()):
             query_lang, db_lang = pair if side == "src" else pair[::-1]
-            db_entry = self.manifest["languages"][db_lang]
+            db_entry = languages[db_lang]
             code, packed = db_entry.get("binary"), compared_packed(db_entry, self.device)
             sent_lang = db_lang if route == TO_QUERIES else query_lang
             sent = _stacked(chunks, code, f"{sent_lang} rows sent to {language} shard {shard}", packed)
             self._check_whole(sent, sent_lang, language, shard, db_lang)
-            if (code, packed) not in as_compared:
-                as_compared[code, packed] = _stacked([here], code, f"{language} shard {shard}", packed)
-            own = as_compared[code, packed]
+            # this shard's rows in the database's lists (the queries' nprobe nearest, a database row's own), as
+            # compared: once for all directions that share them
+            if (db_lang, code, packed) not in as_compared:
+                probes = join_plan(self.config.knn, db_entry["rows"])[1]
+                kind, nprobe = ("q", probes) if route == TO_QUERIES else ("db", 1)
+                here = in_lists(kind, unit, centroids[db_lang], nprobe, refs, rows, name)
+                as_compared[db_lang, code, packed] = _stacked([here], code, f"{language} shard {shard}", packed)
+            own = as_compared[db_lang, code, packed]
             queries, database = (own, sent) if route == TO_QUERIES else (sent, own)
             k = neighbours_wanted(self.manifest, self.config, db_lang)
-            found = compare_lists(queries, database, k, code, packed, self.device, self.similarities)
-            if found is None:
-                continue
-            shards = found.queries >> layout.ROW_BITS
-            for query_shard in np.unique(shards):
-                at = shards == query_shard
-                yield (pair, side, int(query_shard)), Neighbours(found.queries[at], found.sims[at], found.refs[at])
+            yield from by_query_shard(pair, side, compare_lists(queries, database, k, code, packed, self.device,
+                                                                self.similarities))
 
     def _check_whole(self, sent: GroupRows, sent_lang: str, language: str, shard: int, db_lang: str) -> None:
         languages = self.manifest["languages"]

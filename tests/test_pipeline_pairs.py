@@ -217,6 +217,7 @@ def test_groups_that_take_their_queries_in_blocks_write_the_bytes_of_one_block(t
         settings = settings_for(output, "max")
         settings["knn"] = {"index": "IVF4,Flat", "nprobe": 2}
         monkeypatch.setattr(pairs, "join_layout", lambda *args, shape=shape: shape)
+        monkeypatch.setattr(pairs, "shard_routes", lambda *args: {})  # every direction through the join
         report = run(settings, PipelineOptions([]), ["embed", "pairs"])
         sent = counters(report)["query_rows_sent"], counters(report)["database_rows_sent"]
         found.append((storage.read_bytes(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0]), sent))
@@ -359,29 +360,28 @@ def test_a_group_the_runner_delivered_in_parts_is_an_error_not_fewer_neighbours(
 
 
 def test_a_small_side_sent_to_the_other_sides_shards_gives_the_bytes_of_the_join(tmp_path, monkeypatch):
-    """The small side of a direction goes to the other's shards, read where it arrives (a database searched
-    exactly to each query shard, or queries to each database shard, meeting the rows of the lists they probe),
-    instead of both through the join: the same bitext, and the other side's rows not shipped."""
+    """The small side of a direction goes to the other's shards, read where it arrives, and meets there the rows of
+    the lists it probes (queries to each database shard, or a database to each query shard), instead of both
+    through the join: the same bitext, and the other side's rows not shipped."""
     from pipelines import pairs
 
     found = {}
-    for route in (None, pairs.TO_QUERIES, pairs.TO_DATABASE):
-        output = str(tmp_path / f"out-{route}")
-        write_shards(output, 2)
-        settings = settings_for(output, "max")
-        settings["knn"] = {"index": "Flat"} if route == pairs.TO_QUERIES else {"index": "IVF4,Flat", "nprobe": 2}
-        monkeypatch.setattr(pairs, "shard_routes", lambda manifest, pairs_, knn, route=route: {
-            (pair, side): (route, 0) for pair, side, _, _ in pairs.directions(pairs_)} if route else {})
-        report = run(settings, PipelineOptions([]), ["embed", "pairs"])
-        found[route] = (storage.read_bytes(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0]),
-                        counters(report).get("query_rows_sent", 0), counters(report).get("database_rows_sent", 0))
-    output = str(tmp_path / "flat")
-    write_shards(output, 2)
-    run(settings_for(output, "max"), PipelineOptions([]), ["embed", "pairs"])
-    assert found[pairs.TO_QUERIES][0] == storage.read_bytes(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0])
-    assert found[pairs.TO_QUERIES][1] == 0  # no query shipped
-    assert found[pairs.TO_DATABASE][0] == found[None][0]  # the lists' neighbours, found shard by shard
-    assert found[pairs.TO_DATABASE][2] == 0 and found[pairs.TO_DATABASE][1] > 0  # no database row shipped
+    for index in ("Flat", "IVF4,Flat"):
+        for route in (None, pairs.TO_QUERIES, pairs.TO_DATABASE):
+            output = str(tmp_path / f"out-{index}-{route}")
+            write_shards(output, 2)
+            settings = settings_for(output, "max")
+            settings["knn"] = {"index": index, "nprobe": 2}
+            monkeypatch.setattr(pairs, "shard_routes", lambda manifest, pairs_, knn, route=route: {
+                (pair, side): (route, 0) for pair, side, _, _ in pairs.directions(pairs_)} if route else {})
+            report = run(settings, PipelineOptions([]), ["embed", "pairs"])
+            found[index, route] = (storage.read_bytes(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0]),
+                                   counters(report).get("query_rows_sent", 0),
+                                   counters(report).get("database_rows_sent", 0))
+        assert found[index, pairs.TO_QUERIES][0] == found[index, pairs.TO_DATABASE][0] == found[index, None][0]
+        assert found[index, pairs.TO_QUERIES][1] == 0 and found[index, pairs.TO_QUERIES][2] > 0  # no query shipped
+        assert found[index, pairs.TO_DATABASE][2] == 0 and found[index, pairs.TO_DATABASE][1] > 0  # no database row
+    assert found["Flat", None][0] != found["IVF4,Flat", None][0]  # the lists decide some neighbours
 
 
 def test_the_long_tail_of_small_languages_goes_to_the_pivots_shards_in_batches():
