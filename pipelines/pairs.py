@@ -199,14 +199,14 @@ TO_QUERIES, TO_DATABASE = "database_to_query_shards", "queries_to_database_shard
 
 def shard_routes(manifest: dict, pairs: list, knn: KnnConfig) -> dict:
     """The directions whose small side goes to the other side's shards, read where it arrives, instead of both
-    through the join: each (pair, side) -> (route, batch). TO_DATABASE: the queries (at most max_list_rows) go to
-    each database shard, and meet there the rows of the lists they probe, so the neighbours are the join's;
-    TO_QUERIES: a database (at most max_list_rows rows, each in its list) goes to each query shard, whose rows are
-    put in the lists they probe where it arrives. Taken
-    where it ships fewer rows than the join's least, each row once (the cheaper route where both would). A crawl's
-    long tail: without them every small language paired with English ships all of English's vectors twice over
-    (the web pool: 87 pairs with 11,500 English sentences, 2 kB each). The routes meeting one language's shards
-    share batches of at most max_list_rows sent rows, so a shard is read once a batch."""
+    through the join: each (pair, side) -> (route, batch). Either way a query meets the rows of the lists it
+    probes, so the neighbours are the join's. TO_DATABASE: the queries (at most max_list_rows) go to each database
+    shard; TO_QUERIES: the database rows (at most max_list_rows, each in its list) go to each query shard, whose
+    rows are put in the lists they probe there. Taken where it ships fewer rows than the join's least, each row
+    once (the cheaper route where both would). A crawl's long tail: without them every small language paired
+    with English ships all of English's vectors twice over (the web pool: 87 pairs with 11,500 English sentences,
+    2 kB each). The routes meeting one language's shards share batches of at most max_list_rows sent rows, so a
+    shard is read once a batch."""
     languages, routes, filled = manifest["languages"], {}, {}
     for pair, side, query_lang, db_lang in directions(pairs):
         query, database = languages[query_lang], languages[db_lang]
@@ -589,7 +589,8 @@ class CompareOnShard(beam.DoFn):
         name = entry["shards"][shard]["embeddings"]
         rows = read_language_shard(entry, shard, self.bytes_read)
         refs = layout.pack(shard, np.arange(len(rows), dtype=np.int64))
-        unit, as_compared = comparable(rows, entry.get("binary"), name), {}
+        # once for all the directions that share them: the shard's rows as compared, and in a database's lists
+        unit, as_compared, in_database_lists = comparable(rows, entry.get("binary"), name), {}, {}
         for (pair, side), chunks in sorted(by_direction.items()):
             query_lang, db_lang = pair if side == "src" else pair[::-1]
             db_entry = languages[db_lang]
@@ -597,14 +598,14 @@ class CompareOnShard(beam.DoFn):
             sent_lang = db_lang if route == TO_QUERIES else query_lang
             sent = _stacked(chunks, code, f"{sent_lang} rows sent to {language} shard {shard}", packed)
             self._check_whole(sent, sent_lang, language, shard, db_lang)
-            # this shard's rows in the database's lists (the queries' nprobe nearest, a database row's own), as
-            # compared: once for all directions that share them
-            if (db_lang, code, packed) not in as_compared:
+            if db_lang not in in_database_lists:  # a query's nprobe nearest lists, a database row's own
                 probes = join_plan(self.config.knn, db_entry["rows"])[1]
                 kind, nprobe = ("q", probes) if route == TO_QUERIES else ("db", 1)
-                here = in_lists(kind, unit, centroids[db_lang], nprobe, refs, rows, name)
-                as_compared[db_lang, code, packed] = _stacked([here], code, f"{language} shard {shard}", packed)
-            own = as_compared[db_lang, code, packed]
+                in_database_lists[db_lang] = in_lists(kind, unit, centroids[db_lang], nprobe, refs, rows, name)
+            here = in_database_lists[db_lang]  # every row is a member: its rows are the shard's, in order
+            if (code, packed) not in as_compared:
+                as_compared[code, packed] = compared_rows(rows, code, name, packed)
+            own = _stacked([here], code, name, packed, as_compared[code, packed])
             queries, database = (own, sent) if route == TO_QUERIES else (sent, own)
             k = neighbours_wanted(self.manifest, self.config, db_lang)
             yield from by_query_shard(pair, side, compare_lists(queries, database, k, code, packed, self.device,
@@ -637,9 +638,10 @@ class GroupRows:
         return self.refs[at], self.rows[self.index[at]]
 
 
-def _stacked(chunks: list[ListRows], code: str | None, name: str, packed: bool = False) -> GroupRows:
+def _stacked(chunks: list[ListRows], code: str | None, name: str, packed: bool = False,
+             as_compared: np.ndarray | None = None) -> GroupRows:
     """A group's rows of one kind; `packed` keeps binary codes packed (compared by Hamming distance), else each
-    row is widened and made a unit row."""
+    row is widened and made a unit row; `as_compared`: the chunks' rows so made already."""
     if not chunks:
         empty = np.empty(0, dtype=np.int64)
         return GroupRows(empty, empty, empty, None)
@@ -648,12 +650,18 @@ def _stacked(chunks: list[ListRows], code: str | None, name: str, packed: bool =
     refs = np.concatenate([c.member_refs() for c in chunks])
     index = np.concatenate([c.members.astype(np.int64) + start for c, start in zip(chunks, starts)])
     order = np.lexsort((refs, lists))
-    rows = np.concatenate([c.rows for c in chunks])
+    if as_compared is None:
+        as_compared = compared_rows(np.concatenate([c.rows for c in chunks]), code, name, packed)
+    return GroupRows(lists[order], refs[order], index[order], as_compared)
+
+
+def compared_rows(rows: np.ndarray, code: str | None, name: str, packed: bool) -> np.ndarray:
+    """Rows as compared: binary codes packed (checked), else unit float32 rows, once per row (a query is a member
+    of several lists); row by row, so the same bits per row however they are batched."""
     if packed:
         binary.check_packed(rows, name)
-    else:  # unit rows, once per row (a query is a member of several lists); row by row: the same bits per row
-        rows = unit_rows(comparable(rows, code, name), name)
-    return GroupRows(lists[order], refs[order], index[order], rows)
+        return rows
+    return unit_rows(comparable(rows, code, name), name)
 
 
 class MergeTopK(beam.CombineFn):
