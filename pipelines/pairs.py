@@ -8,11 +8,13 @@ Per language pair (source, target), with the miner library doing the arithmetic 
      `knn.exact_below` sentences or with fewer sentences than lists;
   2. k-NN as a join (miner.knn_join, METHODS §10): each embedding shard is read once; each row is keyed by its
      list in its own language (as a database row) and by its nprobe nearest lists in the other language's
-     quantizer (as a query); a group by (direction, range of lists) brings each list's database rows and queries
-     together, where they are compared exactly, list by list (a range holds about `knn.max_list_rows` query rows,
-     and a query travels to it once however many of its lists it probes; a list above that many rows on a side
-     is split into blocks, which bounds a worker's memory); a top-k combine keeps each query's k best across its
-     lists. Similarities are exact; the rare query whose lists held fewer than k rows is searched exactly, counted;
+     quantizer (as a query); a group by (direction, group of lists, query block) brings each list's database rows
+     and queries together, where they are compared exactly, list by list (each direction's groups and blocks are
+     the layout that ships the fewest rows with about `knn.max_list_rows` rows on a side, join_layout; a query
+     travels to a group once however many of its lists it probes; a list above that many database rows is split
+     into blocks, which bounds a worker's memory); a small side goes to the other side's shards instead where that
+     ships less (shard_routes: a crawl's long tail); a top-k combine keeps each query's k best across its lists.
+     Similarities are exact; the rare query whose lists held fewer than k rows is searched exactly, counted;
   3. margins: fwd(x) and bwd(y) are the means of those k similarities; a candidate (x, y) needs the other side's
      mean, so candidates are joined with the means by key, the only place the two directions meet;
   4. selection: each sentence's best candidate (forward for sources, backward for targets), joined by (x, y):
