@@ -525,6 +525,13 @@ class CompareList(beam.DoFn):
                                    "group incomplete or in parts")
 
 
+# Entries of a group's lists held before they are merged into each query's k best so far: its queries probe up
+# to nprobe of its lists (256 at IVF1024), so all the lists' entries at once would be queries x nprobe x k (1.2 GB
+# for a shard of 100k queries). The merge is associative (each part keeps a query's k best, ties by reference),
+# so the result does not depend on when it runs.
+MERGE_ENTRIES = 1 << 22
+
+
 def compare_lists(queries: GroupRows, database: GroupRows, k: int, code: str | None, packed: bool,
                   device: str | None, similarities) -> Neighbours | None:
     """Each query's k best among the rows of the lists it is a member of, list by list and merged (None where no
@@ -533,13 +540,17 @@ def compare_lists(queries: GroupRows, database: GroupRows, k: int, code: str | N
     # database rows are named by their rank among the group's references while compared (the same order, so the
     # same ties), which keeps the merge's keys narrow whatever shards the references come from
     names = np.sort(database.refs)
-    parts = []
+    parts, held = [], 0
     for list_id in np.intersect1d(queries.lists, database.lists):  # a hot list's block may lack one kind
         (q_refs, q_rows), (db_refs, db_rows) = queries.of_list(list_id), database.of_list(list_id)
         similarities.inc(len(q_refs) * len(db_refs))
         found = list_topk(q_rows, q_refs, db_rows, np.searchsorted(names, db_refs), k, device, unit=True,
                           exact=exact, packed_signs=packed)
         parts.append(as_cosines(found, code))
+        held += found.refs.size
+        if held > MERGE_ENTRIES and len(parts) > 1:
+            parts = [merge_topk(parts, k)]
+            held = parts[0].refs.size
     if not parts:
         return None
     found = parts[0] if len(parts) == 1 else merge_topk(parts, k)  # a query may probe several of the lists

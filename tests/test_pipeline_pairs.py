@@ -461,6 +461,38 @@ def test_a_group_takes_its_queries_in_blocks_each_meeting_all_of_its_database_ro
                                     block_database]), sizes))
 
 
+@pytest.mark.parametrize("dtype", ["float16", "binary"])
+def test_a_groups_lists_merged_as_they_come_are_the_merge_of_all(monkeypatch, dtype):
+    """compare_lists merges the lists' k best as it goes (bounded memory): the same neighbours and bits as one
+    merge at the end, also where sign codes tie."""
+    from encoders import binary
+    from pipelines import pairs
+
+    rng = np.random.default_rng(1)
+    vectors = rng.standard_normal((300, 64)).astype(np.float32)
+    rows = binary.pack(binary.sign_bits(vectors)) if dtype == "binary" else vectors.astype(np.float16)
+    code, refs = ("sign" if dtype == "binary" else None), np.arange(300, dtype=np.int64)
+    q_lists, db_lists = np.argsort(rng.random((200, 12)), axis=1)[:, :5], rng.integers(0, 12, 100)  # 5 of 12
+    member_q = np.argsort(q_lists.ravel(), kind="stable")
+    queries = pairs.ListRows.of("q", q_lists.ravel()[member_q], member_q // 5, refs[:200], rows[:200])
+    order = np.argsort(db_lists, kind="stable")
+    database = pairs.ListRows.of("db", db_lists[order], order, refs[200:], rows[200:])
+
+    class Count:
+        def inc(self, n):
+            pass
+
+    found = []
+    for bound in (pairs.MERGE_ENTRIES, 1):
+        monkeypatch.setattr(pairs, "MERGE_ENTRIES", bound)
+        packed = dtype == "binary"
+        found.append(pairs.compare_lists(pairs._stacked([queries], code, "q", packed),
+                                         pairs._stacked([database], code, "db", packed), 4, code, packed, None,
+                                         Count()))
+    assert np.array_equal(found[0].queries, found[1].queries) and np.array_equal(found[0].refs, found[1].refs)
+    assert found[0].sims.tobytes() == found[1].sims.tobytes()
+
+
 def test_a_hot_list_leaves_its_group_in_blocks_and_the_others_stay_together():
     from miner.index import KnnConfig
     from pipelines.pairs import ListRows, SplitHotLists
