@@ -179,7 +179,8 @@ def join_layout(nlist: int, nprobe: int, n_queries: int, n_database: int, max_ro
     probes = min(nprobe, nlist)
     size = np.arange(1, nlist + 1, dtype=np.int64)  # lists a group
     groups = -(-nlist // size)
-    queries = np.minimum(n_queries, -(-size * n_queries * probes // nlist))  # distinct queries a group, at most
+    per_list = n_queries * probes / nlist  # in floats: at 10^11 queries the integer product would overflow
+    queries = np.minimum(n_queries, np.ceil(size * per_list)).astype(np.int64)  # distinct queries a group, at most
     query_blocks = np.maximum(1, -(-queries // max_rows))
     shipped = n_queries * np.minimum(groups, probes) + n_database * query_blocks
     fits = (size == 1) | (size * n_database <= max_rows * nlist)  # a group's database rows, about, within max_rows

@@ -264,6 +264,7 @@ def test_the_layout_ships_the_fewest_rows_within_max_rows_a_side():
     # a database that fits one group: one group, every query shipped once (was 61 groups of 17 lists)
     assert join_layout(1024, 256, 11_535, 29_069, 50_000) == JoinLayout(1024, 1)
     assert join_layout(512, 16, 100_000, 100_000, 50_000) == JoinLayout(256, 2)  # 4 rows a sentence, not 17
+    assert join_layout(65536, 1024, 10**11, 10**11, 50_000).query_blocks > 1  # no overflow at crawl scale
 
 
 @pytest.mark.parametrize("nlist", [64, 70_000])  # list numbers narrowed to 16 bits for the sort, and too wide to be
