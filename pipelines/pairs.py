@@ -31,6 +31,7 @@ Per language pair (source, target), with the miner library doing the arithmetic 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import logging
 from collections.abc import Iterable, Iterator
@@ -181,18 +182,16 @@ def neighbours_wanted(manifest: dict, config: MiningConfig, database_language: s
     return min(config.k, manifest["languages"][database_language]["rows"])
 
 
-def join_shape(manifest: dict, knn: KnnConfig, query_lang: str, db_lang: str) -> JoinLayout:
-    """The groups of consecutive lists that travel and are compared together in this direction, and the blocks
-    each group's queries come in (miner.knn_join.join_layout): the same on every worker, from the manifest alone."""
-    languages = manifest["languages"]
-    nlist, nprobe = join_plan(knn, languages[db_lang]["rows"])
-    return join_layout(nlist, nprobe, languages[query_lang]["rows"], languages[db_lang]["rows"], knn.max_list_rows)
-
-
-def join_shapes(manifest: dict, pairs: list, knn: KnnConfig) -> dict:
-    """join_shape for every direction, by (pair, side)."""
-    return {(pair, side): join_shape(manifest, knn, query_lang, db_lang)
-            for pair, side, query_lang, db_lang in directions(pairs)}
+def join_shapes(manifest: dict, pairs: list, knn: KnnConfig) -> dict[tuple, JoinLayout]:
+    """Each direction's groups of consecutive lists that travel and are compared together, and the blocks each
+    group's queries come in (miner.knn_join.join_layout), by (pair, side): the same on every worker, from the
+    manifest alone."""
+    languages, shapes = manifest["languages"], {}
+    for pair, side, query_lang, db_lang in directions(pairs):
+        nlist, nprobe = join_plan(knn, languages[db_lang]["rows"])
+        shapes[pair, side] = join_layout(nlist, nprobe, languages[query_lang]["rows"], languages[db_lang]["rows"],
+                                         knn.max_list_rows)
+    return shapes
 
 
 # How a small side of a direction goes to the other's shards instead of through the join (shard_routes)
@@ -288,7 +287,7 @@ class AssignShard(beam.DoFn):
 
     def __init__(self, manifest: dict, pairs: list, knn: KnnConfig):
         self.manifest, self.pairs, self.knn = manifest, pairs, knn
-        self.routes = shard_routes(manifest, pairs, knn)
+        self.routes, self.shapes = shard_routes(manifest, pairs, knn), join_shapes(manifest, pairs, knn)
         self.bytes_read = Metrics.counter("pairs", "embedding_bytes_read")
         self.copies = {"db": Metrics.counter("pairs", "database_rows_sent"),
                        "q": Metrics.counter("pairs", "query_rows_sent")}
@@ -299,23 +298,24 @@ class AssignShard(beam.DoFn):
         info = entry["shards"][shard]
         rows = read_language_shard(entry, shard, self.bytes_read)  # what travels: binary codes stay packed
         refs = layout.pack(shard, np.arange(len(rows), dtype=np.int64))
-        own_lists, unit = None, comparable(rows, entry.get("binary"), info["embeddings"])
+        unit = comparable(rows, entry.get("binary"), info["embeddings"])
+        # each row's own list, assigned once for every direction where this language is the database
+        own_lists = functools.cache(lambda: assign(unit, centroids[language], 1, info["embeddings"]))
         for pair, side, query_lang, db_lang in directions(self.pairs):
             if (pair, side) in self.routes:
                 route, batch = self.routes[pair, side]
                 if route == TO_QUERIES and db_lang == language:
-                    chunk = in_lists("db", unit, centroids[db_lang], 1, refs, rows, info["embeddings"])
+                    chunk = in_lists("db", own_lists(), len(centroids[db_lang]), refs, rows)
                     yield from self._to_shards(route, batch, (pair, side), query_lang, chunk)
                 elif route == TO_DATABASE and query_lang == language:
                     nprobe = join_plan(self.knn, self.manifest["languages"][db_lang]["rows"])[1]
-                    chunk = in_lists("q", unit, centroids[db_lang], nprobe, refs, rows, info["embeddings"])
-                    yield from self._to_shards(route, batch, (pair, side), db_lang, chunk)
+                    lists = assign(unit, centroids[db_lang], nprobe, info["embeddings"])
+                    yield from self._to_shards(route, batch, (pair, side), db_lang,
+                                               in_lists("q", lists, len(centroids[db_lang]), refs, rows))
                 continue
-            per_group = join_shape(self.manifest, self.knn, query_lang, db_lang).lists_per_group
+            per_group = self.shapes[pair, side].lists_per_group
             if db_lang == language:
-                if own_lists is None:
-                    own_lists = assign(unit, centroids[language], 1, info["embeddings"])
-                yield from self._keyed(pair, side, "db", own_lists, per_group, refs, rows)
+                yield from self._keyed(pair, side, "db", own_lists(), per_group, refs, rows)
             if query_lang == language:
                 _, nprobe = join_plan(self.knn, self.manifest["languages"][db_lang]["rows"])
                 lists = assign(unit, centroids[db_lang], nprobe, info["embeddings"])
@@ -397,7 +397,7 @@ class SplitHotLists(beam.DoFn):
     is hot: it leaves the group and is split into blocks of about that many (by a hash of the row), and each query
     block meets each database block, so such a group holds at most ~2 x max_rows rows.
 
-    Where the direction's groups take their queries in blocks (join_shape), a query goes to its block's key (a hash
+    Where the direction's groups take their queries in blocks (join_shapes), a query goes to its block's key (a hash
     of its reference) and the group's database rows to every block's.
 
     Keys: (pair, side, group, -1, query block, 0) for a group's ordinary lists, (pair, side, group, list, query
@@ -407,7 +407,7 @@ class SplitHotLists(beam.DoFn):
 
     def __init__(self, manifest: dict, pairs: list, knn: KnnConfig):
         self.manifest, self.pairs, self.knn = manifest, pairs, knn
-        self.shapes = join_shapes(manifest, pairs, knn)
+        self.shapes, self.routes = join_shapes(manifest, pairs, knn), shard_routes(manifest, pairs, knn)
         self.copies = {"db": Metrics.counter("pairs", "database_rows_sent"),
                        "q": Metrics.counter("pairs", "query_rows_sent")}
         self.checked = None
@@ -458,9 +458,9 @@ class SplitHotLists(beam.DoFn):
                 yield (pair, side, group, list_id, *key), chunk.take(members)
 
     def _check(self, sizes: dict) -> None:
-        languages, routed = self.manifest["languages"], shard_routes(self.manifest, self.pairs, self.knn)
+        languages = self.manifest["languages"]
         for pair, side, query_lang, db_lang in directions(self.pairs):
-            if (pair, side) in routed:
+            if (pair, side) in self.routes:
                 continue
             nlist, nprobe = join_plan(self.knn, languages[db_lang]["rows"])
             expected = {"db": languages[db_lang]["rows"], "q": languages[query_lang]["rows"] * min(nprobe, nlist)}
@@ -557,11 +557,9 @@ def compare_lists(queries: GroupRows, database: GroupRows, k: int, code: str | N
     return Neighbours(found.queries, found.sims, np.where(found.refs >= 0, names[np.maximum(found.refs, 0)], -1))
 
 
-def in_lists(kind: str, unit: np.ndarray, centroids: np.ndarray, nprobe: int, refs: np.ndarray, rows: np.ndarray,
-             name: str) -> ListRows:
-    """`rows` (`unit`: as compared) as `kind` members of their `nprobe` nearest lists of `centroids`, one group."""
-    lists = assign(unit, centroids, nprobe, name)
-    _, members, member_lists = next(rows_by_group(lists, len(centroids)))
+def in_lists(kind: str, lists: np.ndarray, nlist: int, refs: np.ndarray, rows: np.ndarray) -> ListRows:
+    """`rows` as `kind` members of their `lists` (assign's [rows, probes]) among `nlist`, all in one group."""
+    _, members, member_lists = next(rows_by_group(lists, nlist))
     return ListRows.of(kind, member_lists, members, refs, rows)
 
 
@@ -614,7 +612,8 @@ class CompareOnShard(beam.DoFn):
             if db_lang not in in_database_lists:  # a query's nprobe nearest lists, a database row's own
                 probes = join_plan(self.config.knn, db_entry["rows"])[1]
                 kind, nprobe = ("q", probes) if route == TO_QUERIES else ("db", 1)
-                in_database_lists[db_lang] = in_lists(kind, unit, centroids[db_lang], nprobe, refs, rows, name)
+                lists = assign(unit, centroids[db_lang], nprobe, name)
+                in_database_lists[db_lang] = in_lists(kind, lists, len(centroids[db_lang]), refs, rows)
             here = in_database_lists[db_lang]  # every row is a member: its rows are the shard's, in order
             if (code, packed) not in as_compared:
                 as_compared[code, packed] = compared_rows(rows, code, name, packed)
