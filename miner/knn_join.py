@@ -39,6 +39,7 @@ from miner.index import (
     rescore,
     trained_index,
 )
+from miner.sizes import HoldsArrays
 from miner.vectors import unit_rows
 
 # Training vectors per list: k-means needs a few dozen per centroid (faiss warns below 39 and subsamples above
@@ -222,7 +223,7 @@ def block_count(rows: int, max_rows: int) -> int:
 
 
 @dataclass(frozen=True)
-class Neighbours:
+class Neighbours(HoldsArrays):
     """Queries' best neighbours: queries [m] (references, ascending and unique after a merge), sims [m, k]
     descending, refs [m, k]; unfilled slots hold -inf and -1."""
 
@@ -549,7 +550,7 @@ def merge_rows(a: Neighbours, b: Neighbours) -> Neighbours:
     return Neighbours(a.queries, np.take_along_axis(sims, order, axis=1), np.take_along_axis(refs, order, axis=1))
 
 
-class TopKTable:
+class TopKTable(HoldsArrays):
     """Each query's k best so far, in a dense table indexed by a row number the caller gives each query (its row
     in its shard): parts are merged into it row-wise as they arrive (merge_rows), so memory stays one shard's
     table and the cost of a part is that of its rows. `neighbours()` gives merge_topk's result over every part."""

@@ -41,14 +41,17 @@ from apache_beam.pipeline import PipelineVisitor
 from apache_beam.runners.runner import PipelineResult, PipelineRunner, PipelineState
 
 log = logging.getLogger("pipelines.dask_runner")
-# Partitions of a Create: one element each (the stages start from short lists of shards, files or languages, each
-# a task's worth of work), at most MAX_PARTITIONS. A grouping step's output: as many partitions as its input has,
-# at least PARTITIONS_PER_THREAD per worker thread, at most MAX_PARTITIONS, which keeps Dask's task shuffle to one
-# stage (its max_branch is 32) and a grouping to ~32 x 32 tasks. At 128 partitions the pairs stage at 10^6
-# sentences per language grew to 250,000 tasks (two-stage shuffles in every grouping) and did not finish in 45
-# minutes; at 32, its k-NN shuffle comes in ~550 MB pieces and 4 GiB workers sat paused at their memory limit
-# (docs/benchmarks.md). Neither measured 10^6.
-MAX_PARTITIONS = 32
+# Partitions, so that the work and what one task holds follow the data's size. A Create gives each element its own
+# partition (the stages start from lists of shards, files or languages: each a task's worth of work, bounded in
+# size), up to MAX_PARTITIONS. A Flatten keeps the partition count of its largest input, its inputs' partitions
+# interleaved. A grouping keeps its input's count (Dask's task shuffle does: its `npartitions` is the disk
+# shuffle's and was ignored here), at least PARTITIONS_PER_THREAD a worker thread and at most MAX_PARTITIONS; past
+# 32 (Dask's max_branch) it shuffles in two stages. Before (2026-11-27): Creates of at most 32 partitions, each
+# holding several shards, and Flattens that added their inputs' counts up. At 10^6 sentences a language one task
+# of the k-NN join's assignment held four shards' float16 rows for up to 64 lists (over a GB), 4 GiB workers were
+# killed at their memory limit, and the groupings grew from 25 to 289 partitions and 10,000 tasks each (108,000
+# in the stage).
+MAX_PARTITIONS = 1024
 PARTITIONS_PER_THREAD = 2
 # A job waits on its tasks WATCH_S at a time, and between waits logs progress and looks at the cluster: a cluster
 # whose workers are gone, or all paused at their memory limit (Dask pauses a worker at 80% and waits for memory
@@ -138,6 +141,13 @@ class BundleResult:
     outputs: dict = field(default_factory=dict)
     counters: dict = field(default_factory=dict)
     cost: dict = field(default_factory=dict)
+
+    def __sizeof__(self) -> int:
+        """Its outputs' bytes, as Dask counts them (`dask.sizeof`: a long list by a sample of its items; blocks
+        of arrays by their `__sizeof__`, miner.sizes): what a worker holds for it, so that it spills it in time."""
+        from dask.sizeof import sizeof
+
+        return object.__sizeof__(self) + sizeof(self.outputs)
 
 
 def receivers_into(result: BundleResult) -> dict:
@@ -308,9 +318,7 @@ class _Translator(PipelineVisitor):
         elif isinstance(transform, _GroupByKeyOnly):
             bags = {None: self._group(inputs[0])}
         elif isinstance(transform, _Flatten):
-            import dask.bag as db
-
-            bags = {None: db.concat(inputs) if inputs else self._create([])}
+            bags = {None: self._flatten(inputs) if inputs else self._create([])}
         else:
             raise NotImplementedError(f"DaskRunner: {node.full_label} ({type(transform).__name__}) has no "
                                       "translation")
@@ -328,6 +336,23 @@ class _Translator(PipelineVisitor):
         size = max(1, math.ceil(len(values) / MAX_PARTITIONS))
         return db.from_sequence(values, partition_size=size) if values else db.from_sequence([], npartitions=1)
 
+    @staticmethod
+    def _flatten(bags):
+        """One bag of as many partitions as the largest input: partition j holds partition i of every input whose
+        i % that count == j (so the largest input's partitions stay as they are, and a small input's spread)."""
+        import dask.bag as db
+        from dask.base import tokenize
+        from dask.highlevelgraph import HighLevelGraph
+
+        count = max(bag.npartitions for bag in bags)
+        name = f"flatten-{tokenize(*bags)}"
+        parts = [[] for _ in range(count)]
+        for bag in bags:
+            for i in range(bag.npartitions):
+                parts[i % count].append((bag.name, i))
+        graph = {(name, j): (everything, *keys) for j, keys in enumerate(parts)}
+        return db.Bag(HighLevelGraph.from_collections(name, graph, dependencies=bags), name, count)
+
     def _group(self, bag):
         from apache_beam.runners.dask.transform_evaluator import defenestrate
 
@@ -336,7 +361,9 @@ class _Translator(PipelineVisitor):
             return key, [defenestrate(v[1]) for v in values]
 
         npartitions = min(max(bag.npartitions, self.parallelism * PARTITIONS_PER_THREAD), MAX_PARTITIONS)
-        return bag.groupby(lambda item: item[0], npartitions=npartitions, shuffle="tasks").map(value)
+        if npartitions != bag.npartitions:
+            bag = bag.repartition(npartitions)
+        return bag.groupby(lambda item: item[0], shuffle="tasks").map(value)
 
     def _par_do(self, node, bag) -> dict:
         import dask

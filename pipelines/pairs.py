@@ -69,6 +69,7 @@ from miner.margin import neighbourhood_mean
 from miner.mining import MiningConfig
 from miner.pair_filters import KEEP, PairFilter
 from miner.selection import Pairs, greedy_one_to_one
+from miner.sizes import HoldsArrays
 from miner.vectors import check_finite, check_matrix, unit_rows
 from pipelines import layout, storage
 
@@ -230,7 +231,7 @@ def shard_routes(manifest: dict, pairs: list, knn: KnnConfig) -> dict:
 
 
 @dataclass(frozen=True)
-class ListRows:
+class ListRows(HoldsArrays):
     """Rows of one kind, "q" (queries) or "db" (database rows), for some lists of one direction: each row once
     (`refs`, stored `rows`) and its memberships ordered by list, `list_ids` ascending with `counts` memberships each
     (run-length) and `members` the row each membership is (an index into refs). A query that probes three of the
@@ -635,7 +636,7 @@ class CompareOnShard(beam.DoFn):
 
 
 @dataclass(frozen=True)
-class GroupRows:
+class GroupRows(HoldsArrays):
     """One kind's rows of a group, as compared: each row once as a unit float32 row (widened from its code where it
     is binary), and its memberships ordered by list, then reference (the group's order is Beam's, not defined)."""
 
@@ -820,7 +821,7 @@ class KnnJoin(beam.PTransform):
 # sentence, and the arithmetic is the library's, on arrays.
 
 @dataclass(frozen=True)
-class MeanBlock:
+class MeanBlock(HoldsArrays):
     """Queries of one shard and their neighbourhood means (fwd(x) for sources, bwd(y) for targets)."""
 
     refs: np.ndarray
@@ -828,7 +829,7 @@ class MeanBlock:
 
 
 @dataclass(frozen=True)
-class CandidateBlock:
+class CandidateBlock(HoldsArrays):
     """k-NN candidates (query, neighbour) with their similarity and the query's own mean; after scoring,
     `scores` holds each candidate's margin and `ref_means` the neighbour's mean."""
 
@@ -922,7 +923,7 @@ def ratio_floor(config: MiningConfig, manifest: dict) -> float:
 # -- 4. selection ------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class PairBlock:
+class PairBlock(HoldsArrays):
     """Sentence pairs as parallel arrays: source and target references, margin, cosine, which directions chose
     each pair (bit 1 forward, bit 2 backward), and once attached, each side's carried columns (src_text, ...: Arrow
     arrays, which are taken, joined and shuffled as buffers, not as Python objects a value; numpy arrays while

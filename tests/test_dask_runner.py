@@ -178,6 +178,28 @@ def test_a_bundle_leaves_the_pardo_spec_it_shares_with_other_workers_picklable()
     assert dask_runner.worker_dofn(spec) is dask_runner.worker_dofn(spec)  # set up once per worker, as Beam does
 
 
+class YieldsBlocks(beam.DoFn):
+    def process(self, element):
+        import numpy as np
+
+        from miner.knn_join import Neighbours
+
+        yield element, Neighbours.none(np.arange(250_000, dtype=np.int64), 4)  # 14 MB of arrays
+
+
+def test_a_bundles_result_weighs_what_its_blocks_hold_so_that_workers_spill_it():
+    """Dask spills a worker's results by `dask.sizeof`, which saw 56 bytes for a bundle's result however many
+    blocks it held: at 10^6 sentences a language the k-NN join's gigabytes were never spilled, and 4 GiB workers
+    were paused, then killed, at their memory limit."""
+    from apache_beam.transforms.window import GlobalWindows
+    from dask.sizeof import sizeof
+
+    result = dask_runner.run_bundle(range(10), dask_runner.ParDoSpec("Blocks", YieldsBlocks(), (), {}, (),
+                                                                     GlobalWindows()))
+    assert sizeof(result) >= 10 * 14_000_000
+    assert sizeof(dask_runner.outputs_of(result, None)) >= 10 * 14_000_000  # a partition as the shuffle holds it
+
+
 def test_the_result_says_what_each_pardo_cost():
     """Per ParDo: tasks, elements in, CPU and wall seconds, summed over its partitions (logged at the job's end)."""
     costs = run_toy().costs
@@ -212,3 +234,32 @@ def test_a_pardo_whose_outputs_have_several_consumers_runs_once(tmp_path):
     pipeline.run()
     assert json.loads(out.read_text()) == [6, 12, 66]
     assert sorted(int(name.split("-")[0]) for name in os.listdir(marks)) == list(range(12))
+
+
+def test_partitions_follow_the_inputs_a_create_a_flatten_and_a_grouping():
+    """A Create gives each shard its own task; a Flatten keeps its largest input's partition count, every element
+    once; a grouping keeps its input's (at least two a worker thread, at most MAX_PARTITIONS). Before, Creates held
+    several shards a task (over a GB of float16 rows at 10^6 sentences a language: workers killed), and Flattens
+    added counts up (25 -> 289 partitions and 10,000 tasks a grouping)."""
+    import dask
+    import dask.bag as db
+
+    translator = dask_runner._Translator(parallelism=2)
+    shards = translator._create(range(100))
+    assert shards.npartitions == 100
+    assert translator._create(range(5000)).npartitions <= dask_runner.MAX_PARTITIONS
+
+    small, large = db.from_sequence(range(1000, 1003), npartitions=3), db.from_sequence(range(10), npartitions=5)
+    flat = translator._flatten([small, shards, large])
+    assert flat.npartitions == 100
+    with dask.config.set(scheduler="sync"):
+        assert sorted(flat.compute()) == sorted([*range(100), *range(1000, 1003), *range(10)])
+
+        one = db.from_sequence([(n % 3, n) for n in range(12)], npartitions=1)
+        grouped = translator._group(one)
+        assert grouped.npartitions == 4  # two a worker thread
+        assert sorted((key, sorted(values)) for key, values in grouped.compute()) == [
+            (r, list(range(r, 12, 3))) for r in range(3)]
+    assert translator._group(shards.map(lambda n: (n % 7, n))).npartitions == 100
+    wide = db.from_sequence([(n, n) for n in range(3000)], npartitions=3000)
+    assert translator._group(wide).npartitions == dask_runner.MAX_PARTITIONS
