@@ -41,17 +41,18 @@ from apache_beam.pipeline import PipelineVisitor
 from apache_beam.runners.runner import PipelineResult, PipelineRunner, PipelineState
 
 log = logging.getLogger("pipelines.dask_runner")
-# Partitions, so that the work and what one task holds follow the data's size. A Create gives each element its own
-# partition (the stages start from lists of shards, files or languages: each a task's worth of work, bounded in
-# size), up to MAX_PARTITIONS. A Flatten keeps the partition count of its largest input, its inputs' partitions
-# interleaved. A grouping keeps its input's count (Dask's task shuffle does: its `npartitions` is the disk
-# shuffle's and was ignored here), at least PARTITIONS_PER_THREAD a worker thread and at most MAX_PARTITIONS; past
-# 32 (Dask's max_branch) it shuffles in two stages. Before (2026-11-27): Creates of at most 32 partitions, each
-# holding several shards, and Flattens that added their inputs' counts up. At 10^6 sentences a language one task
-# of the k-NN join's assignment held four shards' float16 rows for up to 64 lists (over a GB), 4 GiB workers were
-# killed at their memory limit, and the groupings grew from 25 to 289 partitions and 10,000 tasks each (108,000
-# in the stage).
+# Partitions. A Create gives each element its own partition (the stages start from lists of shards, files or
+# languages: each a task's worth of work, bounded in size), up to MAX_PARTITIONS, so that one task holds about a
+# shard: at 10^6 sentences a language, Creates of at most 32 partitions put four shards' float16 rows, for up to 64
+# lists, in one assignment task (over a GB) and 4 GiB workers were killed. A Flatten keeps the partition count of
+# its largest input (adding the counts up, the k-NN join's groupings grew from 25 to 289 partitions and 10,000
+# tasks each). A grouping keeps its input's count (Dask's task shuffle does; the `npartitions` it takes is its disk
+# shuffle's), at least PARTITIONS_PER_THREAD a worker thread and at most `--dask_shuffle_partitions` (default
+# SHUFFLE_PARTITIONS, or two a thread where that is more): up to 32 Dask shuffles in one stage, past it in two,
+# each keeping copies of what it groups. At 10^6 float16 sentences a language, groupings of 100 partitions spilled
+# 55 GB by a fifth of the stage (docs/benchmarks.md, "On Dask").
 MAX_PARTITIONS = 1024
+SHUFFLE_PARTITIONS = 32
 PARTITIONS_PER_THREAD = 2
 # A job waits on its tasks WATCH_S at a time, and between waits logs progress and looks at the cluster: a cluster
 # whose workers are gone, or all paused at their memory limit (Dask pauses a worker at 80% and waits for memory
@@ -91,6 +92,17 @@ class LocalClusterOptions(PipelineOptions):
         parser.add_argument("--dask_worker_memory", default="auto",
                             help="memory limit of each worker, e.g. 4GiB: a worker spills what it holds to disk "
                             "past 70%% of it and pauses at 80%% (default: the machine's memory shared out)")
+
+
+class DaskShuffleOptions(PipelineOptions):
+    """How many partitions a grouping (GroupByKey) may have, on any Dask cluster."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        parser.add_argument("--dask_shuffle_partitions", type=int, default=None,
+                            help="most partitions of a grouping's output (default: 32, or two a worker thread "
+                            "where that is more); raise it when a grouping's data, split this many ways, is more "
+                            "than a worker holds")
 
 
 def close_quietly(client) -> None:
@@ -289,8 +301,9 @@ class _Translator(PipelineVisitor):
     """Each transform's outputs as Dask bags, from its inputs' bags (Beam's overrides have already turned the
     pipeline into Create, ParDo, GroupByKeyOnly, Flatten and pass-through composites)."""
 
-    def __init__(self, parallelism: int):
+    def __init__(self, parallelism: int, shuffle_partitions: int | None = None):
         self.parallelism = parallelism
+        self.shuffle_partitions = shuffle_partitions or max(SHUFFLE_PARTITIONS, parallelism * PARTITIONS_PER_THREAD)
         self.bags: dict = {}  # PCollection -> bag
         self.consumed: set = set()
         self.counters: list = []  # bags of per-partition counter dicts
@@ -360,7 +373,7 @@ class _Translator(PipelineVisitor):
             key, values = item
             return key, [defenestrate(v[1]) for v in values]
 
-        npartitions = min(max(bag.npartitions, self.parallelism * PARTITIONS_PER_THREAD), MAX_PARTITIONS)
+        npartitions = min(max(bag.npartitions, self.parallelism * PARTITIONS_PER_THREAD), self.shuffle_partitions)
         if npartitions != bag.npartitions:
             bag = bag.repartition(npartitions)
         return bag.groupby(lambda item: item[0], shuffle="tasks").map(value)
@@ -501,7 +514,7 @@ class DaskRunner(PipelineRunner):
         client = client_for(options)
         threads = sum(client.nthreads().values()) or 1
         pipeline.replace_all(dask_overrides())
-        translator = _Translator(threads)
+        translator = _Translator(threads, options.view_as(DaskShuffleOptions).dask_shuffle_partitions)
         pipeline.visit(translator)
         leaves = [bag.map_partitions(count) for bag in translator.leaves()]
         collections = [*leaves, *translator.counters]

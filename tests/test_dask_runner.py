@@ -238,9 +238,9 @@ def test_a_pardo_whose_outputs_have_several_consumers_runs_once(tmp_path):
 
 def test_partitions_follow_the_inputs_a_create_a_flatten_and_a_grouping():
     """A Create gives each shard its own task; a Flatten keeps its largest input's partition count, every element
-    once; a grouping keeps its input's (at least two a worker thread, at most MAX_PARTITIONS). Before, Creates held
-    several shards a task (over a GB of float16 rows at 10^6 sentences a language: workers killed), and Flattens
-    added counts up (25 -> 289 partitions and 10,000 tasks a grouping)."""
+    once; a grouping keeps its input's (at least two a worker thread, at most --dask_shuffle_partitions: by default
+    32, or two a thread). Before, Creates held several shards a task (over a GB of float16 rows at 10^6 sentences a
+    language: workers killed), and Flattens added counts up (25 -> 289 partitions and 10,000 tasks a grouping)."""
     import dask
     import dask.bag as db
 
@@ -260,6 +260,8 @@ def test_partitions_follow_the_inputs_a_create_a_flatten_and_a_grouping():
         assert grouped.npartitions == 4  # two a worker thread
         assert sorted((key, sorted(values)) for key, values in grouped.compute()) == [
             (r, list(range(r, 12, 3))) for r in range(3)]
-    assert translator._group(shards.map(lambda n: (n % 7, n))).npartitions == 100
-    wide = db.from_sequence([(n, n) for n in range(3000)], npartitions=3000)
-    assert translator._group(wide).npartitions == dask_runner.MAX_PARTITIONS
+    keyed = shards.map(lambda n: (n % 7, n))
+    assert translator._group(keyed).npartitions == dask_runner.SHUFFLE_PARTITIONS  # one shuffle stage
+    raised = PipelineOptions(["--dask_shuffle_partitions=100"]).view_as(dask_runner.DaskShuffleOptions)
+    assert dask_runner._Translator(2, raised.dask_shuffle_partitions)._group(keyed).npartitions == 100
+    assert dask_runner._Translator(parallelism=64)._group(keyed).npartitions >= 128  # at least two a thread
