@@ -49,8 +49,8 @@ log = logging.getLogger("pipelines.dask_runner")
 # tasks each). A grouping keeps its input's count (Dask's task shuffle does; the `npartitions` it takes is its disk
 # shuffle's), at least PARTITIONS_PER_THREAD a worker thread and at most `--dask_shuffle_partitions` (default
 # SHUFFLE_PARTITIONS, or two a thread where that is more): up to 32 partitions Dask shuffles in one stage, past
-# that in two, each keeping copies of what it groups. At 10^6 float16 sentences a language, groupings of 100 partitions spilled
-# 55 GB by a fifth of the stage (docs/benchmarks.md, "On Dask").
+# that in two, each keeping copies of what it groups. At 10^6 float16 sentences a language, groupings of 100
+# partitions spilled 55 GB by a fifth of the stage (docs/benchmarks.md, "On Dask").
 MAX_PARTITIONS = 1024
 SHUFFLE_PARTITIONS = 32
 PARTITIONS_PER_THREAD = 2
