@@ -300,8 +300,14 @@ class AssignShard(beam.DoFn):
         rows = read_language_shard(entry, shard, self.bytes_read)  # what travels: binary codes stay packed
         refs = layout.pack(shard, np.arange(len(rows), dtype=np.int64))
         unit = comparable(rows, entry.get("binary"), info["embeddings"])
-        # each row's own list, assigned once for every direction where this language is the database
+        # each row's own list, assigned once for every direction where this language is the database; as a query,
+        # its nprobe nearest lists of the other language's quantizer
         own_lists = functools.cache(lambda: assign(unit, centroids[language], 1, info["embeddings"]))
+
+        def probed_lists(db_lang: str) -> np.ndarray:
+            nprobe = join_plan(self.knn, self.manifest["languages"][db_lang]["rows"])[1]
+            return assign(unit, centroids[db_lang], nprobe, info["embeddings"])
+
         for pair, side, query_lang, db_lang in directions(self.pairs):
             if (pair, side) in self.routes:
                 route, batch = self.routes[pair, side]
@@ -309,18 +315,14 @@ class AssignShard(beam.DoFn):
                     chunk = in_lists("db", own_lists(), len(centroids[db_lang]), refs, rows)
                     yield from self._to_shards(route, batch, (pair, side), query_lang, chunk)
                 elif route == TO_DATABASE and query_lang == language:
-                    nprobe = join_plan(self.knn, self.manifest["languages"][db_lang]["rows"])[1]
-                    lists = assign(unit, centroids[db_lang], nprobe, info["embeddings"])
-                    yield from self._to_shards(route, batch, (pair, side), db_lang,
-                                               in_lists("q", lists, len(centroids[db_lang]), refs, rows))
+                    chunk = in_lists("q", probed_lists(db_lang), len(centroids[db_lang]), refs, rows)
+                    yield from self._to_shards(route, batch, (pair, side), db_lang, chunk)
                 continue
             per_group = self.shapes[pair, side].lists_per_group
             if db_lang == language:
                 yield from self._keyed(pair, side, "db", own_lists(), per_group, refs, rows)
             if query_lang == language:
-                _, nprobe = join_plan(self.knn, self.manifest["languages"][db_lang]["rows"])
-                lists = assign(unit, centroids[db_lang], nprobe, info["embeddings"])
-                yield from self._keyed(pair, side, "q", lists, per_group, refs, rows)
+                yield from self._keyed(pair, side, "q", probed_lists(db_lang), per_group, refs, rows)
 
     def _keyed(self, pair, side, kind, lists, per_group, refs, rows):
         for group, members, member_lists in rows_by_group(lists, per_group):
