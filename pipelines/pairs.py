@@ -748,17 +748,14 @@ class ExactSearch(beam.DoFn):
         db_entry = self.manifest["languages"][db_lang]
         code = db_entry.get("binary")
         packed = compared_packed(db_entry)
-        queries = read_language_shard(entry, shard, self.bytes_read)[query_refs & ROW_MASK]
-        queries = queries if packed else comparable(queries, entry.get("binary"))
+        queries = compared_rows(read_language_shard(entry, shard, self.bytes_read)[query_refs & ROW_MASK],
+                                entry.get("binary"), entry["shards"][shard]["embeddings"], packed)
         parts = []
         for number, info in enumerate(db_entry["shards"]):
-            database = read_language_shard(db_entry, number, self.bytes_read)
-            if packed:
-                binary.check_packed(database, info["embeddings"], db_entry["dim"])
-            else:
-                database = comparable(database, code, info["embeddings"])
+            database = compared_rows(read_language_shard(db_entry, number, self.bytes_read), code,
+                                     info["embeddings"], packed)
             refs = layout.pack(number, np.arange(len(database), dtype=np.int64))
-            found = list_topk(queries, query_refs, database, refs, k, packed_signs=packed)
+            found = list_topk(queries, query_refs, database, refs, k, unit=not packed, packed_signs=packed)
             parts = [merge_topk([*parts, as_cosines(found, code)], k)]
         self.queries.inc(len(query_refs))
         yield (pair, side, shard), parts[0]
