@@ -25,6 +25,7 @@ every partition receives; every leaf of the graph is computed, once, in one call
 from __future__ import annotations
 
 import atexit
+import collections
 import itertools
 import logging
 import math
@@ -385,9 +386,11 @@ class _Translator(PipelineVisitor):
         sides = [dask.delayed(everything)(*self._bag(view.pvalue).to_delayed(optimize_graph=False))
                  for view in node.side_inputs]
         spec = dask.delayed(ParDoSpec.of(node), pure=True)  # one copy in the graph, not one per task
-        results = bag.map_partitions(run_bundle, spec, *sides)
-        self.counters.append(results.map_partitions(counters_of))
-        return {tag: results.map_partitions(outputs_of, tag) for tag in node.outputs}
+        # tasks named by the ParDo's label (Dask's dashboard and the progress log show "Pairs/Compare", not run_bundle)
+        label = node.full_label
+        results = bag.map_partitions(run_bundle, spec, *sides, token=label)
+        self.counters.append(results.map_partitions(counters_of, token=label))
+        return {tag: results.map_partitions(outputs_of, tag, token=label) for tag in node.outputs}
 
     def leaves(self) -> list:
         """The bags nothing reads: every branch of the pipeline ends in one."""
@@ -442,16 +445,21 @@ class ClusterWatch:
                                "(--dask_worker_memory) or use fewer of them (--dask_workers)")
 
     def _progress(self, client) -> str:
-        """'12,345 of ~51,000 tasks done, 204 running', from the scheduler's count of tasks still to run."""
+        """'12,345 of ~51,000 tasks done, 2 running (Pairs/KnnJoin/Compare 2)', from the scheduler's tasks still
+        to run; a running ParDo is named by its label (its tasks' name), Dask's own tasks by theirs (shuffle...)."""
         def unfinished(dask_scheduler=None):
-            return [sum(1 for task in dask_scheduler.tasks.values() if task.state in states)
-                    for states in (("processing",), ("waiting", "queued", "no-worker"))]
+            running = [task.prefix.name.split("-")[0] for task in dask_scheduler.tasks.values()
+                       if task.state == "processing"]
+            return running, sum(1 for task in dask_scheduler.tasks.values()
+                                if task.state in ("waiting", "queued", "no-worker"))
 
         try:
             running, waiting = client.run_on_scheduler(unfinished)
         except (OSError, RuntimeError, ValueError, AttributeError) as error:  # a courtesy: never stop a job for it
             return f"progress unknown ({type(error).__name__})"
-        return f"{max(self.tasks - running - waiting, 0):,} of ~{self.tasks:,} tasks done, {running:,} running"
+        names = ", ".join(f"{name} {n}" for name, n in sorted(collections.Counter(running).items()))
+        return (f"{max(self.tasks - len(running) - waiting, 0):,} of ~{self.tasks:,} tasks done, "
+                f"{len(running):,} running" + (f" ({names})" if names else ""))
 
 
 class DaskMetrics(MetricResults):

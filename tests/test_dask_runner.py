@@ -117,6 +117,27 @@ def test_workers_all_paused_at_their_memory_limit_stop_the_job_with_an_error(mon
         run_toy("--dask_workers=1", "--dask_worker_memory=0")
 
 
+class Slow(beam.DoFn):
+    def process(self, number):
+        import time
+
+        time.sleep(1.5)
+        yield number
+
+
+def test_progress_names_the_pardos_that_are_running(monkeypatch, caplog):
+    """Tasks are named by their ParDo's label, so the progress log (and Dask's dashboard) says what is running;
+    before, every ParDo's tasks were "run_bundle"."""
+    monkeypatch.setattr(dask_runner, "WATCH_S", 0.5)
+    pipeline = beam.Pipeline(runner=DaskRunner(), options=PipelineOptions(["--dask_workers=1"]))
+    pipeline | beam.Create(range(2)) | "SlowStep" >> beam.ParDo(Slow())
+    with caplog.at_level("INFO", logger="pipelines.dask_runner"):
+        pipeline.run()
+    progress = [r.getMessage() for r in caplog.records if "tasks done" in r.getMessage()]
+    assert any("running (SlowStep " in line for line in progress), progress
+    assert not any("run_bundle" in line for line in progress), progress
+
+
 def test_closing_the_clients_closes_the_local_clusters_they_started():
     """Closing a client leaves a LocalCluster handed to it running: CI's suite held five clusters' workers."""
     cluster = dask_runner.client_for(PipelineOptions(["--dask_workers=1"])).cluster
