@@ -264,6 +264,11 @@ class ListRows(HoldsArrays):
         """The memberships where `keep` is true (a boolean per membership), with the rows they name."""
         return ListRows.of(self.kind, self.member_lists()[keep], self.members[keep], self.refs, self.rows)
 
+    def with_rows(self, stored: np.ndarray) -> ListRows:
+        """These memberships with their rows taken from their shard's stored rows (made without them: `rows` of
+        width 0, as AssignShard hands a shard's memberships on)."""
+        return dataclasses.replace(self, rows=stored[self.refs & ROW_MASK])
+
 
 def used_rows(member_rows: np.ndarray, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
     """np.unique(member_rows, return_inverse=True) for indices into n_rows rows: by a mask of the rows where the
@@ -279,12 +284,15 @@ def used_rows(member_rows: np.ndarray, n_rows: int) -> tuple[np.ndarray, np.ndar
 
 
 class AssignShard(beam.DoFn):
-    """(language, shard) -> the shard's rows keyed by group of inverted lists, read once for every direction that
-    uses them: ((pair, side, group), ListRows), kind "db" (each row in its one list of the language's own
-    quantizer) or "q" (each row in its nprobe nearest lists of the other language's quantizer), one element per
-    group that has rows. A direction's small side that goes to the other's shards (shard_routes) is sent to each
-    of them instead, tagged with its route: ((route, that language, shard, batch), ((pair, side), ListRows)), and
-    the other side not at all."""
+    """(language, shard) -> where the shard's rows go, for every direction that uses them: ((language, shard),
+    [((pair, side, group), ListRows)]), each group's memberships of kind "db" (each row in its one list of the
+    language's own quantizer) or "q" (each row in its nprobe nearest lists of the other language's quantizer),
+    without the rows themselves (SplitHotLists reads them again once the list sizes are known). The list sizes
+    are a barrier: every shard is assigned before any group's rows move on, so what waits there is the memberships
+    (tens of bytes a row), not the rows (at 10^6 float16 sentences a language, 16 GB held at once). A direction's
+    small side that goes to the other's shards (shard_routes) is sent to each of them instead, with its rows,
+    tagged with its route: ((route, that language, shard, batch), ((pair, side), ListRows)), and the other side
+    not at all."""
 
     def __init__(self, manifest: dict, pairs: list, knn: KnnConfig):
         self.manifest, self.pairs, self.knn = manifest, pairs, knn
@@ -303,6 +311,7 @@ class AssignShard(beam.DoFn):
         # each row's own list, assigned once for every direction where this language is the database; as a query,
         # its nprobe nearest lists of the other language's quantizer
         own_lists = functools.cache(lambda: assign(unit, centroids[language], 1, info["embeddings"]))
+        memberships = []
 
         def probed_lists(db_lang: str) -> np.ndarray:
             nprobe = join_plan(self.knn, self.manifest["languages"][db_lang]["rows"])[1]
@@ -320,18 +329,26 @@ class AssignShard(beam.DoFn):
                 continue
             per_group = self.shapes[pair, side].lists_per_group
             if db_lang == language:
-                yield from self._keyed(pair, side, "db", own_lists(), per_group, refs, rows)
+                memberships += self._keyed(pair, side, "db", own_lists(), per_group, refs, rows[:, :0])
             if query_lang == language:
-                yield from self._keyed(pair, side, "q", probed_lists(db_lang), per_group, refs, rows)
+                memberships += self._keyed(pair, side, "q", probed_lists(db_lang), per_group, refs, rows[:, :0])
+        if memberships:
+            yield (language, shard), memberships
 
-    def _keyed(self, pair, side, kind, lists, per_group, refs, rows):
-        for group, members, member_lists in rows_by_group(lists, per_group):
-            yield (pair, side, group), ListRows.of(kind, member_lists, members, refs, rows)
+    @staticmethod
+    def _keyed(pair, side, kind, lists, per_group, refs, no_rows) -> list:
+        return [((pair, side, group), ListRows.of(kind, member_lists, members, refs, no_rows))
+                for group, members, member_lists in rows_by_group(lists, per_group)]
 
     def _to_shards(self, route, batch, direction, language, chunk):
         for shard in range(len(self.manifest["languages"][language]["shards"])):
             self.copies[chunk.kind].inc(len(chunk.refs))
             yield beam.pvalue.TaggedOutput(route, ((route, language, shard, batch), (direction, chunk)))
+
+
+def shard_list_sizes(element, shapes: dict) -> list:
+    """A shard's memberships (AssignShard) -> list_sizes of each of its groups."""
+    return [list_sizes(group, shapes) for group in element[1]]
 
 
 def list_sizes(element, shapes: dict) -> tuple:
@@ -395,8 +412,9 @@ def list_roles(n_queries: np.ndarray, n_database: np.ndarray, max_rows: int,
 
 
 class SplitHotLists(beam.DoFn):
-    """A group's chunk -> what is compared: its lists' rows under the group's key, less the lists without queries
-    or without database rows (nothing to compare) and the hot lists. A list with more than max_rows rows on a side
+    """A shard's memberships (AssignShard) -> what is compared, with the shard's rows read again: for each group,
+    its lists' rows under the group's key, less the lists without queries or without database rows (nothing to
+    compare) and the hot lists. A list with more than max_rows rows on a side
     is hot: it leaves the group and is split into blocks of about that many (by a hash of the row), and each query
     block meets each database block, so such a group holds at most ~2 x max_rows rows.
 
@@ -413,9 +431,18 @@ class SplitHotLists(beam.DoFn):
         self.shapes, self.routes = join_shapes(manifest, pairs, knn), shard_routes(manifest, pairs, knn)
         self.copies = {"db": Metrics.counter("pairs", "database_rows_sent"),
                        "q": Metrics.counter("pairs", "query_rows_sent")}
+        self.bytes_read = Metrics.counter("pairs", "embedding_bytes_read")
         self.checked = None
 
     def process(self, element, sizes: dict):
+        (language, shard), memberships = element
+        stored = read_language_shard(self.manifest["languages"][language], shard, self.bytes_read)
+        for group in memberships:
+            for key, part in self.split(group, sizes):
+                yield key, part.with_rows(stored)
+
+    def split(self, element, sizes: dict):
+        """One group's memberships ((pair, side, group), ListRows) -> (key, part) for each part compared."""
         if self.checked is not sizes:
             self._check(sizes)
             self.checked = sizes
@@ -786,10 +813,10 @@ class KnnJoin(beam.PTransform):
         # reshuffle=False: SpreadShards is the one spread (Create's own would shuffle the same elements twice)
         assigned = (begin | "Shards" >> beam.Create(shards, reshuffle=False) | "SpreadShards" >> beam.Reshuffle()
                     | "Assign" >> beam.ParDo(AssignShard(manifest, self.pairs, config.knn), centroids)
-                    .with_outputs(TO_QUERIES, TO_DATABASE, main="chunks"))
-        chunks = assigned.chunks
-        sizes = beam.pvalue.AsDict(chunks | "ListSize" >> beam.Map(list_sizes, join_shapes(manifest, self.pairs,
-                                                                                         config.knn))
+                    .with_outputs(TO_QUERIES, TO_DATABASE, main="memberships"))
+        memberships = assigned.memberships
+        sizes = beam.pvalue.AsDict(memberships | "ListSize" >> beam.FlatMap(shard_list_sizes, join_shapes(
+                                       manifest, self.pairs, config.knn))
                                    | "ListSizes" >> beam.CombinePerKey(CountByList()))
         k_of = {(pair, side): neighbours_wanted(manifest, config, db) for pair, side, _, db in
                 directions(self.pairs)}
@@ -801,7 +828,7 @@ class KnnJoin(beam.PTransform):
         # reshuffle=False: a cheap Map before a grouping has nothing to spread
         tables = ((begin | "QueryShards" >> beam.Create(shard_sizes, reshuffle=False)
                    | "AllQueries" >> beam.Map(no_neighbours_yet),
-                   chunks | "Blocks" >> beam.ParDo(SplitHotLists(manifest, self.pairs, config.knn), sizes)
+                   memberships | "Blocks" >> beam.ParDo(SplitHotLists(manifest, self.pairs, config.knn), sizes)
                    | "ByListGroup" >> beam.GroupByKey()
                    | "Compare" >> beam.ParDo(CompareList(manifest, self.pairs, config), sizes),
                    (assigned[TO_QUERIES], assigned[TO_DATABASE]) | "SentToShards" >> beam.Flatten()

@@ -353,10 +353,10 @@ def test_a_group_the_runner_delivered_in_parts_is_an_error_not_fewer_neighbours(
     with pytest.raises(RuntimeError, match="list group 0: the group holds 3 db rows, its lists have 6"):
         list(compare.process(((pair, "src", 0, -1, 0, 0), [q, db.take(np.arange(6) < 3)]), sizes))
     split = SplitHotLists(manifest, [pair], config.knn)
-    assert len(list(split.process(((pair, "src", 0), q), sizes))) == 1
+    assert len(list(split.split(((pair, "src", 0), q), sizes))) == 1
     with pytest.raises(RuntimeError, match="deu_Latn -> eng_Latn: the list sizes count 5 q rows, 6 expected: the "
                                            "runner gave an incomplete side input"):
-        list(split.process(((pair, "src", 0), q), {**sizes, (pair, "src", "q"): np.array([3, 2])}))
+        list(split.split(((pair, "src", 0), q), {**sizes, (pair, "src", "q"): np.array([3, 2])}))
 
 
 def test_a_small_side_sent_to_the_other_sides_shards_gives_the_bytes_of_the_join(tmp_path, monkeypatch):
@@ -445,7 +445,7 @@ def test_a_group_takes_its_queries_in_blocks_each_meeting_all_of_its_database_ro
     split = SplitHotLists(manifest, [pair], config.knn)
     by_key = {}
     for chunk in (q, db):
-        for key, part in split.process(((pair, "src", 0), chunk), sizes):
+        for key, part in split.split(((pair, "src", 0), chunk), sizes):
             by_key.setdefault(key, []).append(part)
     assert sorted(by_key) == [(pair, "src", 0, -1, block, 0) for block in range(4)]
     assert all([part.kind for part in parts] == ["q", "db"] and len(parts[1].refs) == 8 for parts in by_key.values())
@@ -493,6 +493,49 @@ def test_a_groups_lists_merged_as_they_come_are_the_merge_of_all(monkeypatch, dt
     assert found[0].sims.tobytes() == found[1].sims.tobytes()
 
 
+def test_what_waits_for_the_list_sizes_is_memberships_and_the_rows_are_read_after(tmp_path):
+    """Every shard is assigned before the list sizes (a side input) exist, and what waits for them is held whole:
+    at 10^6 float16 sentences a language that was every row, 16 GB. Now AssignShard hands on each group's
+    memberships without rows, and SplitHotLists reads the shard's rows again and gives each part its own."""
+    from miner.index import KnnConfig
+    from miner.sizes import held_bytes
+    from pipelines.pairs import AssignShard, CountByList, SplitHotLists, join_shapes, shard_list_sizes
+
+    pair, rng = ("deu_Latn", "eng_Latn"), np.random.default_rng(0)
+    manifest = {"languages": {}}
+    for language in pair:
+        rows = rng.standard_normal((300, 256)).astype(np.float16)
+        shards = []
+        for shard in range(10):  # ten shards a side: no side goes to the other's shards
+            path = str(tmp_path / f"{language}-{shard}.npy")
+            np.save(path, rows[shard * 30:(shard + 1) * 30])
+            shards.append({"embeddings": path, "rows": 30})
+        manifest["languages"][language] = {"rows": 300, "dim": 256, "shards": shards}
+    knn = KnnConfig(index="IVF8,Flat", nprobe=3, max_list_rows=20)
+    centroids = {language: rng.standard_normal((8, 256)).astype(np.float32) for language in pair}
+    assigned = [out for language in pair for shard in range(10)
+                for out in AssignShard(manifest, [pair], knn).process((language, shard), centroids)]
+    assert [key for key, _ in assigned] == [(language, shard) for language in pair for shard in range(10)]
+    groups = [chunk for _, memberships in assigned for _, chunk in memberships]
+    assert all(chunk.rows.shape == (len(chunk.refs), 0) for chunk in groups)
+    assert sum(held_bytes(chunk) for chunk in groups) < 600 * 256 * 2 / 4  # a quarter of the rows' bytes, once
+
+    sizes, count = {}, CountByList()
+    for element in assigned:
+        for key, part in shard_list_sizes(element, join_shapes(manifest, [pair], knn)):
+            sizes[key] = count.add_input(sizes.get(key, count.create_accumulator()), part)
+    split = SplitHotLists(manifest, [pair], knn)
+    parts = [(key, part) for element in assigned for key, part in split.process(element, sizes)]
+    assert parts and all(part.rows.shape == (len(part.refs), 256) for _, part in parts)
+    stored = {language: np.concatenate([np.load(s["embeddings"]) for s in manifest["languages"][language]["shards"]])
+              for language in pair}
+    for (_, side, *_), part in parts:
+        queries_of = pair[0] if side == "src" else pair[1]
+        language = queries_of if part.kind == "q" else next(lang for lang in pair if lang != queries_of)
+        shard, row = part.refs >> layout.ROW_BITS, part.refs & ((1 << layout.ROW_BITS) - 1)
+        assert np.array_equal(part.rows, stored[language][shard * 30 + row])
+
+
 def test_a_hot_list_leaves_its_group_in_blocks_and_the_others_stay_together():
     from miner.index import KnnConfig
     from pipelines.pairs import ListRows, SplitHotLists
@@ -502,7 +545,7 @@ def test_a_hot_list_leaves_its_group_in_blocks_and_the_others_stay_together():
     db = ListRows.of("db", np.array([0, 0, 0, 0, 0, 1]), np.arange(6), np.arange(6), np.ones((6, 8), np.float32))
     sizes = {(pair, "src", "q"): np.array([2, 2, 2, 2]), (pair, "src", "db"): np.array([5, 1]),
              (pair, "tgt", "q"): np.array([6]), (pair, "tgt", "db"): np.array([8])}  # the side input checked whole
-    out = list(SplitHotLists(manifest, [pair], knn).process(((pair, "src", 0), db), sizes))
+    out = list(SplitHotLists(manifest, [pair], knn).split(((pair, "src", 0), db), sizes))
     ordinary = [chunk for key, chunk in out if key[3] == -1]
     assert len(ordinary) == 1 and ordinary[0].list_ids.tolist() == [1] and ordinary[0].refs.tolist() == [5]
     hot = {key: chunk for key, chunk in out if key[3] == 0}
