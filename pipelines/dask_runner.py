@@ -49,9 +49,9 @@ log = logging.getLogger("pipelines.dask_runner")
 # its largest input (adding the counts up, the k-NN join's groupings grew from 25 to 289 partitions and 10,000
 # tasks each). A grouping keeps its input's count (Dask's task shuffle does; the `npartitions` it takes is its disk
 # shuffle's), at least PARTITIONS_PER_THREAD a worker thread and at most `--dask_shuffle_partitions` (default
-# SHUFFLE_PARTITIONS, or two a thread where that is more): up to 32 partitions Dask shuffles in one stage, past
-# that in two, each keeping copies of what it groups. At 10^6 float16 sentences a language, groupings of 100
-# partitions spilled 55 GB by a fifth of the stage (docs/benchmarks.md, "On Dask").
+# SHUFFLE_PARTITIONS, or two a thread where that is more), shuffled in one stage whatever the count (Dask's
+# default shuffles past 32 partitions in two, each keeping copies of what it groups: at 10^6 float16 sentences a
+# language, groupings of 100 partitions spilled 55 GB by a fifth of the stage; docs/benchmarks.md, "On Dask").
 MAX_PARTITIONS = 1024
 SHUFFLE_PARTITIONS = 32
 PARTITIONS_PER_THREAD = 2
@@ -377,7 +377,9 @@ class _Translator(PipelineVisitor):
         npartitions = min(max(bag.npartitions, self.parallelism * PARTITIONS_PER_THREAD), self.shuffle_partitions)
         if npartitions != bag.npartitions:
             bag = bag.repartition(npartitions)
-        return bag.groupby(lambda item: item[0], shuffle="tasks").map(value)
+        # one shuffle stage at any count (Dask's default, 32 branches, shuffles more partitions in two, each
+        # keeping its own copies of the data: 55 GB spilled by a fifth of a 10^6 float16 run at 100 partitions)
+        return bag.groupby(lambda item: item[0], shuffle="tasks", max_branch=npartitions).map(value)
 
     def _par_do(self, node, bag) -> dict:
         import dask

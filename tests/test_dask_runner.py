@@ -284,5 +284,9 @@ def test_partitions_follow_the_inputs_a_create_a_flatten_and_a_grouping():
     keyed = shards.map(lambda n: (n % 7, n))
     assert translator._group(keyed).npartitions == dask_runner.SHUFFLE_PARTITIONS  # one shuffle stage
     raised = PipelineOptions(["--dask_shuffle_partitions=100"]).view_as(dask_runner.DaskShuffleOptions)
-    assert dask_runner._Translator(2, raised.dask_shuffle_partitions)._group(keyed).npartitions == 100
+    hundred = dask_runner._Translator(2, raised.dask_shuffle_partitions)._group(keyed)
+    assert hundred.npartitions == 100
+    stages = {key[1] for key in hundred.__dask_graph__() if isinstance(key, tuple) and str(key[0]).startswith(
+        "shuffle-join")}
+    assert stages == {0, 1}  # one shuffle stage (0 is its input), not Dask's two past 32 partitions
     assert dask_runner._Translator(parallelism=64)._group(keyed).npartitions >= 128  # at least two a thread
