@@ -84,13 +84,26 @@ def write_inputs(output: str, vectors: dict[str, np.ndarray], shard_rows: int, d
     manifests.write(output, "embed", {"stage": "embed", "encoder": "synthetic", "languages": languages})
 
 
+def spilled_to_disk() -> int:
+    """The bytes the job's Dask workers hold on disk now, by the scheduler's last heartbeats (0 off Dask)."""
+    from pipelines import dask_runner
+
+    total = 0
+    for client in list(dask_runner._clients.values()):
+        with contextlib.suppress(Exception):  # a cluster starting or closing: no figure this time
+            workers = client.scheduler_info(n_workers=-1)["workers"].values()
+            total += sum(worker["metrics"].get("spilled_bytes", {}).get("disk", 0) for worker in workers)
+    return total
+
+
 def nlist_for(n: int, rows_per_list: int) -> int:
     return 1 << max(4, round(np.log2(n / rows_per_list)))
 
 
 class ProcessTree:
-    """CPU seconds of this process and every descendant (Dask's nannies and workers are grandchildren), and the
-    peak resident memory of each worker process, sampled on a thread while a run lasts."""
+    """CPU seconds of this process and every descendant (Dask's nannies and workers are grandchildren), the peak
+    resident memory of each worker process, and on Dask the most the workers had spilled to disk together, sampled
+    on a thread while a run lasts."""
 
     def __init__(self):
         import psutil
@@ -129,11 +142,14 @@ class ProcessTree:
 
         self.peak, self._stop = {}, threading.Event()
 
+        self.spilled = 0
+
         def sample():
             while not self._stop.wait(0.2):
                 for process in self.workers():
                     with contextlib.suppress(psutil.Error):
                         self.peak[process.pid] = max(self.peak.get(process.pid, 0), process.memory_info().rss)
+                self.spilled = max(self.spilled, spilled_to_disk())
         self._thread = threading.Thread(target=sample, daemon=True)
         self._thread.start()
         return self
@@ -187,6 +203,7 @@ def run_stage(n: int, dim: int, seed: int, args, dtype: str = "float16") -> dict
     return {"n_per_language": n, "dtype": dtype, "runner": args.runner, "nlist": nlist, "nprobe": args.nprobe,
             "wall_seconds": round(wall, 1),
             "peak_worker_rss_gb": round(max(tree.peak.values(), default=0) / 2**30, 2), "workers": len(tree.peak),
+            "peak_spilled_gb": round(tree.spilled / 2**30, 2),
             "cpu_seconds": round(cpu, 1), "cpu_ms_per_sentence": round(1000 * cpu / sentences, 4),
             "embedding_bytes_read_per_sentence": round(counters["embedding_bytes_read"] / sentences, 1),
             "embedding_bytes_on_disk_per_sentence": row_bytes + (2 * dim if dtype == "binary-refined" else 0),
@@ -299,7 +316,7 @@ def main() -> None:
               f"{run['cpu_ms_per_sentence']:.3f} CPU ms/sentence (x{run['cpu_ms_per_sentence'] / first['cpu_ms_per_sentence']:.2f}), "
               f"{run['embedding_bytes_read_per_sentence']:.0f} B read/sentence, "
               f"{run['vector_bytes_shuffled_per_sentence']:.0f} B shuffled/sentence, peak worker RSS "
-              f"{run['peak_worker_rss_gb']} GB, planted recall "
+              f"{run['peak_worker_rss_gb']} GB, spilled {run.get('peak_spilled_gb', 0)} GB, planted recall "
               f"{run['planted_recall']}{peer_line}")
 
 
