@@ -21,6 +21,7 @@ The network (Yang et al. 2019, the line of seed 004), as the package's numpy bac
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import Counter
 from collections.abc import Sequence
@@ -88,6 +89,24 @@ def _sentencepiece(model_path: Path):
     return _sentencepiece_module().SentencePieceProcessor(model_file=str(model_path))
 
 
+@contextlib.contextmanager
+def one_intra_op_thread(torch):
+    """torch's CPU matrix products on one thread within: the sentence-level layers multiply a few rows (the
+    batch's sentences) by a long inner dimension, which the BLAS splits among threads, so their last bits followed
+    the thread count (an AVX-512 Xeon: 15,393 of 23,040 values of 45 sentences differ between one and two threads;
+    a Dask worker runs one, the DirectRunner's process as many as cores) and a job's bytes its runner. The rows are
+    few: one thread costs nothing measurable there."""
+    threads = torch.get_num_threads()
+    if threads == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def _network_class():
     """The torch module, defined on first use so that importing this file does not import torch."""
     import torch
@@ -147,13 +166,14 @@ def _network_class():
                 features.append(self._conv(hidden, 2, i, n, left))
             tokens = self._layer_norm(torch.cat(features, dim=-1), self.feat_ln_g, self.feat_ln_b).float()
             lengths = mask.sum(1, keepdim=True).to(torch.float32)
-            # The token sum commutes with the linear output layer: project T summed rows, not every token.
-            mean = ((tokens * mask.unsqueeze(-1)).sum(1) @ self.out_w.float() + lengths * self.out_b.float())
-            mean = (mean / lengths.sqrt()).to(dtype)
-            y0 = F.relu(mean @ self.d0)
-            y1 = F.relu(mean @ self.p1 + y0 @ self.d1)
-            y2 = F.relu(y1 @ self.d2)
-            z = torch.tanh((y1 @ self.p3 + y2 @ self.d3).float())
+            with one_intra_op_thread(torch):
+                # The token sum commutes with the linear output layer: project T summed rows, not every token.
+                mean = ((tokens * mask.unsqueeze(-1)).sum(1) @ self.out_w.float() + lengths * self.out_b.float())
+                mean = (mean / lengths.sqrt()).to(dtype)
+                y0 = F.relu(mean @ self.d0)
+                y1 = F.relu(mean @ self.p1 + y0 @ self.d1)
+                y2 = F.relu(y1 @ self.d2)
+                z = torch.tanh((y1 @ self.p3 + y2 @ self.d3).float())
             return z / z.norm(dim=-1, keepdim=True).clamp_min(self.eps)
 
         def _conv(self, inputs, layer: int, branch: int, n: int, left: int):

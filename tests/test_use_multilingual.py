@@ -76,6 +76,24 @@ def test_batching_and_order_do_not_change_vectors(encoder):
     np.testing.assert_allclose(together, reversed_, atol=1e-5)
 
 
+def test_the_thread_count_does_not_change_vectors(encoder):
+    """A Dask worker runs torch on one thread, the DirectRunner's process on as many as cores: on an AVX-512 Xeon
+    the sentence-level layers' products (few rows, a long inner dimension) differed in their last bits between
+    them, and so did the bytes of a job on the two runners."""
+    import torch
+
+    threads = torch.get_num_threads()
+    many = SENTENCES * 4  # 48 rows: a batch of sentences, as the embed stage sends
+    try:
+        torch.set_num_threads(1)
+        one = encoder.encode(many)
+        torch.set_num_threads(max(2, threads))
+        several = encoder.encode(many)
+    finally:
+        torch.set_num_threads(threads)
+    assert np.array_equal(one, several)
+
+
 def test_small_token_budget_gives_the_same_vectors():
     small = load_encoder("use-multilingual", token_budget=16, batch_size=2)
     default = load_encoder("use-multilingual")
