@@ -140,9 +140,7 @@ class ProcessTree:
 
         import psutil
 
-        self.peak, self._stop = {}, threading.Event()
-
-        self.spilled = 0
+        self.peak, self.spilled, self._stop = {}, 0, threading.Event()
 
         def sample():
             while not self._stop.wait(0.2):

@@ -499,7 +499,7 @@ def test_what_waits_for_the_list_sizes_is_memberships_and_the_rows_are_read_afte
     memberships without rows, and SplitHotLists reads the shard's rows again and gives each part its own."""
     from miner.index import KnnConfig
     from miner.sizes import held_bytes
-    from pipelines.pairs import AssignShard, CountByList, SplitHotLists, join_shapes, shard_list_sizes
+    from pipelines.pairs import AssignShard, CountByList, SplitHotLists, directions, join_shapes, shard_list_sizes
 
     pair, rng = ("deu_Latn", "eng_Latn"), np.random.default_rng(0)
     manifest = {"languages": {}}
@@ -529,11 +529,10 @@ def test_what_waits_for_the_list_sizes_is_memberships_and_the_rows_are_read_afte
     assert parts and all(part.rows.shape == (len(part.refs), 256) for _, part in parts)
     stored = {language: np.concatenate([np.load(s["embeddings"]) for s in manifest["languages"][language]["shards"]])
               for language in pair}
+    languages = {(p, side): {"q": query_lang, "db": db_lang} for p, side, query_lang, db_lang in directions([pair])}
     for (_, side, *_), part in parts:
-        queries_of = pair[0] if side == "src" else pair[1]
-        language = queries_of if part.kind == "q" else next(lang for lang in pair if lang != queries_of)
-        shard, row = part.refs >> layout.ROW_BITS, part.refs & ((1 << layout.ROW_BITS) - 1)
-        assert np.array_equal(part.rows, stored[language][shard * 30 + row])
+        shard, row = layout.unpack(part.refs)
+        assert np.array_equal(part.rows, stored[languages[pair, side][part.kind]][shard * 30 + row])
 
 
 def test_a_hot_list_leaves_its_group_in_blocks_and_the_others_stay_together():
