@@ -14,6 +14,8 @@ crawls, as the issue that asked for this encoder measured), after one warm-up ca
   - student, ensemble (on request): models/cmlm-distilled, and the default models/cmlm-ensemble without a
     language (the default share: both members run), what the default encoder costs against the teacher alone;
     student-cuda, ensemble-cuda: the same on the first GPU, as ours-cuda.
+  - NAME@PRECISION (ours, student, ensemble): the same at a precision of encoders.precision; its vectors' cosine to
+    NAME@fp32's is reported where that runs too (`ensemble@fp32 ensemble@bf16-mixed`: what bf16 products give);
   - student-int8, student-compiled (on request): the student with torch's dynamic int8 quantisation of its Linear
     layers, or under `torch.compile(dynamic=True)` (compiled during the warm-up call), the two ways to a faster
     CPU forward pass that keep its weights; their cosine to the student's fp32 vectors is reported.
@@ -43,7 +45,11 @@ SHARED = Path(os.environ.get("CMLM_SHARED", REPO.parent / "shared")) / "data"
 FLORES = SHARED / "dev" / "flores200-devtest" / "devtest"
 sys.path.insert(0, str(REPO))
 
+from encoders.precision import NAMES  # noqa: E402
 from encoders.use_multilingual import LANGUAGES  # noqa: E402  (the teacher's 16 languages)
+
+CONTENDERS = ("package", "ours", "ours-cuda", "student", "student-int8", "student-compiled", "ensemble",
+              "student-cuda", "ensemble-cuda")
 
 
 def sentences(per_language: int) -> list[str]:
@@ -60,8 +66,9 @@ def read_sentences(args: argparse.Namespace) -> list[str]:
     return sentences(args.per_language)
 
 
-def contender(name: str, texts: list[str], threads: int, out: Path) -> None:
-    """Runs in a child process: embed `texts` once for warm-up (200), then time the whole list."""
+def contender(name: str, texts: list[str], threads: int, out: Path, warm_up_count: int = 0) -> None:
+    """Runs in a child process: embed `texts` once for warm-up (200), then time the whole list; with
+    `warm_up_count`, warm up on that many and time the rest (a worker that has seen its sentences' shapes)."""
     import torch
 
     torch.set_num_threads(threads)
@@ -74,17 +81,19 @@ def contender(name: str, texts: list[str], threads: int, out: Path) -> None:
         from encoders import load_encoder
 
         spec = {"student": REPO / "models" / "cmlm-distilled", "ensemble": REPO / "models" / "cmlm-ensemble"}
+        name, _, precision = name.partition("@")
         base = name.removesuffix("-cuda")
         student = base.startswith("student")
         encoder = load_encoder(str(spec["student"] if student else spec.get(base, "use-multilingual")),
-                               device="cuda" if name.endswith("-cuda") else "cpu")
+                               device="cuda" if name.endswith("-cuda") else "cpu", precision=precision or None)
         if name == "student-int8":
             replica = encoder.replicas[0]
             replica.model = torch.ao.quantization.quantize_dynamic(replica.model, {torch.nn.Linear}, torch.qint8)
         elif name == "student-compiled":
             encoder.replicas[0].model = torch.compile(encoder.replicas[0].model, dynamic=True)
         encode = encoder.encode
-    encode(texts[:200])
+    warm_up, texts = (texts[:200], texts) if not warm_up_count else (texts[:warm_up_count], texts[warm_up_count:])
+    encode(warm_up)
     cpu, wall = time.process_time(), time.perf_counter()
     vectors = encode(texts)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
@@ -108,15 +117,17 @@ def main() -> None:
     parser.add_argument("--per-language", type=int, default=1012)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--sentences-file", type=Path)
-    parser.add_argument("--contenders", nargs="+", default=["package", "ours"],
-                        choices=["package", "ours", "ours-cuda", "student", "student-int8", "student-compiled",
-                                 "ensemble", "student-cuda", "ensemble-cuda"])
+    parser.add_argument("--warm-up", type=int, default=0,
+                        help="warm up on the first N sentences and time the rest (default: warm up on 200, time all)")
+    parser.add_argument("--contenders", nargs="+", default=["package", "ours"], type=contender_name,
+                        help=f"any of {', '.join(CONTENDERS)}; NAME@PRECISION runs ours, student or ensemble at "
+                        f"one of {', '.join(NAMES)} (default: auto)")
     parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "use.json")
     parser.add_argument("--child", nargs=2, metavar=("NAME", "VECTORS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     texts = read_sentences(args)
     if args.child:
-        contender(args.child[0], texts, args.threads, Path(args.child[1]))
+        contender(args.child[0], texts, args.threads, Path(args.child[1]), args.warm_up)
         return
     args.output.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "OPENBLAS_NUM_THREADS": str(args.threads),
@@ -124,6 +135,8 @@ def main() -> None:
     results, vectors = {}, {}
     source = ["--sentences-file", str(args.sentences_file)] if args.sentences_file else \
         ["--per-language", str(args.per_language)]
+    source += ["--warm-up", str(args.warm_up)]
+    texts = texts[args.warm_up:]  # what is timed
     for name in args.contenders:
         path = args.output.with_name(f"use-{name}.npy")
         run = subprocess.run([sys.executable, __file__, *source, "--threads", str(args.threads), "--child", name,
@@ -141,13 +154,17 @@ def main() -> None:
                                                    "cores": os.cpu_count(), "gpu": gpu_name()}, **results}
     if "package" in results and "ours" in results:
         report["ratio"] = results["ours"]["sentences_per_cpu_s"] / results["package"]["sentences_per_cpu_s"]
+    at_fp32 = [(name.partition("@")[0] + "@fp32", name) for name in vectors if "@" in name]
     for reference, name in (("package", "ours"), ("package", "ours-cuda"), ("student", "student-int8"),
                             ("student", "student-compiled"), ("student", "student-cuda"),
-                            ("ensemble", "ensemble-cuda")):
+                            ("ensemble", "ensemble-cuda"), *at_fp32):
+        if reference == name:
+            continue
         if reference in vectors and name in vectors:
             cosine = (vectors[reference] * vectors[name]).sum(1)
             report[f"cosine_{name}"] = {"to": reference, "min": float(cosine.min()), "mean": float(cosine.mean()),
-                                        "below_0.999": int((cosine < 0.999).sum())}
+                                        "below_0.999": int((cosine < 0.999).sum()),
+                                        "below_0.9999": int((cosine < 0.9999).sum())}
     args.output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     for name, r in results.items():
         flop = r["mflop_per_sentence"]
@@ -160,10 +177,24 @@ def main() -> None:
         report["ensemble_cost"] = results["ours"]["sentences_per_cpu_s"] / results["ensemble"]["sentences_per_cpu_s"]
         print(f"the ensemble costs {report['ensemble_cost']:.2f}x the teacher alone per CPU-second")
         args.output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    for reference, name in at_fp32:
+        if reference in results and reference != name:
+            ratio = results[name]["sentences_per_cpu_s"] / results[reference]["sentences_per_cpu_s"]
+            report[f"speedup_{name}"] = {"over": reference, "per_cpu_s": ratio}
+            print(f"{name} / {reference} per CPU-second: {ratio:.2f}x")
+    args.output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     for key in (k for k in report if k.startswith("cosine_")):
         c = report[key]
-        print(f"{key} (to {c['to']}): min {c['min']:.6f} mean {c['mean']:.6f} ({c['below_0.999']} of {len(texts)} "
-              "below 0.999)")
+        print(f"{key} (to {c['to']}): min {c['min']:.6f} mean {c['mean']:.6f} ({c['below_0.999']} / "
+              f"{c['below_0.9999']} of {len(texts)} below 0.999 / 0.9999)")
+
+
+def contender_name(name: str) -> str:
+    base, at, precision = name.partition("@")
+    if base not in CONTENDERS or (at and (base not in ("ours", "student", "ensemble") or precision not in NAMES)):
+        raise argparse.ArgumentTypeError(f"{name!r}: not one of {', '.join(CONTENDERS)}, nor ours, student or "
+                                         f"ensemble @ one of {', '.join(NAMES)}")
+    return name
 
 
 def gpu_name() -> str | None:

@@ -5,10 +5,10 @@
 
 Speed comes from doing less work, not from approximating: the whole input is tokenised in one Rust call, sorted by
 token length and cut into batches by a token budget (encoders.batching), so there is almost no padding; the model
-runs under `torch.inference_mode` in bf16 where the hardware has native bf16 (any recent GPU, CPUs with AVX512-BF16
-or AMX), fp16 on older GPUs, else fp32; pooling and normalisation stay in fp32. Every visible GPU gets a replica and
-pulls batches from a shared queue. A batch that runs out of GPU memory is split and retried, never dropped, and
-later batches are cut to fit.
+runs under `torch.inference_mode` in bf16 on GPUs, fp16 on older GPUs, with bf16 matrix products over fp32 weights
+and activations on CPUs with native bf16 (AVX512-BF16 or AMX: encoders.precision), else fp32; pooling and
+normalisation stay in fp32. Every visible GPU gets a replica and pulls batches from a shared queue. A batch that
+runs out of GPU memory is split and retried, never dropped, and later batches are cut to fit.
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ from encoders.checkpoint import HUB_ID, CheckpointError, CheckpointLayout, read_
 from encoders.language_removal import load_language_removal
 from encoders.lens import load_lens
 from encoders.pooling import load_dense, pool
+from encoders.precision import resolve_precision
 
 log = logging.getLogger(__name__)
 
-PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 # Models whose transformers class builds a pooler head we never use (sentence vectors come from token outputs).
 HAS_POOLER = {"bert", "roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "ernie", "megatron-bert"}
 
@@ -46,15 +46,6 @@ class Replica:
     model: torch.nn.Module
     dense: list[torch.nn.Module]
     lens: torch.nn.Module | None = None
-
-
-def cpu_has_native_bf16() -> bool:
-    """AVX512-BF16 or AMX: bf16 matrix work is then about twice as fast as fp32 (measured: docs/benchmarks.md)."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 def resolve_devices(device: str) -> list[torch.device]:
@@ -68,16 +59,6 @@ def resolve_devices(device: str) -> list[torch.device]:
     return [torch.device(name.strip()) for name in device.split(",")]
 
 
-def resolve_precision(precision: str, device: torch.device) -> torch.dtype:
-    if precision == "auto":
-        if device.type == "cuda":
-            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        return torch.bfloat16 if device.type == "cpu" and cpu_has_native_bf16() else torch.float32
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision {precision!r} is not one of auto, {', '.join(PRECISIONS)}")
-    return PRECISIONS[precision]
-
-
 class TransformerEncoder(SentenceEncoder):
     def __init__(self, layout: CheckpointLayout, *, device: str = "auto", precision: str = "auto",
                  token_budget: int | None = None, batch_size: int | None = None,
@@ -89,7 +70,7 @@ class TransformerEncoder(SentenceEncoder):
         self.hf_tokenizer, model = _load_transformer(layout)
         self.lens = load_lens(lens, model.config.hidden_size) if lens else None
         self.devices = resolve_devices(device)
-        self.dtype = resolve_precision(precision, self.devices[0])
+        self.precision = resolve_precision(precision, self.devices[0])
         on_gpu = self.devices[0].type == "cuda"
         # GPU: large batches, as the teacher's port (on an H100 the student's forward passes ran 1.08-1.34x faster
         # at 4,096 sentences than at 1,024: docs/benchmarks.md); a batch that does not fit is split
@@ -117,7 +98,7 @@ class TransformerEncoder(SentenceEncoder):
 
     def _replica(self, model: torch.nn.Module, dense: list, device: torch.device) -> Replica:
         model = model if device == self.devices[0] else copy.deepcopy(model)
-        model = model.to(device=device, dtype=self.dtype).eval()
+        model = model.to(device=device, dtype=self.precision.weights).eval()
         lens = copy.deepcopy(self.lens).to(device) if self.lens is not None else None
         return Replica(device, model, [copy.deepcopy(layer).to(device).eval() for layer in dense], lens)
 
@@ -125,7 +106,7 @@ class TransformerEncoder(SentenceEncoder):
         return {"encoder": self.name, "dim": self.dim,
                 "pooling": f"{self.lens.spec.kind} lens" if self.lens else self.layout.pooling,
                 "max_seq_length": self.max_seq_length, "devices": [str(d) for d in self.devices],
-                "precision": str(self.dtype).removeprefix("torch."), "token_budget": self.token_budget,
+                "precision": self.precision.name, "token_budget": self.token_budget,
                 "batch_size": self.batch_size, "language_removal": self.removal.kind if self.removal else None}
 
     # -- the work ----------------------------------------------------------------------------------------------
@@ -195,7 +176,8 @@ class TransformerEncoder(SentenceEncoder):
         input_tensor = torch.from_numpy(input_ids).to(replica.device, non_blocking=True)
         mask_tensor = torch.from_numpy(mask).to(replica.device, non_blocking=True)
         with torch.inference_mode():
-            output = replica.model(input_ids=input_tensor, attention_mask=mask_tensor)
+            with self.precision.autocast(replica.device):
+                output = replica.model(input_ids=input_tensor, attention_mask=mask_tensor)
             if replica.lens is not None:
                 vectors = replica.lens(output.last_hidden_state.float(), mask_tensor)
                 if raw:

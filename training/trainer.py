@@ -71,7 +71,7 @@ class Distributed:
 def autocast(config: TrainConfig, device: torch.device):
     """bf16 autocast on GPU, and on CPUs with native bf16 (AVX512-BF16/AMX: 1.6x faster training measured on the
     reference recipe); fp32 elsewhere. Weights, optimiser state and the pooled vectors stay fp32."""
-    from encoders.transformer import cpu_has_native_bf16
+    from encoders.precision import cpu_has_native_bf16
 
     precision = config.run.precision
     if precision == "auto":
