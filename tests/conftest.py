@@ -54,6 +54,21 @@ def tiny_encoder_dir(tmp_path_factory, tiny_tokenizer) -> Path:
     return save_encoder(model, tiny_tokenizer, tmp_path_factory.mktemp("encoder") / "tiny", max_seq_length=32)
 
 
+def encoded_on_one_and_on_several_threads(encoder, sentences):
+    """(vectors on one torch thread, vectors on two or more): a Dask worker runs one thread, the DirectRunner's
+    process as many as cores, and a job's bytes must not follow its runner."""
+    import torch
+
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = encoder.encode(sentences)
+        torch.set_num_threads(max(2, threads))
+        return one, encoder.encode(sentences)
+    finally:
+        torch.set_num_threads(threads)
+
+
 def sample_gold_pairs(split: str = "training") -> list[tuple[str, str]]:
     """The bundled example's known German-English translations (its gold), as text pairs."""
     def rows(lang):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
@@ -11,8 +9,8 @@ import torch
 from encoders import load_encoder
 from encoders import precision as precision_module
 from encoders.precision import PRECISIONS, resolve_precision
+from tests.conftest import REPO, encoded_on_one_and_on_several_threads
 
-REPO = Path(__file__).resolve().parents[1]
 SENTENCES = ["The committee approved the budget on Tuesday.", "Der Ausschuss billigte am Dienstag den Haushalt.",
              "委员会周二批准了预算。", "समिति ने मंगलवार को बजट को मंजूरी दी।", "Η επιτροπή ενέκρινε τον προϋπολογισμό την Τρίτη.",
              "Ủy ban đã thông qua ngân sách vào thứ Ba.", "ok", "Where is the station?",
@@ -64,15 +62,6 @@ def test_bf16_mixed_gives_the_default_encoders_fp32_vectors(spec):
 
 
 def test_bf16_mixed_vectors_do_not_follow_the_thread_count():
-    """A Dask worker runs torch on one thread, the DirectRunner's process on as many as cores."""
-    threads = torch.get_num_threads()
-    many = SENTENCES * 5
     encoder = load_encoder(str(REPO / "models" / "cmlm-ensemble"), precision="bf16-mixed")
-    try:
-        torch.set_num_threads(1)
-        one = encoder.encode(many)
-        torch.set_num_threads(max(2, threads))
-        several = encoder.encode(many)
-    finally:
-        torch.set_num_threads(threads)
+    one, several = encoded_on_one_and_on_several_threads(encoder, SENTENCES * 5)
     assert np.array_equal(one, several)

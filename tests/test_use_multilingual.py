@@ -10,6 +10,7 @@ import pytest
 
 from encoders import BadSentenceError, load_encoder
 from encoders.use_multilingual import ExtraMissingError, resource_files
+from tests.conftest import encoded_on_one_and_on_several_threads
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 FLORES = SHARED / "dev" / "flores200-devtest" / "devtest"
@@ -77,20 +78,9 @@ def test_batching_and_order_do_not_change_vectors(encoder):
 
 
 def test_the_thread_count_does_not_change_vectors(encoder):
-    """A Dask worker runs torch on one thread, the DirectRunner's process on as many as cores: on an AVX-512 Xeon
-    the sentence-level layers' products (few rows, a long inner dimension) differed in their last bits between
-    them, and so did the bytes of a job on the two runners."""
-    import torch
-
-    threads = torch.get_num_threads()
-    many = SENTENCES * 4  # 48 rows: a batch of sentences, as the embed stage sends
-    try:
-        torch.set_num_threads(1)
-        one = encoder.encode(many)
-        torch.set_num_threads(max(2, threads))
-        several = encoder.encode(many)
-    finally:
-        torch.set_num_threads(threads)
+    """On an AVX-512 Xeon the sentence-level layers' products (few rows, a long inner dimension) differed in their
+    last bits between one thread and two, and so did the bytes of a job on the Dask and the Direct runners."""
+    one, several = encoded_on_one_and_on_several_threads(encoder, SENTENCES * 4)  # 48 rows: a batch, as embed sends
     assert np.array_equal(one, several)
 
 
