@@ -105,7 +105,7 @@ def pruned_teacher(embedded: set[str], out: Path) -> int:
 def check_teacher(site: Path, sentences: list[str]) -> float:
     """Lowest cosine between the full teacher's and the packed teacher's vectors of `sentences` (CPU, fp32)."""
     code = ("import sys, numpy as np; sys.path.insert(0, sys.argv[1]); from encoders import load_encoder; "
-            "e = load_encoder('use-multilingual', device='cpu'); "
+            "e = load_encoder('use-multilingual', device='cpu', precision='fp32'); "
             "np.save(sys.argv[2], e.encode(open(sys.argv[3], encoding='utf-8').read().splitlines()))")
     listing = site.parent / "check.txt"
     listing.write_text("\n".join(sentences) + "\n", encoding="utf-8")
