@@ -450,7 +450,7 @@ class ClusterWatch:
         """'12,345 of ~51,000 tasks done, 2 running (Pairs/KnnJoin/Compare 2)', from the scheduler's tasks still
         to run; a running ParDo is named by its label (its tasks' name), Dask's own tasks by theirs (shuffle...)."""
         def unfinished(dask_scheduler=None):
-            running = [task.prefix.name.split("-")[0] for task in dask_scheduler.tasks.values()
+            running = [task.prefix.name for task in dask_scheduler.tasks.values()  # the key without its token
                        if task.state == "processing"]
             return running, sum(1 for task in dask_scheduler.tasks.values()
                                 if task.state in ("waiting", "queued", "no-worker"))

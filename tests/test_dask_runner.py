@@ -127,14 +127,14 @@ class Slow(beam.DoFn):
 
 def test_progress_names_the_pardos_that_are_running(monkeypatch, caplog):
     """Tasks are named by their ParDo's label, so the progress log (and Dask's dashboard) says what is running;
-    before, every ParDo's tasks were "run_bundle"."""
+    before, every ParDo's tasks were "run_bundle". A label keeps its dashes (it was cut at the first one)."""
     monkeypatch.setattr(dask_runner, "WATCH_S", 0.5)
     pipeline = beam.Pipeline(runner=DaskRunner(), options=PipelineOptions(["--dask_workers=1"]))
-    pipeline | beam.Create(range(2)) | "SlowStep" >> beam.ParDo(Slow())
+    pipeline | beam.Create(range(2)) | "Slow-Step" >> beam.ParDo(Slow())
     with caplog.at_level("INFO", logger="pipelines.dask_runner"):
         pipeline.run()
     progress = [r.getMessage() for r in caplog.records if "tasks done" in r.getMessage()]
-    assert any("running (SlowStep " in line for line in progress), progress
+    assert any("running (Slow-Step " in line for line in progress), progress
     assert not any("run_bundle" in line for line in progress), progress
 
 
