@@ -71,7 +71,8 @@ def main() -> None:
     first = args.precisions[0]
     reference = np.concatenate(vectors[first])
     report = {"encoder": args.encoder, "sentences": len(timed), "warm_up": len(warm_up), "threads": args.threads,
-              "machine": {"cpu": _cpu_name(), "cores": os.cpu_count(), "native_bf16": cpu_has_native_bf16(),
+              "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
+                          "native_bf16": cpu_has_native_bf16(),
                           "python": platform.python_version(), "torch": torch.__version__}}
     for precision in args.precisions:
         cosine = (np.concatenate(vectors[precision]) * reference).sum(1)
@@ -92,20 +93,9 @@ def main() -> None:
 
 
 def _described(encoder) -> str | list[str]:
-    members = getattr(encoder, "_members", None)
-    if members is not None:  # an ensemble: each member's precision
-        return [members[i].describe()["precision"] for i in sorted(members)]
+    if hasattr(encoder, "member"):  # an ensemble: each member's precision (all ran, so all are loaded)
+        return [encoder.member(i).describe()["precision"] for i in range(len(encoder.dims))]
     return encoder.describe()["precision"]
-
-
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 if __name__ == "__main__":

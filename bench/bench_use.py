@@ -45,7 +45,7 @@ SHARED = Path(os.environ.get("CMLM_SHARED", REPO.parent / "shared")) / "data"
 FLORES = SHARED / "dev" / "flores200-devtest" / "devtest"
 sys.path.insert(0, str(REPO))
 
-from encoders.precision import NAMES  # noqa: E402
+from encoders.options import PRECISION_NAMES  # noqa: E402
 from encoders.use_multilingual import LANGUAGES  # noqa: E402  (the teacher's 16 languages)
 
 CONTENDERS = ("package", "ours", "ours-cuda", "student", "student-int8", "student-compiled", "ensemble",
@@ -121,7 +121,7 @@ def main() -> None:
                         help="warm up on the first N sentences and time the rest (default: warm up on 200, time all)")
     parser.add_argument("--contenders", nargs="+", default=["package", "ours"], type=contender_name,
                         help=f"any of {', '.join(CONTENDERS)}; NAME@PRECISION runs ours, student or ensemble at "
-                        f"one of {', '.join(NAMES)} (default: auto)")
+                        f"one of {', '.join(PRECISION_NAMES)} (default: auto)")
     parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "use.json")
     parser.add_argument("--child", nargs=2, metavar=("NAME", "VECTORS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -154,18 +154,16 @@ def main() -> None:
                                                    "cores": os.cpu_count(), "gpu": gpu_name()}, **results}
     if "package" in results and "ours" in results:
         report["ratio"] = results["ours"]["sentences_per_cpu_s"] / results["package"]["sentences_per_cpu_s"]
-    at_fp32 = [(name.partition("@")[0] + "@fp32", name) for name in vectors if "@" in name]
+    at_fp32 = [(name.partition("@")[0] + "@fp32", name) for name in vectors if "@" in name
+               and not name.endswith("@fp32")]
     for reference, name in (("package", "ours"), ("package", "ours-cuda"), ("student", "student-int8"),
                             ("student", "student-compiled"), ("student", "student-cuda"),
                             ("ensemble", "ensemble-cuda"), *at_fp32):
-        if reference == name:
-            continue
         if reference in vectors and name in vectors:
             cosine = (vectors[reference] * vectors[name]).sum(1)
             report[f"cosine_{name}"] = {"to": reference, "min": float(cosine.min()), "mean": float(cosine.mean()),
                                         "below_0.999": int((cosine < 0.999).sum()),
                                         "below_0.9999": int((cosine < 0.9999).sum())}
-    args.output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     for name, r in results.items():
         flop = r["mflop_per_sentence"]
         counted = f"  {flop:6.0f} MFLOP/sentence {r['gflop_per_cpu_s']:5.1f} GFLOP/CPU-s" if flop else ""
@@ -176,9 +174,8 @@ def main() -> None:
     if "ours" in results and "ensemble" in results:
         report["ensemble_cost"] = results["ours"]["sentences_per_cpu_s"] / results["ensemble"]["sentences_per_cpu_s"]
         print(f"the ensemble costs {report['ensemble_cost']:.2f}x the teacher alone per CPU-second")
-        args.output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     for reference, name in at_fp32:
-        if reference in results and reference != name:
+        if reference in results:
             ratio = results[name]["sentences_per_cpu_s"] / results[reference]["sentences_per_cpu_s"]
             report[f"speedup_{name}"] = {"over": reference, "per_cpu_s": ratio}
             print(f"{name} / {reference} per CPU-second: {ratio:.2f}x")
@@ -191,9 +188,10 @@ def main() -> None:
 
 def contender_name(name: str) -> str:
     base, at, precision = name.partition("@")
-    if base not in CONTENDERS or (at and (base not in ("ours", "student", "ensemble") or precision not in NAMES)):
+    at_a_precision = base in ("ours", "student", "ensemble") and precision in PRECISION_NAMES
+    if base not in CONTENDERS or (at and not at_a_precision):
         raise argparse.ArgumentTypeError(f"{name!r}: not one of {', '.join(CONTENDERS)}, nor ours, student or "
-                                         f"ensemble @ one of {', '.join(NAMES)}")
+                                         f"ensemble @ one of {', '.join(PRECISION_NAMES)}")
     return name
 
 

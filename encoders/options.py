@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 
+PRECISION_NAMES = ("fp32", "bf16", "fp16", "bf16-mixed")  # encoders.precision's, named here without torch
 OPTION_NAMES = ("device", "precision", "token_budget", "batch_size", "max_seq_length", "pooling", "language_removal")
 
 
 def add_encoder_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("encoder options (transformer checkpoints)")
     group.add_argument("--device", help="auto (default: every GPU, else CPU), cpu, cuda, or cuda:0,cuda:1")
-    group.add_argument("--precision", choices=("auto", "fp32", "bf16", "fp16", "bf16-mixed"),
+    group.add_argument("--precision", choices=("auto", *PRECISION_NAMES),
                        help="auto (default): bf16 on GPUs (fp16 on old ones), bf16-mixed (bf16 products over fp32 "
                        "weights) on CPUs with native bf16, else fp32")
     group.add_argument("--token-budget", type=int, help="padded tokens per batch (default 262144 GPU, 8192 CPU)")

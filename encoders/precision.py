@@ -21,9 +21,6 @@ from pathlib import Path
 
 import torch
 
-NAMES = ("fp32", "bf16", "fp16", "bf16-mixed")
-
-
 @dataclass(frozen=True)
 class Precision:
     """`weights`: the dtype the parameters are cast to; `compute`: autocast's dtype for matrix products, if mixed."""

@@ -8,6 +8,7 @@ import torch
 
 from encoders import load_encoder
 from encoders import precision as precision_module
+from encoders.options import PRECISION_NAMES
 from encoders.precision import PRECISIONS, resolve_precision
 from tests.conftest import REPO, encoded_on_one_and_on_several_threads
 
@@ -29,6 +30,7 @@ def test_names_say_what_the_weights_and_the_products_are():
     assert [PRECISIONS[n].name for n in ("fp32", "bf16", "fp16", "bf16-mixed")] == \
         ["float32", "bfloat16", "float16", "bfloat16-mixed"]
     assert PRECISIONS["bf16-mixed"].weights == torch.float32
+    assert tuple(PRECISIONS) == PRECISION_NAMES  # what the command line offers
 
 
 def test_an_unknown_precision_names_the_known_ones():
