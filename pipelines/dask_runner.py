@@ -141,6 +141,10 @@ def client_for(options):
             # its scheduler runs in this process, where the progress check (run_on_scheduler) would log "Run
             # out-of-band function" at every look; its workers are other processes, with loggers of their own
             logging.getLogger("distributed.worker").setLevel(logging.WARNING)
+        from pipelines import dask_sizes
+
+        dask_sizes.register()
+        _clients[key].register_plugin(dask_sizes.BeamValueSizes())  # the workers count a grouping's elements
         atexit.register(close_quietly, _clients[key])
         log.info("Dask: %s", _clients[key])
     return _clients[key]
