@@ -1,7 +1,10 @@
-"""The k-NN join's list assignment (miner.knn_join.assign) against faiss's flat search over the same centroids.
+"""The k-NN join's list assignment (miner.knn_join.assign: faiss's flat search over the centroids) against the way
+the join compares lists (miner.knn_join.list_topk: numpy's BLAS for candidates, each rescored pair by pair).
 
     taskset -c 1 python bench/bench_assign.py                      # IVF8192, d = 256, shards of 20,000 rows
     python bench/bench_assign.py --lists 2048 --dim 1024 --shards 4
+    OPENBLAS_CORETYPE=Prescott taskset -c 1 python bench/bench_assign.py   # the kernels faiss's OpenBLAS chose
+                                                                   # on CPUs it does not know (miner/blas.py)
 
 Each shard's rows (float16, as stored) are given their own list (k = 1, a database row) and their nprobe nearest
 lists (a query) by each contender in turn, the order reversed every other shard, so that a machine whose speed
@@ -20,18 +23,19 @@ import time
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import miner  # noqa: E402, F401  (first: it chooses the OpenBLAS kernels faiss loads, miner/blas.py)
 import faiss  # noqa: E402
 import numpy as np  # noqa: E402
 
-from miner.knn_join import assign  # noqa: E402
+from miner.knn_join import assign, list_topk  # noqa: E402
 from miner.vectors import unit_rows  # noqa: E402
 
 
-def faiss_assign(vectors: np.ndarray, centroids: np.ndarray, nprobe: int) -> np.ndarray:
-    """What assign did until 2026-11-28: faiss's IndexFlatIP over the centroids."""
-    quantizer = faiss.IndexFlatIP(centroids.shape[1])
-    quantizer.add(centroids)
-    return quantizer.search(unit_rows(vectors, "rows"), nprobe)[1]
+def by_list_topk(vectors: np.ndarray, centroids: np.ndarray, nprobe: int) -> np.ndarray:
+    """Each row's nprobe nearest centroids as the join finds a query's nearest rows in a list."""
+    found = list_topk(unit_rows(vectors, "rows"), np.arange(len(vectors), dtype=np.int64), centroids,
+                      np.arange(len(centroids), dtype=np.int64), nprobe, unit=True)
+    return found.refs
 
 
 def main() -> None:
@@ -45,7 +49,8 @@ def main() -> None:
     faiss.omp_set_num_threads(1)
     rng = np.random.default_rng(0)
     centroids = unit_rows(rng.standard_normal((args.lists, args.dim)).astype(np.float32), "centroids")
-    contenders = {"faiss IndexFlatIP": faiss_assign, "miner.knn_join.assign": assign}
+    by_faiss, by_list = "assign (faiss IndexFlatIP)", "list_topk (numpy BLAS, rescored)"
+    contenders = {by_faiss: assign, by_list: by_list_topk}
     cpu = dict.fromkeys(contenders, 0.0)
     found = {name: [] for name in contenders}
     for shard in range(args.shards):
@@ -64,7 +69,8 @@ def main() -> None:
     report = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
               "lists": args.lists, "nprobe": args.nprobe, "dim": args.dim, "rows": args.rows * args.shards,
               "cpu_seconds": {name: round(value, 2) for name, value in cpu.items()},
-              "faiss / assign": round(cpu["faiss IndexFlatIP"] / cpu["miner.knn_join.assign"], 2),
+              "list_topk / assign": round(cpu[by_list] / cpu[by_faiss], 2),
+              "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE"),
               "rows with the same lists (as sets)": round(float(same_rows), 6),
               "rows with the same lists in the same order": round(float(same_order), 6),
               "shards with every row's lists the same": round(float(same_sets), 3)}

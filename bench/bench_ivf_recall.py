@@ -24,7 +24,8 @@ import json
 import time
 from pathlib import Path
 
-import faiss
+import miner  # noqa: F401  (first: it chooses the OpenBLAS kernels faiss loads, miner/blas.py)
+import faiss  # noqa: E402, I001
 import numpy as np
 
 from miner.index import KnnConfig, build_index, default_factory, default_nprobe, ivf_lists, knn, search

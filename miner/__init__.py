@@ -11,6 +11,10 @@ A library: it never imports Beam. The Beam jobs in pipelines/ call it.
 
 from importlib import import_module
 
+from miner.blas import choose_openblas_kernels
+
+choose_openblas_kernels()  # before any module of the package loads faiss, and with it faiss's OpenBLAS
+
 # Loaded on first use: `import miner.config` or `miner.io` (training recipes, the pipeline's settings) must not load
 # FAISS, so training runs where only torch is installed (a lent GPU machine) and commands start faster.
 _EXPORTS = {"KnnConfig": "miner.index", "knn": "miner.index", "margin": "miner.margin",

@@ -133,13 +133,7 @@ def spatial_order(points: np.ndarray, power_steps: int = 20) -> np.ndarray:
 
 
 def assign(vectors: np.ndarray, centroids: np.ndarray, nprobe: int, name: str = "vectors") -> np.ndarray:
-    """The `nprobe` lists nearest to each row by inner product with the centroids (int64 [n, nprobe], nearest
-    first, ties to the smaller list), as faiss's IndexFlatIP quantizer ranks them; with one list, list 0.
-
-    Found the way lists are compared (list_topk: numpy's BLAS for candidates, each rescored pair by pair), so a
-    row's lists do not depend on which rows share its shard, and 2-3x faster than faiss's flat search here, whose
-    own BLAS ran its products at a third of numpy's speed (at 10^6 float16 sentences a language, IVF8192, the
-    assignment was 0.39 ms a sentence, the largest part of the pairs stage: `python bench/bench_assign.py`).
+    """The `nprobe` lists nearest to each row (int64 [n, nprobe], nearest first); with one list, list 0.
 
     A quantizer trained for another dimension is an error naming `name`, never a wrong neighbour list."""
     if vectors.ndim != 2 or vectors.shape[1] != centroids.shape[1]:
@@ -147,10 +141,10 @@ def assign(vectors: np.ndarray, centroids: np.ndarray, nprobe: int, name: str = 
                                f"{centroids.shape[1]}-d vectors")
     if len(centroids) == 1:
         return np.zeros((len(vectors), 1), dtype=np.int64)
-    centroids = np.ascontiguousarray(centroids, dtype=np.float32)
-    nearest = list_topk(unit_rows(vectors, name), np.arange(len(vectors), dtype=np.int64), centroids,
-                        np.arange(len(centroids), dtype=np.int64), min(nprobe, len(centroids)), unit=True)
-    return nearest.refs
+    quantizer = faiss.IndexFlatIP(centroids.shape[1])
+    quantizer.add(np.ascontiguousarray(centroids, dtype=np.float32))
+    _, lists = quantizer.search(unit_rows(vectors, name), min(nprobe, len(centroids)))
+    return lists
 
 
 def rows_by_list(lists: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
