@@ -60,12 +60,12 @@ def main() -> None:
             lists = [contenders[name](rows, centroids, k) for k in (1, args.nprobe)]
             cpu[name] += time.process_time() - start
             found[name].append(lists)
-    old, new = (found[name] for name in contenders)
+    faiss_lists, topk_lists = found[by_faiss], found[by_list]
     same_sets = np.mean([np.array_equal(np.sort(a[1], axis=1), np.sort(b[1], axis=1)) and np.array_equal(a[0], b[0])
-                         for a, b in zip(old, new)])
+                         for a, b in zip(faiss_lists, topk_lists)])
     same_rows = np.mean(np.concatenate([(np.sort(a[1], axis=1) == np.sort(b[1], axis=1)).all(axis=1)
-                                        for a, b in zip(old, new)]))
-    same_order = np.mean(np.concatenate([(a[1] == b[1]).all(axis=1) for a, b in zip(old, new)]))
+                                        for a, b in zip(faiss_lists, topk_lists)]))
+    same_order = np.mean(np.concatenate([(a[1] == b[1]).all(axis=1) for a, b in zip(faiss_lists, topk_lists)]))
     report = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
               "lists": args.lists, "nprobe": args.nprobe, "dim": args.dim, "rows": args.rows * args.shards,
               "cpu_seconds": {name: round(value, 2) for name, value in cpu.items()},
