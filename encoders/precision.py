@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
+
+from miner.blas import cpu_flags
 
 @dataclass(frozen=True)
 class Precision:
@@ -47,11 +48,7 @@ PRECISIONS = {"fp32": Precision(torch.float32), "bf16": Precision(torch.bfloat16
 
 def cpu_has_native_bf16() -> bool:
     """AVX512-BF16 or AMX: bf16 matrix work is then about twice as fast as fp32 (measured: docs/benchmarks.md)."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
+    return not cpu_flags().isdisjoint({"avx512_bf16", "amx_bf16"})
 
 
 def resolve_precision(precision: str, device: torch.device) -> Precision:
