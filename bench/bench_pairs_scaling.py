@@ -171,7 +171,7 @@ def run_stage(n: int, dim: int, seed: int, args, dtype: str = "float16") -> dict
                 "pivot": "eng_Latn", "pair_filter": False,
                 "mining": {"k": args.k, "margin": "ratio", "selection": "max"},
                 "knn": {"index": f"IVF{nlist},Flat", "nprobe": args.nprobe, "exact_below": 1,
-                        "max_list_rows": args.max_list_rows}}
+                        "max_list_rows": args.max_list_rows, "wave_bytes": args.wave_bytes}}
     # One worker runs in this process: the FnApiRunner sends a stage's grouped input to a worker process as one
     # gRPC buffer, which passes the 2 GiB limit from 160k sentences per language here
     mode = "multi_processing" if args.workers > 1 else "in_memory"
@@ -186,6 +186,7 @@ def run_stage(n: int, dim: int, seed: int, args, dtype: str = "float16") -> dict
         report = run(settings, options, ["pairs"])
     cpu, wall = tree.cpu() - cpu, time.perf_counter() - wall
     counters = report["counters"]["pairs"]["pairs"]
+    waves = storage.read_json(layout.manifest_path(output, "pairs")).get("join_waves", 1)
     files = layout.bitext_files(output, *LANGUAGES)
     table = storage.read_parquet(files[0], columns=["src_text", "tgt_text"])
     # the bitext's bytes, so that a change meant to keep them (issue 23: block-wise work, faster comparisons) is
@@ -199,7 +200,7 @@ def run_stage(n: int, dim: int, seed: int, args, dtype: str = "float16") -> dict
     row_bytes = dim // 8 if dtype.startswith("binary") else 2 * dim
     sent += 2 * counters.get("refined", 0)  # a refined pair's two sign codes travel
     return {"n_per_language": n, "dtype": dtype, "runner": args.runner, "nlist": nlist, "nprobe": args.nprobe,
-            "wall_seconds": round(wall, 1),
+            "join_waves": waves, "wall_seconds": round(wall, 1),
             "peak_worker_rss_gb": round(max(tree.peak.values(), default=0) / 2**30, 2), "workers": len(tree.peak),
             "peak_spilled_gb": round(tree.spilled / 2**30, 2),
             "cpu_seconds": round(cpu, 1), "cpu_ms_per_sentence": round(1000 * cpu / sentences, 4),
@@ -284,6 +285,8 @@ def main() -> None:
     parser.add_argument("--rows-per-list", type=int, default=160, help="nlist = N / this, a power of two")
     parser.add_argument("--nprobe", type=int, default=16)
     parser.add_argument("--max-list-rows", type=int, default=50_000)
+    parser.add_argument("--wave-bytes", default="auto",
+                        help="knn.wave_bytes: auto (on Dask a quarter of the workers' memory), 0 (one wave) or a size")
     parser.add_argument("--k", type=int, default=4)
     parser.add_argument("--dtypes", nargs="+", default=["float16"], choices=("float16", "binary", "binary-refined"),
                         help="how the embedding shards are stored: float16 (embed.dtype's default) and/or binary "
@@ -311,6 +314,7 @@ def main() -> None:
                      f"{run['peer']['planted_recall_at_1']}; miner.mine {run['library']['cpu_ms_per_sentence']:.3f}"
                      if run["peer"] else "")
         print(f"N {run['n_per_language']:>7} {run['dtype']}: IVF{run['nlist']} nprobe {run['nprobe']}, "
+              f"{run['join_waves']} wave(s), "
               f"{run['cpu_ms_per_sentence']:.3f} CPU ms/sentence (x{run['cpu_ms_per_sentence'] / first['cpu_ms_per_sentence']:.2f}), "
               f"{run['embedding_bytes_read_per_sentence']:.0f} B read/sentence, "
               f"{run['vector_bytes_shuffled_per_sentence']:.0f} B shuffled/sentence, peak worker RSS "

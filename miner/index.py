@@ -43,6 +43,21 @@ class IndexConfigError(ValueError):
     """An index setting that cannot work for this data."""
 
 
+BYTE_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+              "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+
+
+def parse_bytes(value, name: str) -> int:
+    """A size in bytes from an integer or a string such as "4GiB", "500 MB" or "2e9"."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    number = r"\s*([0-9]+(?:\.[0-9]*)?(?:[eE][0-9]+)?)\s*([A-Za-z]*)\s*"
+    match = re.fullmatch(number, value) if isinstance(value, str) else None
+    if match and match.group(2).upper() in BYTE_UNITS:
+        return int(float(match.group(1)) * BYTE_UNITS[match.group(2).upper()])
+    raise IndexConfigError(f"{name} must be auto, a number of bytes or a size such as 4GiB, got {value!r}")
+
+
 @dataclass(frozen=True)
 class KnnConfig:
     """How neighbours are found; `auto` picks from the data (see the functions below)."""
@@ -68,6 +83,12 @@ class KnnConfig:
     # crawl) is split into blocks of about that many, which bounds a worker's memory (rows x dims x 4 bytes).
     exact_below: int = 10_000
     max_list_rows: int = 50_000
+    # The join's grouping holds the vectors it ships (about nprobe copies of each query row) until its lists are
+    # compared: past wave_bytes of them, the lists are grouped and compared in waves, each wave's rows sent only once
+    # the wave before is compared, so that a cluster with less memory than the shuffle does not spill it to disk.
+    # auto: a quarter of the worker memory of a DaskRunner's cluster, one wave on other runners (Dataflow's shuffle does
+    # not live in the workers' memory); 0: one wave. Accepts bytes or "4GiB"-style sizes.
+    wave_bytes: int | str = "auto"
 
     def __post_init__(self) -> None:
         for name in ("nprobe", "rescore_factor"):
@@ -82,6 +103,8 @@ class KnnConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise IndexConfigError(f"knn.{name} must be a positive integer, got {value!r}")
+        if self.wave_bytes != "auto":
+            object.__setattr__(self, "wave_bytes", parse_bytes(self.wave_bytes, "knn.wave_bytes"))
         if self.gpu not in ("auto", True, False):
             raise IndexConfigError(f"knn.gpu must be auto, true or false, got {self.gpu!r}")
 

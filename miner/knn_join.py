@@ -163,6 +163,20 @@ class JoinLayout:
     lists_per_group: int
     query_blocks: int
 
+    def groups(self, nlist: int) -> int:
+        return -(-nlist // self.lists_per_group)
+
+    def rows_shipped(self, nlist: int, nprobe: int, n_queries: int, n_database: int) -> int:
+        """The rows this layout ships, at most (join_layout's count): each query once to each group it probes,
+        each database row once to each query block of its group."""
+        return n_queries * min(self.groups(nlist), nprobe, nlist) + n_database * self.query_blocks
+
+
+def wave_of(group: int, groups: int, waves: int) -> int:
+    """The wave a group (of a direction's `groups`) is compared in: waves of consecutive groups, as even as they
+    divide."""
+    return group * waves // groups
+
 
 def join_layout(nlist: int, nprobe: int, n_queries: int, n_database: int, max_rows: int) -> JoinLayout:
     """The layout that ships the fewest rows with about `max_rows` rows on a side of each work item.

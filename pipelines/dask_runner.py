@@ -150,6 +150,13 @@ def client_for(options):
     return _clients[key]
 
 
+def cluster_memory(options) -> int:
+    """The memory limits of the cluster's workers together, in bytes (0 where a worker has none)."""
+    workers = client_for(options).scheduler_info(n_workers=-1)["workers"].values()
+    limits = [worker.get("memory_limit") or 0 for worker in workers]
+    return 0 if not limits or 0 in limits else sum(limits)
+
+
 @dataclass
 class BundleResult:
     """What one partition of a ParDo gives: its outputs by tag (None: the main output), its counters, and what it

@@ -78,6 +78,21 @@ def pipeline_runner(options: PipelineOptions):
     return None
 
 
+def wave_bytes(setting: int | str, options: PipelineOptions) -> int:
+    """knn.wave_bytes resolved for the runner: `auto` is a quarter of the worker memory of a DaskRunner's cluster
+    (its groupings live in that memory, which spills past 70%, and a shuffle holds what it ships about twice: the
+    parts sent and the groups they make) and one wave (0) elsewhere (Dataflow's shuffle is a service of its own)."""
+    from apache_beam.options.pipeline_options import StandardOptions
+
+    if setting != "auto":
+        return setting
+    if options.view_as(StandardOptions).runner in DASK_RUNNERS:
+        from pipelines.dask_runner import cluster_memory
+
+        return cluster_memory(options) // 4
+    return 0
+
+
 def runs_locally(options: PipelineOptions) -> bool:
     """True when the workers share this machine's disk: the local runners, and a portable runner (the Fn API path
     that Flink and Spark use) whose SDK workers run in this process (`--environment_type LOOPBACK`), e.g. with an

@@ -14,7 +14,9 @@ Per language pair (source, target), with the miner library doing the arithmetic 
      travels to a group once however many of its lists it probes; a list above that many database rows is split
      into blocks, which bounds a worker's memory); a small side goes to the other side's shards instead where that
      ships less (shard_routes: a crawl's long tail); a top-k combine keeps each query's k best across its lists.
-     Similarities are exact; the rare query whose lists held fewer than k rows is searched exactly, counted;
+     Similarities are exact; the rare query whose lists held fewer than k rows is searched exactly, counted. Where
+     the rows shipped exceed `knn.wave_bytes`, the groups are sent and compared in waves, one after the other
+     (join_waves), so that a cluster holds one wave's rows at a time;
   3. margins: fwd(x) and bwd(y) are the means of those k similarities; a candidate (x, y) needs the other side's
      mean, so candidates are joined with the means by key, the only place the two directions meet;
   4. selection: each sentence's best candidate (forward for sources, backward for targets), joined by (x, y):
@@ -63,6 +65,7 @@ from miner.knn_join import (
     rows_by_list,
     train_quantizer,
     training_rows,
+    wave_of,
 )
 from miner.margin import margin as margin_of
 from miner.margin import neighbourhood_mean
@@ -72,6 +75,7 @@ from miner.selection import Pairs, greedy_one_to_one
 from miner.sizes import HoldsArrays
 from miner.vectors import check_finite, check_matrix, unit_rows
 from pipelines import layout, storage
+from pipelines.settings import embed_settings
 
 log = logging.getLogger("pipelines.pairs")
 # Sentence columns carried into the bitext, per side (src_text, src_url, ...)
@@ -228,6 +232,26 @@ def shard_routes(manifest: dict, pairs: list, knn: KnnConfig) -> dict:
         loads[batch] += rows
         routes[pair, side] = (route, batch)
     return routes
+
+
+def join_waves(manifest: dict, pairs: list, knn: KnnConfig, wave_bytes: int, float_bytes: int = 2) -> int:
+    """How many waves the join's groups are sent and compared in: the bytes of the rows it ships at most
+    (JoinLayout.rows_shipped over the directions that go through it; float rows of `float_bytes` a value, codes
+    of a bit) over `wave_bytes`, rounded up, and no more than a direction has groups; one where `wave_bytes` is 0."""
+    if not wave_bytes:
+        return 1
+    languages, routes, shipped, most_groups = manifest["languages"], shard_routes(manifest, pairs, knn), 0, 1
+    shapes = join_shapes(manifest, pairs, knn)
+    for pair, side, query_lang, db_lang in directions(pairs):
+        if (pair, side) in routes:
+            continue
+        nlist, nprobe = join_plan(knn, languages[db_lang]["rows"])
+        rows = shapes[pair, side].rows_shipped(nlist, nprobe, languages[query_lang]["rows"],
+                                               languages[db_lang]["rows"])
+        entry = languages[db_lang]
+        shipped += rows * (entry["dim"] // 8 if entry.get("binary") else entry["dim"] * float_bytes)
+        most_groups = max(most_groups, shapes[pair, side].groups(nlist))
+    return min(max(1, -(-shipped // wave_bytes)), most_groups)
 
 
 @dataclass(frozen=True)
@@ -424,22 +448,34 @@ class SplitHotLists(beam.DoFn):
     Keys: (pair, side, group, -1, query block, 0) for a group's ordinary lists, (pair, side, group, list, query
     block, database block) for a hot list's blocks. The list sizes (a side input) are checked against the manifest's row
     counts before use: a missing size would drop a list's rows without a trace, so an incomplete side input is an
-    error, never fewer neighbours."""
+    error, never fewer neighbours. In a join of several waves (KnnJoin.compared_in_waves) each wave has its own
+    instance, which hands on its wave's groups only and reads a shard only where it has some."""
 
-    def __init__(self, manifest: dict, pairs: list, knn: KnnConfig):
+    def __init__(self, manifest: dict, pairs: list, knn: KnnConfig, wave: int = 0, waves: int = 1):
         self.manifest, self.pairs, self.knn = manifest, pairs, knn
         self.shapes, self.routes = join_shapes(manifest, pairs, knn), shard_routes(manifest, pairs, knn)
+        self.wave, self.waves = wave, waves
+        languages = manifest["languages"]
+        self.groups = {(pair, side): self.shapes[pair, side].groups(join_plan(knn, languages[db]["rows"])[0])
+                       for pair, side, _, db in directions(pairs)}
         self.copies = {"db": Metrics.counter("pairs", "database_rows_sent"),
                        "q": Metrics.counter("pairs", "query_rows_sent")}
         self.bytes_read = Metrics.counter("pairs", "embedding_bytes_read")
         self.checked = None
 
-    def process(self, element, sizes: dict):
+    def process(self, element, sizes: dict, *earlier_wave):
+        """`earlier_wave`: with waves, the wave before's count of compared groups, only waited for."""
         (language, shard), memberships = element
+        memberships = [group for group in memberships if self.in_wave(*group[0])]
+        if not memberships:
+            return
         stored = read_language_shard(self.manifest["languages"][language], shard, self.bytes_read)
         for group in memberships:
             for key, part in self.split(group, sizes):
                 yield key, part.with_rows(stored)
+
+    def in_wave(self, pair, side, group: int) -> bool:
+        return self.waves == 1 or wave_of(group, self.groups[pair, side], self.waves) == self.wave
 
     def split(self, element, sizes: dict):
         """One group's memberships ((pair, side, group), ListRows) -> (key, part) for each part compared."""
@@ -799,9 +835,10 @@ class KnnJoin(beam.PTransform):
     k-NN tables per query shard: ((pair, side, query shard), Neighbours), side "src" for source queries. A shard
     may come as two tables (its queries found in their lists, and those searched exactly)."""
 
-    def __init__(self, manifest: dict, pairs: list[tuple[str, str]], config: MiningConfig, output: str):
+    def __init__(self, manifest: dict, pairs: list[tuple[str, str]], config: MiningConfig, output: str,
+                 waves: int = 1):
         super().__init__()
-        self.manifest, self.pairs, self.config, self.output = manifest, pairs, config, output
+        self.manifest, self.pairs, self.config, self.output, self.waves = manifest, pairs, config, output, waves
 
     def expand(self, begin):
         manifest, config = self.manifest, self.config
@@ -828,9 +865,7 @@ class KnnJoin(beam.PTransform):
         # reshuffle=False: a cheap Map before a grouping has nothing to spread
         tables = ((begin | "QueryShards" >> beam.Create(shard_sizes, reshuffle=False)
                    | "AllQueries" >> beam.Map(no_neighbours_yet),
-                   memberships | "Blocks" >> beam.ParDo(SplitHotLists(manifest, self.pairs, config.knn), sizes)
-                   | "ByListGroup" >> beam.GroupByKey()
-                   | "Compare" >> beam.ParDo(CompareList(manifest, self.pairs, config), sizes),
+                   *self.compared_in_waves(memberships, sizes),
                    (assigned[TO_QUERIES], assigned[TO_DATABASE]) | "SentToShards" >> beam.Flatten()
                    | "ByShard" >> beam.GroupByKey()
                    | "CompareOnShards" >> beam.ParDo(CompareOnShard(manifest, config), centroids))
@@ -839,6 +874,23 @@ class KnnJoin(beam.PTransform):
                   | "SplitShort" >> beam.ParDo(SplitShort()).with_outputs(SplitShort.SHORT, main="found"))
         exact = tables[SplitShort.SHORT] | "ExactSearch" >> beam.ParDo(ExactSearch(manifest, config))
         return (tables.found, exact) | "AllNeighbours" >> beam.Flatten()
+
+    def compared_in_waves(self, memberships, sizes) -> list:
+        """The groups' rows sent (read again from their shards), grouped and compared: in one wave, or in waves
+        of consecutive groups where each wave's rows are sent once the wave before is compared (its count of
+        compared groups a side input that only makes it wait), so a cluster holds one wave's grouping at a time."""
+        manifest, pairs, config, compared, earlier = self.manifest, self.pairs, self.config, [], []
+        for wave in range(self.waves):
+            name = f"{wave + 1}" if self.waves > 1 else ""
+            if compared:
+                earlier = [beam.pvalue.AsSingleton(compared[-1]
+                                                   | f"Wave{wave}Compared" >> beam.combiners.Count.Globally())]
+            compared.append(memberships
+                            | f"Blocks{name}" >> beam.ParDo(SplitHotLists(manifest, pairs, config.knn, wave,
+                                                                          self.waves), sizes, *earlier)
+                            | f"ByListGroup{name}" >> beam.GroupByKey()
+                            | f"Compare{name}" >> beam.ParDo(CompareList(manifest, pairs, config), sizes))
+        return compared
 
 
 # -- 3. margins --------------------------------------------------------------------------------------------------
@@ -1272,19 +1324,22 @@ def tsv_gz(table: pa.Table) -> bytes:
 # -- the stage ---------------------------------------------------------------------------------------------------
 
 class MinePairs(beam.PTransform):
-    """The whole stage over the embed stage's manifest: PBegin -> PCollection of per-pair summaries."""
+    """The whole stage over the embed stage's manifest: PBegin -> PCollection of per-pair summaries; the k-NN
+    join's groups in waves of at most `wave_bytes` of rows shipped (0: one wave; join_waves)."""
 
-    def __init__(self, manifest: dict, pairs: list[tuple[str, str]], settings: dict):
+    def __init__(self, manifest: dict, pairs: list[tuple[str, str]], settings: dict, wave_bytes: int = 0):
         super().__init__()
         self.manifest, self.pairs = manifest, pairs
         self.config, self.output = mining_config(settings), settings["output"]
         self.pair_filter = settings.get("pair_filter")
+        float_bytes = 4 if embed_settings(settings)["dtype"] == "float32" else 2
+        self.waves = join_waves(manifest, pairs, self.config.knn, wave_bytes, float_bytes)
 
     def expand(self, begin):
         config, manifest = self.config, self.manifest
         refine = refined_by_rows(manifest, self.pairs)
         threshold = None if refine else config.threshold   # refined pairs meet it once their margins are final
-        neighbours = begin | "KnnJoin" >> KnnJoin(manifest, self.pairs, config, self.output)
+        neighbours = begin | "KnnJoin" >> KnnJoin(manifest, self.pairs, config, self.output, self.waves)
         pairs = (neighbours
                  | "ToMarginJoin" >> beam.FlatMap(to_margin_join)
                  | "JoinMeans" >> beam.GroupByKey()
@@ -1327,6 +1382,7 @@ class PairsStage:
         if "embed" not in manifests:
             raise ValueError("the pairs stage needs the embed stage's output: run it first (--stages embed)")
         self.settings, self.embeddings = settings, manifests["embed"]
+        self.waves = 1  # the k-NN join's, once the pipeline is built (with the runner's knn.wave_bytes)
         mining_config(settings)  # bad settings fail here, before a pipeline starts
         PairFilter.from_settings(settings.get("pair_filter"))
         found = [lang for lang, entry in self.embeddings["languages"].items() if entry["rows"]]
@@ -1338,7 +1394,15 @@ class PairsStage:
             log.warning("no sentences in %s: no pairs with them", ", ".join(missing))
 
     def __call__(self, pipeline):
-        return pipeline | "pairs/Mine" >> MinePairs(self.embeddings, self.pairs, self.settings)
+        from pipelines.options import wave_bytes
+
+        budget = wave_bytes(mining_config(self.settings).knn.wave_bytes, pipeline.options)
+        mine = MinePairs(self.embeddings, self.pairs, self.settings, budget)
+        self.waves = mine.waves
+        if self.waves > 1:
+            log.info("pairs: the k-NN join's groups go in %d waves (knn.wave_bytes %s: %.1f GB a wave at most)",
+                     self.waves, mining_config(self.settings).knn.wave_bytes, budget / 1e9)
+        return pipeline | "pairs/Mine" >> mine
 
     def manifest(self, entries: list[dict]) -> dict:
         config, rows = mining_config(self.settings), self.embeddings["languages"]
@@ -1350,7 +1414,8 @@ class PairsStage:
         quantizers = {lang: layout.quantizer_file(self.settings["output"], lang) for lang in searched
                       if join_plan(config.knn, rows[lang]["rows"])[0] > 1}
         return {"stage": "pairs", "settings": {**config.describe(), "pair_filter": self.settings.get("pair_filter")},
-                "pairs": sorted(entries, key=lambda e: e["pair"]), "quantizers": quantizers}
+                "pairs": sorted(entries, key=lambda e: e["pair"]), "quantizers": quantizers,
+                "join_waves": self.waves}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -311,3 +311,25 @@ def test_partitions_follow_the_inputs_a_create_a_flatten_and_a_grouping():
         "shuffle-join")}
     assert stages == {0, 1}  # one shuffle stage (0 is its input), not Dask's two past 32 partitions
     assert dask_runner._Translator(parallelism=64)._group(keyed).npartitions >= 128  # at least two a thread
+
+
+def test_the_k_nn_join_in_waves_on_dask_writes_the_direct_runners_bytes(tmp_path):
+    """knn.wave_bytes far below what the join ships: on worker processes, each wave's groups sent once the wave
+    before is compared (a side input every task of the next wave waits for), and the bitext of one wave."""
+    from pipelines import layout, storage
+    from pipelines.mine import run as run_job
+    from tests.test_pipeline_pairs import settings_for, write_shards
+
+    found = []
+    for runner, wave_bytes in (([], 0), (["--runner=DaskRunner", "--dask_workers=2"], 1)):
+        output = str(tmp_path / f"out-{wave_bytes}")
+        write_shards(output, 2)
+        settings = settings_for(output, "max")
+        settings["knn"] = {"index": "IVF4,Flat", "nprobe": 2, "max_list_rows": 8, "wave_bytes": wave_bytes}
+        report = run_job(settings, PipelineOptions(runner), ["embed", "pairs"])
+        found.append((storage.read_bytes(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0]),
+                      report["counters"]["pairs"]["pairs"]))
+    (one_wave, counted), (waves, counted_in_waves) = found
+    assert waves == one_wave
+    assert counted_in_waves["query_rows_sent"] == counted["query_rows_sent"]
+    assert counted_in_waves["embedding_bytes_read"] > counted["embedding_bytes_read"]  # a wave reads its shards

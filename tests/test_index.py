@@ -266,3 +266,15 @@ def _codes_from(floats):
     from encoders import binary
 
     return binary.unit_rows(binary.pack(binary.sign_bits(floats)), "sign")
+
+
+@pytest.mark.parametrize("value, expected", [("auto", "auto"), (0, 0), (123, 123), ("4GiB", 4 * 2**30),
+                                             ("500 MB", 500_000_000), ("2e9", 2_000_000_000), ("1.5GB", 1_500_000_000)])
+def test_wave_bytes_takes_auto_a_byte_count_or_a_size(value, expected):
+    assert KnnConfig(wave_bytes=value).wave_bytes == expected
+
+
+@pytest.mark.parametrize("value", [-1, True, 1.5, "lots", "4 parsecs", "1.5.3", ""])
+def test_a_wave_size_that_is_not_one_is_an_error_naming_the_setting(value):
+    with pytest.raises(IndexConfigError, match="knn.wave_bytes"):
+        KnnConfig(wave_bytes=value)

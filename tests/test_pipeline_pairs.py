@@ -696,3 +696,84 @@ def test_carried_columns_join_as_one_list_of_values_would_with_a_shard_of_nulls(
     assert concat_columns([pa.nulls(1), pa.nulls(2)]).type == pa.null()
     np.testing.assert_array_equal(concat_columns([np.ones((1, 2)), take_column(np.zeros((3, 2)), np.array([1]))]),
                                   [[1, 1], [0, 0]])
+
+
+def test_a_join_in_waves_writes_the_bytes_of_one_wave_and_sends_each_wave_after_the_one_before(tmp_path,
+                                                                                               monkeypatch):
+    """knn.wave_bytes below what the join ships: its groups are sent and compared in waves of consecutive groups,
+    a wave's rows read from their shards only once the wave before is compared. The same bitext, the same rows
+    sent; each shard read once a wave."""
+    from miner.knn_join import JoinLayout, wave_of
+    from pipelines import pairs
+
+    events = []
+    split, compare = pairs.SplitHotLists.process, pairs.CompareList.process
+
+    def splitting(self, element, *sides):
+        for key, part in split(self, element, *sides):
+            events.append(("sent", self.wave))
+            yield key, part
+
+    def comparing(self, element, *sides):
+        (_, _, group, *_), _ = element
+        events.append(("compared", wave_of(group, 4, 4)))  # four groups a direction in four waves (below)
+        yield from compare(self, element, *sides)
+
+    monkeypatch.setattr(pairs.SplitHotLists, "process", splitting)
+    monkeypatch.setattr(pairs.CompareList, "process", comparing)
+    monkeypatch.setattr(pairs, "join_layout", lambda *args: JoinLayout(1, 1))  # one list a group: four groups
+    monkeypatch.setattr(pairs, "shard_routes", lambda *args: {})  # every direction through the join
+    found = []
+    for wave_bytes in (0, 1):  # one wave; then as many as there are groups
+        output = str(tmp_path / f"out-{wave_bytes}")
+        write_shards(output, 2)
+        settings = settings_for(output, "max")
+        settings["knn"] = {"index": "IVF4,Flat", "nprobe": 2, "wave_bytes": wave_bytes}
+        events.clear()
+        report = run(settings, PipelineOptions([]), ["embed", "pairs"])
+        sent = counters(report)["query_rows_sent"], counters(report)["database_rows_sent"]
+        found.append((storage.read_bytes(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0]), sent,
+                      counters(report)["embedding_bytes_read"]))
+        assert manifests.read(output, "pairs")["join_waves"] == (4 if wave_bytes else 1)
+    assert found[0][:2] == found[1][:2]
+    assert found[1][2] > found[0][2]  # each wave reads its shards again
+    order = {kind: [i for i, event in enumerate(events) if event[0] == kind] for kind in ("sent", "compared")}
+    assert {wave for _, wave in events} == {0, 1, 2, 3}
+    for wave in range(1, 4):
+        first_sent = min(i for i in order["sent"] if events[i][1] == wave)
+        assert first_sent > max(i for i in order["compared"] if events[i][1] == wave - 1)
+
+
+def test_waves_are_counted_from_the_rows_the_join_ships_and_cover_every_group_once():
+    from miner.index import KnnConfig
+    from miner.knn_join import wave_of
+    from pipelines.pairs import join_shapes, join_waves
+
+    pair = ("deu_Latn", "eng_Latn")
+    manifest = {"languages": {language: {"rows": 100_000, "dim": 256, "shards": [{"rows": 20_000}] * 5}
+                              for language in pair}}
+    knn = KnnConfig(index="IVF512,Flat", nprobe=16, max_list_rows=5_000)
+    shape = join_shapes(manifest, [pair], knn)[pair, "src"]
+    assert shape.groups(512) > 7
+    shipped = 2 * shape.rows_shipped(512, 16, 100_000, 100_000) * 256 * 2  # two directions, float16 rows
+    assert join_waves(manifest, [pair], knn, 0) == 1
+    assert join_waves(manifest, [pair], knn, shipped) == 1
+    assert join_waves(manifest, [pair], knn, shipped // 3) == 4  # rounded up
+    assert join_waves(manifest, [pair], knn, shipped // 3, float_bytes=4) == 7
+    assert join_waves(manifest, [pair], knn, 1) == shape.groups(512)  # never more waves than groups
+    binary = {"languages": {lang: {**entry, "binary": "sign"} for lang, entry in manifest["languages"].items()}}
+    assert join_waves(binary, [pair], knn, shipped // 3) == 1  # 32 bytes a row, not 512
+    for waves in (1, 3, 7):
+        counts = np.bincount([wave_of(group, 10, waves) for group in range(10)], minlength=waves)
+        assert counts.sum() == 10 and counts.min() >= 1 and counts.max() - counts.min() <= 1
+        assert list(np.repeat(np.arange(waves), counts)) == [wave_of(g, 10, waves) for g in range(10)]
+
+
+def test_wave_bytes_auto_is_a_quarter_of_a_dask_clusters_memory_and_one_wave_elsewhere(monkeypatch):
+    from pipelines import dask_runner
+    from pipelines.options import wave_bytes
+
+    assert wave_bytes("auto", PipelineOptions([])) == 0
+    assert wave_bytes(123, PipelineOptions(["--runner=DaskRunner"])) == 123
+    monkeypatch.setattr(dask_runner, "cluster_memory", lambda options: 8 * 2**30)
+    assert wave_bytes("auto", PipelineOptions(["--runner=DaskRunner"])) == 2 * 2**30
