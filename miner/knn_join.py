@@ -167,9 +167,15 @@ class JoinLayout:
         return -(-nlist // self.lists_per_group)
 
     def rows_shipped(self, nlist: int, nprobe: int, n_queries: int, n_database: int) -> int:
-        """The rows this layout ships, at most (join_layout's count): each query once to each group it probes,
-        each database row once to each query block of its group."""
-        return n_queries * min(self.groups(nlist), nprobe, nlist) + n_database * self.query_blocks
+        """The rows this layout ships, at most (shipped_rows, join_layout's count)."""
+        return int(shipped_rows(n_queries, n_database, self.groups(nlist), min(nprobe, nlist), self.query_blocks))
+
+
+def shipped_rows(n_queries: int, n_database: int, groups, probes: int, query_blocks):
+    """Rows a layout ships, at most: each query once to each group it probes (at most min(groups, probes) of
+    them), each database row once to each query block of its group. `groups` and `query_blocks`: numbers, or
+    arrays of them, one a candidate layout."""
+    return n_queries * np.minimum(groups, probes) + n_database * query_blocks
 
 
 def wave_of(group: int, groups: int, waves: int) -> int:
@@ -197,7 +203,7 @@ def join_layout(nlist: int, nprobe: int, n_queries: int, n_database: int, max_ro
     per_list = n_queries * probes / nlist  # in floats: at 10^11 queries the integer product would overflow
     queries = np.minimum(n_queries, np.ceil(size * per_list)).astype(np.int64)  # distinct queries a group, at most
     query_blocks = np.maximum(1, -(-queries // max_rows))
-    shipped = n_queries * np.minimum(groups, probes) + n_database * query_blocks
+    shipped = shipped_rows(n_queries, n_database, groups, probes, query_blocks)
     fits = (size == 1) | (size * n_database <= max_rows * nlist)  # a group's database rows, about, within max_rows
     shipped = np.where(fits, shipped, np.iinfo(np.int64).max)
     best = np.flatnonzero(shipped == shipped.min())[-1]

@@ -1396,12 +1396,13 @@ class PairsStage:
     def __call__(self, pipeline):
         from pipelines.options import wave_bytes
 
-        budget = wave_bytes(mining_config(self.settings).knn.wave_bytes, pipeline.options)
+        setting = mining_config(self.settings).knn.wave_bytes
+        budget = wave_bytes(setting, pipeline.options)
         mine = MinePairs(self.embeddings, self.pairs, self.settings, budget)
         self.waves = mine.waves
         if self.waves > 1:
             log.info("pairs: the k-NN join's groups go in %d waves (knn.wave_bytes %s: %.1f GB a wave at most)",
-                     self.waves, mining_config(self.settings).knn.wave_bytes, budget / 1e9)
+                     self.waves, setting, budget / 1e9)
         return pipeline | "pairs/Mine" >> mine
 
     def manifest(self, entries: list[dict]) -> dict:
