@@ -18,6 +18,7 @@ from miner.knn_join import (
     compare_device,
     join_layout,
     join_plan,
+    list_order,
     list_topk,
     merge_topk,
     rows_by_group,
@@ -253,6 +254,26 @@ def test_lists_are_numbered_so_that_neighbours_in_space_are_neighbours_in_the_or
     assert np.all(np.diff(positions[order]) > 0) or np.all(np.diff(positions[order]) < 0)
     centroids = train_quantizer(rng.standard_normal((4096, 16)).astype(np.float32), 64, KnnConfig())
     assert np.array_equal(spatial_order(centroids), np.arange(64))  # the quantizer's lists come in that order
+
+
+def test_from_4096_lists_they_are_numbered_cell_by_cell_and_the_neighbours_do_not_change(data, monkeypatch):
+    import miner.knn_join
+    from miner.index import KMEANS_SEED
+
+    queries, database, _ = data
+    monkeypatch.setattr(miner.knn_join, "CELL_ORDER_LISTS", 64)  # as from 4096 lists, on a small quantizer
+    centroids = database[np.random.default_rng(1).choice(len(database), 64, replace=False)]
+    order = list_order(centroids)
+    assert sorted(order.tolist()) == list(range(64)) and np.array_equal(order, list_order(centroids))
+    kmeans = faiss.Kmeans(32, 8, niter=20, seed=KMEANS_SEED, spherical=True, min_points_per_centroid=1)
+    kmeans.train(centroids)
+    cell = kmeans.index.search(centroids, 1)[1].ravel()[order]
+    assert np.count_nonzero(np.diff(cell)) == len(np.unique(cell)) - 1  # each cell's lists are consecutive
+    assert not np.array_equal(order, spatial_order(centroids))
+    by_cells = search_by_lists(queries, database, 4, centroids[order], nprobe=5)
+    by_halving = search_by_lists(queries, database, 4, centroids[spatial_order(centroids)], nprobe=5)
+    np.testing.assert_array_equal(by_cells.refs, by_halving.refs)
+    np.testing.assert_array_equal(by_cells.sims, by_halving.sims)
 
 
 def test_the_layout_ships_the_fewest_rows_within_max_rows_a_side():
