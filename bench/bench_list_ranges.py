@@ -1,8 +1,11 @@
-"""How many ranges of consecutive lists a query's probes fall in: k-means' own list numbering against the spatial
-order the pairs stage's quantizer uses (miner.knn_join.spatial_order). A query travels once to each range it
-probes, so this is the k-NN shuffle's query copies per sentence.
+"""How many ranges of consecutive lists a query's probes fall in: k-means' own list numbering against the orders
+the pairs stage's quantizer numbers its lists in (miner.knn_join.list_order: spatial_order's recursive halving,
+and from 4096 lists cell by cell). A query travels once to each range it probes, so this is the k-NN shuffle's
+query copies per sentence.
 
     python bench/bench_list_ranges.py --vectors 'data/ensemble-cache/*/*.npy'    # any .npy sentence vectors
+    python bench/bench_list_ranges.py --vectors flores-use.npy --per-file 300000 --database 186448 \
+        --queries 20000 --nlist 4096 --ranges 12 32 64      # the FLORES vectors bench_ivf_recall.py saves
 
 The vectors are split into a database (to train the quantizer on) and queries; both drawn at random from all
 files, up to --per-file rows each.
@@ -23,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np
 
 from miner.index import KnnConfig
-from miner.knn_join import assign, train_quantizer
+from miner.knn_join import assign, spatial_order, train_quantizer
 
 
 def ranges_per_query(lists: np.ndarray, rank: np.ndarray, per_range: int) -> float:
@@ -48,15 +51,19 @@ def main() -> None:
     vectors = np.concatenate([np.load(f, mmap_mode="r")[: args.per_file] for f in files]).astype(np.float32)
     np.random.default_rng(0).shuffle(vectors)
     database, queries = vectors[: args.database], vectors[args.database: args.database + args.queries]
-    centroids = train_quantizer(database, args.nlist, KnnConfig())  # in spatial order
+    centroids = train_quantizer(database, args.nlist, KnnConfig())  # in list_order
     shuffled = np.random.default_rng(1).permutation(args.nlist)  # a numbering with no order, as k-means gives
+    halving = np.empty(args.nlist, dtype=np.int64)
+    halving[spatial_order(centroids)] = np.arange(args.nlist)  # each list's place in spatial_order alone
     lists = assign(queries, centroids, args.nprobe)
     print(f"{len(files)} files, {len(database)} database rows, {len(queries)} queries, d = {vectors.shape[1]}, "
           f"IVF{args.nlist}, nprobe {args.nprobe}")
-    print("| lists per range | ranges a query probes, unordered numbering | in spatial order |")
-    print("| --- | --- | --- |")
+    print("| lists per range | ranges a query probes, unordered numbering | spatial order | the quantizer's "
+          "(list_order) |")
+    print("| --- | --- | --- | --- |")
     for per_range in args.ranges:
         print(f"| {per_range} | {ranges_per_query(lists, shuffled, per_range):.2f} | "
+              f"{ranges_per_query(lists, halving, per_range):.2f} | "
               f"{ranges_per_query(lists, np.arange(args.nlist), per_range):.2f} |")
 
 

@@ -116,7 +116,7 @@ def list_order(centroids: np.ndarray) -> np.ndarray:
     lists are first clustered into sqrt(nlist) cells (spherical k-means over the centroids, fixed seed), the cells
     taken in the spatial order of their centroids and each cell's lists in spatial order: spatial_order's halving
     cuts through clusters that k-means keeps whole. On real sentence vectors at IVF4096, nprobe 16, a query's
-    lists fall in 8.52 groups of 12 lists against 9.47 (6.50 against 7.25 groups of 32); at IVF1024 the two
+    lists fall in 8.55 groups of 12 lists against 9.49 (6.55 against 7.28 groups of 32); at IVF1024 the two
     orders are level (bench/bench_list_ranges.py, docs/benchmarks.md). Only the numbering changes, not what a list
     holds, so neither do the neighbours."""
     if len(centroids) < CELL_ORDER_LISTS:
