@@ -121,10 +121,11 @@ def list_order(centroids: np.ndarray) -> np.ndarray:
     holds, so neither do the neighbours."""
     if len(centroids) < CELL_ORDER_LISTS:
         return spatial_order(centroids)
-    kmeans = faiss.Kmeans(centroids.shape[1], math.isqrt(len(centroids)), niter=20, seed=KMEANS_SEED,
-                          spherical=True, min_points_per_centroid=1)
-    kmeans.train(np.ascontiguousarray(centroids, dtype=np.float32))
-    cell = kmeans.index.search(np.ascontiguousarray(centroids, dtype=np.float32), 1)[1].ravel()
+    points = np.ascontiguousarray(centroids, dtype=np.float32)
+    kmeans = faiss.Kmeans(points.shape[1], math.isqrt(len(points)), niter=20, seed=KMEANS_SEED, spherical=True,
+                          min_points_per_centroid=1)
+    kmeans.train(points)
+    cell = kmeans.index.search(points, 1)[1].ravel()
     cells = np.unique(cell)  # a cell no list is nearest to has no place in the order
     means = np.stack([centroids[cell == c].mean(axis=0) for c in cells])
     members = [np.flatnonzero(cell == c) for c in cells[spatial_order(means)]]
