@@ -116,9 +116,9 @@ def list_order(centroids: np.ndarray) -> np.ndarray:
     lists are first clustered into sqrt(nlist) cells (spherical k-means over the centroids, fixed seed), the cells
     taken in the spatial order of their centroids and each cell's lists in spatial order: spatial_order's halving
     cuts through clusters that k-means keeps whole. On real sentence vectors at IVF4096, nprobe 16, a query's
-    lists fall in 8.55 groups of 12 lists against 9.49 (6.55 against 7.28 groups of 32); at IVF1024 the two
-    orders are level (bench/bench_list_ranges.py, docs/benchmarks.md). Only the numbering changes, not what a list
-    holds, so neither do the neighbours."""
+    lists fall in 8.55 groups of 12 lists against 9.49 (6.55 against 7.28 groups of 32; bench/bench_list_ranges.py);
+    at IVF1024 the two orders were level in a throwaway run (docs/benchmarks.md). Only the numbering changes, not
+    what a list holds, so neither do the neighbours."""
     if len(centroids) < CELL_ORDER_LISTS:
         return spatial_order(centroids)
     points = np.ascontiguousarray(centroids, dtype=np.float32)
@@ -126,10 +126,9 @@ def list_order(centroids: np.ndarray) -> np.ndarray:
                           min_points_per_centroid=1)
     kmeans.train(points)
     cell = kmeans.index.search(points, 1)[1].ravel()
-    cells = np.unique(cell)  # a cell no list is nearest to has no place in the order
-    means = np.stack([centroids[cell == c].mean(axis=0) for c in cells])
-    members = [np.flatnonzero(cell == c) for c in cells[spatial_order(means)]]
-    return np.concatenate([rows[spatial_order(centroids[rows])] for rows in members])
+    members = [np.flatnonzero(cell == c) for c in np.unique(cell)]  # a cell no list is nearest to has no place
+    means = np.stack([centroids[rows].mean(axis=0) for rows in members])
+    return np.concatenate([members[c][spatial_order(centroids[members[c]])] for c in spatial_order(means)])
 
 
 def spatial_order(points: np.ndarray, power_steps: int = 20) -> np.ndarray:
