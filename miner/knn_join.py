@@ -59,9 +59,11 @@ DEVICE_BLOCK_FLOATS = 1 << 28
 # sorts after every entry.
 RANKS = 1 << 32
 NO_ENTRY = np.uint64(np.iinfo(np.uint64).max)
-# Candidates beyond k whose similarities are recomputed pair by pair: the matrix product's last bit depends on the
-# block's shape, so a row within an ulp of the k-th could otherwise be chosen in one grouping and not another.
-RESCORE_SPARE = 4
+# The most a float32 dot product of unit rows of d values can be off, as a multiple of d units in the last place
+# (2^-24): gamma_d = d u / (1 - d u) for any summation order (Higham, Accuracy and Stability, 3.1), and 1% more
+# for unit rows' norms, which are 1 only to their own rounding. The matrix product and the pair-by-pair rescoring
+# each err by at most that.
+DOT_ERROR_ULPS = 1.01
 # Up to this many places a row's candidates are picked by repeated argmax on the host, at any width (k passes over
 # the block: 1.1-12x faster than numpy's partition or torch's topk for k = 4-8 on rows of 40 to 100,000 columns,
 # level with them at k = 16; docs/benchmarks.md).
@@ -296,12 +298,14 @@ def list_topk(queries: np.ndarray, query_refs: np.ndarray, database: np.ndarray,
     gives the bits normalising each list's would: a query probes many lists).
 
     A matrix product over unit rows finds the candidates (in blocks of bounded memory): numpy's BLAS when `device`
-    is None, else torch on that device ("cuda", or "cpu" to run that path without a GPU). Their similarities are
-    then computed pair by pair with miner.index.rescore, whose result does not depend on which other rows share
-    the block or which device found them, so a neighbour's similarity is the same bits however the lists were
-    grouped, split or compared. `exact` says the rows' dot products are exact in any summation order (widened
-    sign codes: encoders.binary.exact_products): the product's values are those bits already, and the k best are
-    taken from it directly. `packed_signs` says both are packed sign codes of such a width (uint8 rows, not
+    is None, else torch on that device ("cuda", or "cpu" to run that path without a GPU): each row's k best by the
+    product, and every column within close_call of the k-th (rare). Their similarities are then computed pair by
+    pair with miner.index.rescore, whose result does not depend on which other rows share the block or which
+    device found them, and the k best by those are kept: the k best by rescored similarity over all the columns,
+    so a neighbour and its similarity are the same bits however the lists were grouped, split or compared.
+    `exact` says the rows' dot products are exact in any summation order (widened sign codes:
+    encoders.binary.exact_products): the product's values are those bits already, and the k best are taken from
+    it directly. `packed_signs` says both are packed sign codes of such a width (uint8 rows, not
     widened): their similarities are then counted from Hamming distances on the host (_hamming_candidates), the
     same bits."""
     database_refs = np.asarray(database_refs, dtype=np.int64)
@@ -309,26 +313,55 @@ def list_topk(queries: np.ndarray, query_refs: np.ndarray, database: np.ndarray,
     take = min(k, len(database))
     if take == 0:
         return out
-    fetch = take if exact or packed_signs else min(len(database), k + RESCORE_SPARE)
     if packed_signs:
-        for block, top, sims in _hamming_candidates(queries, database, database_refs, fetch):
+        for block, top, sims in _hamming_candidates(queries, database, database_refs, take):
             _keep_best(out, block, top, sims, database_refs, take)
         return out
     if unit:
         unit_queries, unit_database = queries, database
     else:
         unit_queries, unit_database = unit_rows(queries, "queries"), unit_rows(database, "database")
+    close = 0.0 if exact else close_call(unit_database.shape[1])
     if device is None:
-        candidates = _numpy_candidates(unit_queries, unit_database, database_refs, fetch)
+        candidates = _numpy_candidates(unit_queries, unit_database, database_refs, take, close)
     else:
-        candidates = _torch_candidates(unit_queries, unit_database, database_refs, fetch, device)
+        candidates = _torch_candidates(unit_queries, unit_database, database_refs, take, close, device)
     for block, top, values in candidates:
-        sims = values if exact else rescore(unit_queries[block], unit_database, top, unit=True)
-        _keep_best(out, block, top, sims, database_refs, take)
+        sims = values if exact else rescore(unit_queries[block], unit_database, np.maximum(top, 0), unit=True)
+        _keep_best(out, block, top, np.where(top >= 0, sims, -np.inf), database_refs, take)
     return out
 
 
-def _keep_best(out: Neighbours, block: slice, top: np.ndarray, sims: np.ndarray, refs: np.ndarray, take: int) -> None:
+def close_call(dim: int) -> float:
+    """How far below a row's k-th best product value a column may lie and still be among its k best by the exact
+    similarity: twice the most the product and the rescoring can differ, each being off by at most DOT_ERROR_ULPS
+    d ulps (a k-th best rescored value lies within one difference of the product's k-th, and any of the k best
+    within one more). Columns within it are rescored too, so the k kept are the k best by rescored similarity over
+    all the columns, whatever block found them."""
+    unit_error = DOT_ERROR_ULPS * dim * 2.0**-24
+    return 4 * unit_error / (1 - unit_error)
+
+
+def _with_close_calls(block: slice, top: np.ndarray, values: np.ndarray, floor: np.ndarray, crowded: np.ndarray,
+                      crowded_sims: np.ndarray) -> Iterator[tuple[np.ndarray | slice, np.ndarray, np.ndarray]]:
+    """A block's candidates; for its `crowded` rows (more columns at or above their `floor`, the k-th best value
+    less close_call, than the k picked: rare for float rows), all of those columns instead, padded with -1 to the
+    widest such row. `crowded_sims`: those rows of the block's products."""
+    if not len(crowded):
+        yield block, top, values
+        return
+    rows = np.arange(block.start, block.stop)
+    clear = np.ones(len(rows), dtype=bool)
+    clear[crowded] = False
+    yield rows[clear], top[clear], values[clear]
+    near, columns = np.nonzero(crowded_sims >= floor[crowded])
+    place = np.arange(len(near)) - np.searchsorted(near, near)
+    wide = np.full((len(crowded), place.max() + 1), -1, dtype=np.int64)
+    wide[near, place] = columns
+    yield rows[crowded], wide, np.take_along_axis(crowded_sims, np.maximum(wide, 0), axis=1)
+
+
+def _keep_best(out: Neighbours, block: slice | np.ndarray, top: np.ndarray, sims: np.ndarray, refs: np.ndarray, take: int) -> None:
     """A block's candidates into `out`, best first, ties by the smaller reference (the order repeated argmax picks
     exact similarities in already: then no sort)."""
     refs = refs[top]
@@ -340,15 +373,25 @@ def _keep_best(out: Neighbours, block: slice, top: np.ndarray, sims: np.ndarray,
     out.sims[block, :take], out.refs[block, :take] = sims[:, :take], refs[:, :take]
 
 
-def _numpy_candidates(unit_queries: np.ndarray, unit_database: np.ndarray, refs: np.ndarray,
-                      fetch: int) -> Iterator[tuple[slice, np.ndarray, np.ndarray]]:
-    """(query block, each query's candidate columns, the product's values there), block by block."""
+def _numpy_candidates(unit_queries: np.ndarray, unit_database: np.ndarray, refs: np.ndarray, fetch: int,
+                      close: float = 0.0) -> Iterator[tuple[np.ndarray | slice, np.ndarray, np.ndarray]]:
+    """(query rows, each one's candidate columns, the product's values there), block by block, with the close
+    calls of _with_close_calls."""
     step = max(1, BLOCK_FLOATS // len(unit_database))
     for start in range(0, len(unit_queries), step):
-        block = slice(start, start + step)
+        block = slice(start, min(start + step, len(unit_queries)))
         sims = unit_queries[block] @ unit_database.T
-        top = _topk_rows(sims, refs, fetch)
-        yield block, top, np.take_along_axis(sims, top, axis=1)
+        if close and fetch <= ARGMAX_MAX_K and fetch < sims.shape[1]:  # the usual case: best first, and the next
+            top, runner_up = _argmax_topk(sims, refs, fetch, runner_up=True)
+            values = np.take_along_axis(sims, top, axis=1)
+            floor = values[:, -1:] - np.float32(close)
+            crowded = np.flatnonzero(runner_up >= floor[:, 0])
+        else:
+            top = _topk_rows(sims, refs, fetch)
+            values = np.take_along_axis(sims, top, axis=1)
+            floor = values.min(axis=1, keepdims=True) - np.float32(close)
+            crowded = np.flatnonzero((sims >= floor).sum(axis=1) > fetch) if close else np.empty(0, dtype=np.int64)
+        yield from _with_close_calls(block, top, values, floor, crowded, sims[crowded])
 
 
 def _hamming_candidates(queries: np.ndarray, database: np.ndarray, refs: np.ndarray,
@@ -383,25 +426,29 @@ def hamming_countable(code: str | None, packed_width: int) -> bool:
 
 
 def _torch_candidates(unit_queries: np.ndarray, unit_database: np.ndarray, refs: np.ndarray, fetch: int,
-                      device: str) -> Iterator[tuple[slice, np.ndarray, np.ndarray]]:
+                      close: float, device: str) -> Iterator[tuple[np.ndarray | slice, np.ndarray, np.ndarray]]:
     """The numpy path's candidates from a torch matrix product on `device` (full float32, no TF32), selected
-    there by the same _topk_rows."""
+    there by the same _topk_rows; only the crowded rows' products come to the host."""
     import torch
 
     with exact_float32(torch):
         database = torch.from_numpy(unit_database).to(device)
         step = max(1, DEVICE_BLOCK_FLOATS // len(unit_database))
         for start in range(0, len(unit_queries), step):
-            block = slice(start, start + step)
+            block = slice(start, min(start + step, len(unit_queries)))
             sims = torch.from_numpy(unit_queries[block]).to(device) @ database.T
             top = _topk_rows(sims, refs, fetch)
-            yield block, top, torch.take_along_dim(sims, torch.from_numpy(top).to(device), dim=1).cpu().numpy()
+            values = torch.take_along_dim(sims, torch.from_numpy(top).to(device), dim=1)
+            floor = values.min(dim=1, keepdim=True).values - close
+            crowded = ((sims >= floor).sum(dim=1) > fetch).nonzero().flatten() if close else floor[:0, 0].long()
+            yield from _with_close_calls(block, top, values.cpu().numpy(), floor.cpu().numpy(),
+                                         crowded.cpu().numpy(), sims[crowded].cpu().numpy())
 
 
 @contextmanager
 def exact_float32(torch):
     """Full-precision float32 matrix products inside: TF32 (allowed by some callers, e.g. training) keeps 10
-    mantissa bits, enough to move a row past the candidates' spare places."""
+    mantissa bits: products off by far more than close_call allows for."""
     saved = torch.get_float32_matmul_precision(), torch.backends.cuda.matmul.allow_tf32
     torch.set_float32_matmul_precision("highest")
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -460,12 +507,14 @@ def _topk_rows(sims, refs: np.ndarray, k: int) -> np.ndarray:
     return top
 
 
-def _argmax_topk(sims: np.ndarray, refs: np.ndarray, k: int, smallest: bool = False) -> np.ndarray:
+def _argmax_topk(sims: np.ndarray, refs: np.ndarray, k: int, smallest: bool = False,
+                 runner_up: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """_topk_rows on the host by k passes of a row-wise argmax, each taking the best column left: numpy's argmax
     returns the first of tied maxima, which is the smaller reference once columns are in reference order (the join's
     lists arrive so). Each pass reads the block once, where a partition and its tie masks read it several times:
     1.8-12x faster at k = 4 on rows of 40-400 columns (docs/benchmarks.md). A row's columns come out best first.
-    `smallest` picks the k smallest values instead (integer distances: argmin, with no pass to make them floats)."""
+    `smallest` picks the k smallest values instead (integer distances: argmin, with no pass to make them floats);
+    `runner_up` also gives each row's best value left after its k (one more pass)."""
     order = np.argsort(refs, kind="stable") if np.any(refs[1:] < refs[:-1]) else None
     left = sims[:, order] if order is not None else sims.copy()
     rows = np.arange(len(left))
@@ -476,7 +525,8 @@ def _argmax_topk(sims: np.ndarray, refs: np.ndarray, k: int, smallest: bool = Fa
         best = pick(axis=1)
         top[:, place] = best
         left[rows, best] = taken
-    return top if order is None else order[top]
+    top = top if order is None else order[top]
+    return (top, left.min(axis=1) if smallest else left.max(axis=1)) if runner_up else top
 
 
 def _extreme(dtype: np.dtype, largest: bool):
@@ -526,8 +576,43 @@ def merge_topk(parts: Iterable[Neighbours], k: int) -> Neighbours:
     Each entry becomes one uint64 key, the similarity's descending_key above its reference's rank, so the order is
     one sort of each query's few entries (a row of a dense [queries, entries] table): 2.4x faster than sorting all
     entries by query, similarity and reference on the 10k benchmark's binary codes, whose ties made that a lexsort
-    of most entries (docs/benchmarks.md)."""
+    of most entries (docs/benchmarks.md). A query in one part only, with its k entries in that order already (as
+    list_topk gives them), is taken as it is: most of a list group's queries probe one of its lists."""
     parts = list(parts)
+    if parts and {p.refs.shape[1] for p in parts} == {k}:
+        return _merge_where_several(parts, k)
+    return _merge_sorted(parts, k)
+
+
+def _merge_where_several(parts: list[Neighbours], k: int) -> Neighbours:
+    """merge_topk for parts of k entries a row: the rows of queries found in one part, in order already, are kept
+    as they are; the other queries' rows are merged by _merge_sorted."""
+    every = np.concatenate([p.queries for p in parts])
+    sims, refs = np.concatenate([p.sims for p in parts]), np.concatenate([p.refs for p in parts])
+    queries, first, inverse, counts = np.unique(every, return_index=True, return_inverse=True, return_counts=True)
+    alone = counts == 1
+    alone[alone] = in_merge_order(sims[first[alone]], refs[first[alone]])
+    found = Neighbours(queries, sims[first], refs[first])
+    if alone.all():
+        return found
+    to_merge, ends = ~alone[inverse], np.cumsum([len(p.queries) for p in parts])
+    rest = _merge_sorted([Neighbours(p.queries[at], p.sims[at], p.refs[at]) for p, at in
+                          ((p, to_merge[end - len(p.queries):end]) for p, end in zip(parts, ends))], k)
+    found.sims[~alone], found.refs[~alone] = rest.sims, rest.refs
+    return found
+
+
+def in_merge_order(sims: np.ndarray, refs: np.ndarray) -> np.ndarray:
+    """Whether each row's entries are in merge_topk's order: similarity descending, then reference ascending, the
+    missing entries (reference -1) last."""
+    before, after = np.s_[:, :-1], np.s_[:, 1:]
+    missing_after = refs[after] < 0
+    ordered = (sims[before] > sims[after]) | ((sims[before] == sims[after]) & (refs[before] < refs[after]))
+    return (missing_after | ((refs[before] >= 0) & ordered)).all(axis=1)
+
+
+def _merge_sorted(parts: list[Neighbours], k: int) -> Neighbours:
+    """merge_topk by one sort of each query's entries in a dense [queries, entries] table of one-key entries."""
     queries = np.unique(np.concatenate([p.queries for p in parts]))
     rows = [np.searchsorted(queries, p.queries) for p in parts]
     ranks = ReferenceRanks(np.concatenate([p.refs[p.refs >= 0] for p in parts]))

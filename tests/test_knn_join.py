@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from miner.index import IndexConfigError, KnnConfig, knn
+from miner.vectors import unit_rows
 from miner.knn_join import (
     ARGMAX_MAX_K,
     PARTITION_MAX_COLUMNS,
@@ -96,6 +97,30 @@ def test_ties_go_to_the_smaller_reference_however_rows_are_grouped():
     np.testing.assert_array_equal(merged.refs, whole.refs)
 
 
+@pytest.mark.parametrize("device", [None, "cpu"])
+def test_near_ties_are_all_rescored_so_the_k_best_are_those_of_the_exact_similarities(device, monkeypatch):
+    """Rows whose products with a query lie within the rounding of the matrix product (copies of one row nudged in
+    its last bits) may come out of the product in any order: every one of them is rescored, so the k kept are the
+    k best by the rescored similarity over all the rows (ties by the smaller reference), in any blocking and on
+    either path. Keeping only k + a few of the product's best would miss some."""
+    from miner import knn_join
+    from miner.index import rescore
+
+    rng = np.random.default_rng(11)
+    queries = unit_rows(rng.standard_normal((60, 64)).astype(np.float32), "queries")
+    copies = np.repeat(queries[:3], 40, axis=0) + rng.standard_normal((120, 64)).astype(np.float32) * 2e-7
+    database = unit_rows(np.concatenate([copies, rng.standard_normal((80, 64)).astype(np.float32)]), "database")
+    refs = rng.permutation(1_000)[:200].astype(np.int64)
+    every = rescore(queries, database, np.broadcast_to(np.arange(200), (60, 200)).copy(), unit=True)
+    want = np.array([refs[np.lexsort((refs, -row))[:4]] for row in every])
+    found = list_topk(queries, np.arange(60), database, refs, 4, device, unit=True)
+    np.testing.assert_array_equal(found.refs, want)
+    assert found.sims.tobytes() == np.take_along_axis(every, np.argsort(refs)[np.searchsorted(np.sort(refs), want)],
+                                                      axis=1).tobytes()
+    monkeypatch.setattr(knn_join, "BLOCK_FLOATS", 7 * len(database))  # 7 queries a block
+    np.testing.assert_array_equal(list_topk(queries, np.arange(60), database, refs, 4, device, unit=True).refs, want)
+
+
 def test_codes_crowded_with_ties_pick_the_smaller_reference_in_every_row():
     """Sign codes' similarities take few values, so most rows tie at the k-th best: every row's pick is the
     (similarity, then smaller reference) order's, as a row-by-row sort gives it."""
@@ -174,16 +199,18 @@ def test_candidates_are_each_rows_best_then_smaller_reference_on_every_selection
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 12), st.sampled_from([1, 3, 4]), st.sampled_from([2, 9, 10**6]),
-       st.booleans())
-def test_the_merge_keeps_each_querys_best_by_similarity_then_smaller_reference(seed, n_parts, k, levels, wide_refs):
+       st.booleans(), st.booleans())
+def test_the_merge_keeps_each_querys_best_by_similarity_then_smaller_reference(seed, n_parts, k, levels, wide_refs,
+                                                                              full_width):
     """merge_topk gives, for every query, the first k of its entries over all parts as np.lexsort((refs, -sims))
     orders them, the similarities' bits included: ties on similarity (few levels), -0.0 beside 0.0, missing
-    entries (-1, -inf), references past 32 bits, parts narrower than k."""
+    entries (-1, -inf), references past 32 bits, parts narrower than k; with parts all k wide, the queries in one
+    part keep their row only where it is in that order already (here rows come in any order)."""
     rng = np.random.default_rng(seed)
     parts = []
     for _ in range(n_parts):
         queries = np.sort(rng.choice(60, rng.integers(1, 60), replace=False)).astype(np.int64) * 7
-        width = int(rng.integers(1, k + 1))
+        width = k if full_width else int(rng.integers(1, k + 1))
         sims = (rng.integers(-levels, levels + 1, (len(queries), width)) / levels).astype(np.float32)
         sims[rng.random(sims.shape) < 0.05] = -0.0
         refs = rng.choice(10**6, sims.shape, replace=False).astype(np.int64) << (33 if wide_refs else 0)
@@ -200,6 +227,17 @@ def test_the_merge_keeps_each_querys_best_by_similarity_then_smaller_reference(s
         np.testing.assert_array_equal(merged.refs[row, : len(best)], refs[best])
         np.testing.assert_array_equal(merged.sims[row, : len(best)].view(np.int32), sims[best].view(np.int32))
         assert (merged.refs[row, len(best):] == -1).all() and (merged.sims[row, len(best):] == -np.inf).all()
+
+
+def test_a_query_alone_in_a_part_keeps_its_row_when_in_order():
+    """The rows merge_topk keeps as they are (a query in one part, in order) are those rows, bit for bit."""
+    ordered = Neighbours(np.array([1, 2]), np.array([[0.9, 0.9, -np.inf], [0.5, -0.0, 0.0]], np.float32),
+                         np.array([[4, 6, -1], [3, 1, 2]]))
+    unordered = Neighbours(np.array([5]), np.full((1, 3), 0.1, np.float32), np.array([[9, 8, 7]]))
+    merged = merge_topk([ordered, unordered], 3)
+    assert merged.queries.tolist() == [1, 2, 5]
+    assert merged.refs.tolist() == [[4, 6, -1], [3, 1, 2], [7, 8, 9]]  # -0.0 and 0.0 tie: by reference
+    assert merged.sims[:2].tobytes() == ordered.sims.tobytes()
 
 
 def test_a_part_naming_one_query_twice_is_an_error():
