@@ -361,7 +361,8 @@ def _with_close_calls(block: slice, top: np.ndarray, values: np.ndarray, floor: 
     yield rows[crowded], wide, np.take_along_axis(crowded_sims, np.maximum(wide, 0), axis=1)
 
 
-def _keep_best(out: Neighbours, block: slice | np.ndarray, top: np.ndarray, sims: np.ndarray, refs: np.ndarray, take: int) -> None:
+def _keep_best(out: Neighbours, block: slice | np.ndarray, top: np.ndarray, sims: np.ndarray, refs: np.ndarray,
+               take: int) -> None:
     """A block's candidates into `out`, best first, ties by the smaller reference (the order repeated argmax picks
     exact similarities in already: then no sort)."""
     refs = refs[top]
