@@ -17,6 +17,8 @@ import numpy as np
 
 DEFAULT_BATCH_SIZE = 16_384
 FLOAT_DTYPES = (np.float16, np.float32, np.float64)
+# A float16's exponent bits: all ones for NaN and the infinities only
+FLOAT16_EXPONENT = np.uint16(0x7C00)
 
 
 class EmbeddingError(ValueError):
@@ -67,8 +69,13 @@ def check_same_dim(a: np.ndarray, a_name: str, b: np.ndarray, b_name: str) -> No
 
 def check_finite(matrix: np.ndarray, name: str) -> None:
     """A NaN or an infinity anywhere in `matrix` is an error naming its first row (unit_rows finds the same
-    from its norms, where it computes them anyway)."""
-    _raise_on_nonfinite(~np.isfinite(matrix).all(axis=1), name)
+    from its norms, where it computes them anyway). Float16 rows (how embeddings are stored) by their exponent
+    bits, all ones exactly for NaN and infinity: numpy's float16 isfinite is emulated, 4x slower on a shard."""
+    if matrix.dtype == np.float16:
+        bad = ((matrix.view(np.uint16) & FLOAT16_EXPONENT) == FLOAT16_EXPONENT).any(axis=-1)
+    else:
+        bad = ~np.isfinite(matrix).all(axis=-1)
+    _raise_on_nonfinite(bad, name)
 
 
 def _raise_on_nonfinite(bad: np.ndarray, name: str, first_row: int = 0) -> None:

@@ -5,7 +5,7 @@ import pytest
 
 from miner.index import knn
 from miner.mining import mine
-from miner.vectors import EmbeddingError, load_embeddings, normalized
+from miner.vectors import EmbeddingError, check_finite, load_embeddings, normalized
 
 
 def good(n=6, d=4, seed=0):
@@ -17,6 +17,18 @@ def test_nan_row_named():
     x[3, 1] = np.nan
     with pytest.raises(EmbeddingError, match="source: row 3 contains NaN"):
         mine(x, good(seed=1))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_stored_float16_row_that_is_not_finite_is_named(bad):
+    """Float16 rows are checked by their exponent bits: NaN and both infinities are caught, the largest finite
+    values and subnormals are not."""
+    x = good(n=8).astype(np.float16)
+    x[0, 0], x[1, 1], x[2, 2] = np.finfo(np.float16).max, -np.finfo(np.float16).max, np.float16(6e-8)
+    check_finite(x, "shard")
+    x[5, 2] = bad
+    with pytest.raises(EmbeddingError, match="shard: row 5 contains NaN or infinite"):
+        check_finite(x, "shard")
 
 
 def test_zero_row_named():
