@@ -366,9 +366,7 @@ def _keep_best(out: Neighbours, block: slice | np.ndarray, top: np.ndarray, sims
     """A block's candidates into `out`, best first, ties by the smaller reference (the order repeated argmax picks
     exact similarities in already: then no sort)."""
     refs = refs[top]
-    before, after = np.s_[:, :-1], np.s_[:, 1:]
-    ordered = (sims[before] > sims[after]) | ((sims[before] == sims[after]) & (refs[before] < refs[after]))
-    if not ordered.all():
+    if not before_the_next(sims, refs).all():
         order = np.lexsort((refs, -sims), axis=1)
         sims, refs = np.take_along_axis(sims, order, axis=1), np.take_along_axis(refs, order, axis=1)
     out.sims[block, :take], out.refs[block, :take] = sims[:, :take], refs[:, :take]
@@ -603,13 +601,18 @@ def _merge_where_several(parts: list[Neighbours], k: int) -> Neighbours:
     return found
 
 
-def in_merge_order(sims: np.ndarray, refs: np.ndarray) -> np.ndarray:
-    """Whether each row's entries are in merge_topk's order: similarity descending, then reference ascending, the
-    missing entries (reference -1) last."""
+def before_the_next(sims: np.ndarray, refs: np.ndarray) -> np.ndarray:
+    """[m, width - 1]: whether each entry of a row comes before the next by similarity descending, then reference
+    ascending (the neighbours' order)."""
     before, after = np.s_[:, :-1], np.s_[:, 1:]
-    missing_after = refs[after] < 0
-    ordered = (sims[before] > sims[after]) | ((sims[before] == sims[after]) & (refs[before] < refs[after]))
-    return (missing_after | ((refs[before] >= 0) & ordered)).all(axis=1)
+    return (sims[before] > sims[after]) | ((sims[before] == sims[after]) & (refs[before] < refs[after]))
+
+
+def in_merge_order(sims: np.ndarray, refs: np.ndarray) -> np.ndarray:
+    """Whether each row's entries are in merge_topk's order: before_the_next's, the missing entries (reference -1)
+    last."""
+    ordered = before_the_next(sims, refs) & (refs[:, :-1] >= 0)
+    return (ordered | (refs[:, 1:] < 0)).all(axis=1)
 
 
 def _merge_sorted(parts: list[Neighbours], k: int) -> Neighbours:
