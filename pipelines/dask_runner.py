@@ -47,14 +47,16 @@ log = logging.getLogger("pipelines.dask_runner")
 # shard: at 10^6 sentences a language, Creates of at most 32 partitions put four shards' float16 rows, for up to 64
 # lists, in one assignment task (over a GB) and 4 GiB workers were killed. A Flatten keeps the partition count of
 # its largest input (adding the counts up, the k-NN join's groupings grew from 25 to 289 partitions and 10,000
-# tasks each). A grouping keeps its input's count (Dask's task shuffle does; the `npartitions` it takes is its disk
-# shuffle's), at least PARTITIONS_PER_THREAD a worker thread and at most `--dask_shuffle_partitions` (default
-# SHUFFLE_PARTITIONS, or two a thread where that is more), shuffled in one stage whatever the count (Dask's
-# default shuffles past 32 partitions in two, each keeping copies of what it groups: at 10^6 float16 sentences a
-# language, groupings of 100 partitions spilled 55 GB by a fifth of the stage; docs/benchmarks.md, "On Dask").
+# tasks each). A grouping keeps its input's count, at least MIN_PER_THREAD partitions a worker thread and at most
+# `--dask_shuffle_partitions` (default MAX_PER_THREAD a thread, up to SHUFFLE_PARTITIONS or MIN_PER_THREAD a thread
+# where that is more), shuffled in one stage (Dask's default shuffles past 32 partitions in two, each keeping
+# copies of what it groups: at 10^6 float16 sentences a language, groupings of 100 partitions spilled 55 GB by a
+# fifth of the stage; docs/benchmarks.md, "On Dask"). One stage splits each of p partitions p ways, p^2 tasks of
+# ~2 ms of the scheduler's and workers' CPU each: keeping the input's 26 at 2.5 x 10^5 sentences a language cost
+# 30% more of the stage's CPU than 8 on two threads (docs/benchmarks.md, "Fewer partitions a grouping").
 MAX_PARTITIONS = 1024
 SHUFFLE_PARTITIONS = 32
-PARTITIONS_PER_THREAD = 2
+MIN_PER_THREAD, MAX_PER_THREAD = 2, 4
 # A job waits on its tasks WATCH_S at a time, and between waits logs progress and looks at the cluster: a cluster
 # whose workers are gone, or all paused at their memory limit (Dask pauses a worker at 80% and waits for memory
 # that a model or a task's own arrays never give back), would otherwise keep the job waiting for ever.
@@ -101,9 +103,10 @@ class DaskShuffleOptions(PipelineOptions):
     @classmethod
     def _add_argparse_args(cls, parser):
         parser.add_argument("--dask_shuffle_partitions", type=int, default=None,
-                            help="most partitions of a grouping's output (default: 32, or two a worker thread "
-                            "where that is more); raise it when a grouping's data, split this many ways, is more "
-                            "than a worker holds")
+                            help="most partitions of a grouping's output, which keeps its input's count, at least "
+                            "two a worker thread (default: four a thread, up to 32 or two a thread where that is "
+                            "more); raise it when a grouping's data, split this many ways, is more than a worker "
+                            "holds")
 
 
 def close_quietly(client) -> None:
@@ -315,7 +318,8 @@ class _Translator(PipelineVisitor):
 
     def __init__(self, parallelism: int, shuffle_partitions: int | None = None):
         self.parallelism = parallelism
-        self.shuffle_partitions = shuffle_partitions or max(SHUFFLE_PARTITIONS, parallelism * PARTITIONS_PER_THREAD)
+        self.shuffle_partitions = shuffle_partitions or min(parallelism * MAX_PER_THREAD,
+                                                            max(SHUFFLE_PARTITIONS, parallelism * MIN_PER_THREAD))
         self.bags: dict = {}  # PCollection -> bag
         self.consumed: set = set()
         self.counters: list = []  # bags of per-partition counter dicts
@@ -385,7 +389,7 @@ class _Translator(PipelineVisitor):
             key, values = item
             return key, [defenestrate(v[1]) for v in values]
 
-        npartitions = min(max(bag.npartitions, self.parallelism * PARTITIONS_PER_THREAD), self.shuffle_partitions)
+        npartitions = min(max(bag.npartitions, self.parallelism * MIN_PER_THREAD), self.shuffle_partitions)
         if npartitions != bag.npartitions:
             bag = bag.repartition(npartitions)
         # one shuffle stage at any count (Dask's default, 32 branches, shuffles more partitions in two, each

@@ -280,9 +280,10 @@ def test_a_pardo_whose_outputs_have_several_consumers_runs_once(tmp_path):
 
 def test_partitions_follow_the_inputs_a_create_a_flatten_and_a_grouping():
     """A Create gives each shard its own task; a Flatten keeps its largest input's partition count, every element
-    once; a grouping keeps its input's (at least two a worker thread, at most --dask_shuffle_partitions: by default
-    32, or two a thread). Before, Creates held several shards a task (over a GB of float16 rows at 10^6 sentences a
-    language: workers killed), and Flattens added counts up (25 -> 289 partitions and 10,000 tasks a grouping)."""
+    once; a grouping keeps its input's count, at least two a worker thread, at most --dask_shuffle_partitions (by
+    default four a thread, up to 32 or two a thread). Before, Creates held several shards a task (over a GB of
+    float16 rows at 10^6 sentences a language: workers killed), Flattens added counts up (25 -> 289 partitions and
+    10,000 tasks a grouping), and groupings kept up to 32 of their input's (32^2 split tasks on two threads)."""
     import dask
     import dask.bag as db
 
@@ -303,7 +304,13 @@ def test_partitions_follow_the_inputs_a_create_a_flatten_and_a_grouping():
         assert sorted((key, sorted(values)) for key, values in grouped.compute()) == [
             (r, list(range(r, 12, 3))) for r in range(3)]
     keyed = shards.map(lambda n: (n % 7, n))
-    assert translator._group(keyed).npartitions == dask_runner.SHUFFLE_PARTITIONS  # one shuffle stage
+    grouped = translator._group(keyed)
+    splits = [key for key in grouped.__dask_graph__() if str(key[0] if isinstance(key, tuple) else key).startswith(
+        "shuffle-split")]
+    assert grouped.npartitions == 8 and len(splits) == 8 * 8  # four a thread, not the input's 100 split 100 ways
+    assert dask_runner._Translator(parallelism=16)._group(keyed).npartitions == dask_runner.SHUFFLE_PARTITIONS
+    assert dask_runner._Translator(parallelism=12)._group(keyed).npartitions == 32  # four a thread, within 32
+    assert dask_runner._Translator(parallelism=64)._group(keyed).npartitions == 128  # two a thread past 16
     raised = PipelineOptions(["--dask_shuffle_partitions=100"]).view_as(dask_runner.DaskShuffleOptions)
     hundred = dask_runner._Translator(2, raised.dask_shuffle_partitions)._group(keyed)
     assert hundred.npartitions == 100
