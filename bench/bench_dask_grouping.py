@@ -16,18 +16,7 @@ from __future__ import annotations
 import argparse
 import time
 
-import psutil
-
-
-def tree_cpu(process: psutil.Process) -> float:
-    total = 0.0
-    for member in [process, *process.children(recursive=True)]:
-        try:
-            times = member.cpu_times()
-        except psutil.Error:
-            continue
-        total += times.user + times.system
-    return total
+from bench_pairs_scaling import ProcessTree
 
 
 def grouping(partitions: int):
@@ -49,16 +38,16 @@ def main() -> None:
 
     with distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1, memory_limit="4GiB") as cluster, \
             distributed.Client(cluster) as client:
-        me = psutil.Process()
+        tree = ProcessTree()  # this process (the scheduler) and the workers
         time.sleep(3)  # the workers started
         print("partitions  tasks  CPU-s  CPU-ms a task")
         for _ in range(args.repeats):
             for partitions in args.partitions:
                 collection = grouping(partitions)
                 tasks = len(dict(collection.__dask_graph__()))
-                cpu = tree_cpu(me)
+                cpu = tree.cpu()
                 counted = sum(client.compute(collection, optimize_graph=True).result())
-                cpu = tree_cpu(me) - cpu
+                cpu = tree.cpu() - cpu
                 assert counted == 64 * 200
                 print(f"{partitions:10d} {tasks:6d} {cpu:6.2f} {1000 * cpu / tasks:13.2f}")
 

@@ -305,7 +305,7 @@ def test_partitions_follow_the_inputs_a_create_a_flatten_and_a_grouping():
             (r, list(range(r, 12, 3))) for r in range(3)]
     keyed = shards.map(lambda n: (n % 7, n))
     grouped = translator._group(keyed)
-    splits = [key for key in grouped.__dask_graph__() if str(key[0] if isinstance(key, tuple) else key).startswith(
+    splits = [key for key in grouped.__dask_graph__() if isinstance(key, tuple) and str(key[0]).startswith(
         "shuffle-split")]
     assert grouped.npartitions == 8 and len(splits) == 8 * 8  # four a thread, not the input's 100 split 100 ways
     assert dask_runner._Translator(parallelism=16)._group(keyed).npartitions == dask_runner.SHUFFLE_PARTITIONS
