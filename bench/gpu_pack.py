@@ -41,24 +41,27 @@ from miner.io import read_lines
 
 
 def sample_bitext(train: Path, cap: int, out: Path, news_cap: int | None = None,
-                  monolingual: frozenset[str] = frozenset()) -> tuple[int, set[str]]:
+                  monolingual: frozenset[str] = frozenset(), split_cap: int | None = None) -> tuple[int, set[str]]:
     """At most `cap` pairs a language over its news and short files, each file in proportion; with `news_cap`, the
-    news (bitext/) at most `news_cap` a language and the short pairs (bitext-short/) at most `cap`, each apart.
+    news (bitext/) at most `news_cap` a language and the short pairs (bitext-short/) at most `cap`, each apart;
+    with `split_cap`, also the sentences of multi-sentence short pairs (bitext-split/), at most that many a language.
     Returns the pair count and the distinct sentences the teacher embeds: the English ones, and the sources in the
     `monolingual` languages (distill.monolingual)."""
+    caps = {"bitext": news_cap, "bitext-short": cap, "bitext-split": split_cap}
     by_language: dict[str, list[tuple[Path, list[str]]]] = defaultdict(list)
-    for folder in ("bitext", "bitext-short"):
+    for folder in ("bitext", "bitext-short") + (("bitext-split",) if split_cap is not None else ()):
         for path in sorted((train / folder).glob("*.tsv.gz")):
             by_language[path.name.split("-")[0]].append((path, read_lines(path)))  # split as training reads them
     kept, embedded = 0, set()
     for language, parts in sorted(by_language.items()):
-        total = sum(len(lines) for _, lines in parts)
+        total = sum(len(lines) for path, lines in parts if path.parent.name != "bitext-split")
         rng = random.Random(language)
         for path, lines in parts:
-            if news_cap is None:
+            folder = path.parent.name
+            if news_cap is None and folder != "bitext-split":  # one cap over news and short, in proportion
                 k = len(lines) if total <= cap else round(len(lines) * cap / total)
             else:
-                k = min(len(lines), news_cap if path.parent.name == "bitext" else cap)
+                k = min(len(lines), caps[folder])
             rows = sorted(rng.sample(range(len(lines)), k))
             target = out / "data/train" / path.parent.name / path.name.removesuffix(".gz")
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -129,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
                         "of the short pairs)")
     parser.add_argument("--news-cap", type=int, help="most news pairs kept per language, apart from the short "
                         "ones (the news is what long sentences learn from)")
+    parser.add_argument("--split-cap", type=int, help="also the sentences of multi-sentence short pairs "
+                        "(bitext-split/), at most this many a language")
     parser.add_argument("--monolingual-from", type=Path, help="a recipe whose distill.monolingual languages keep "
                         "their sources' tokens in the packed teacher (their own vectors are computed there)")
     parser.add_argument("--output", type=Path, default=ROOT / ".gpu/distill")
@@ -154,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
             embedded.add(text)
         print(f"{len(embedded):,} distinct sentences for the teacher", flush=True)
     else:
-        kept, embedded = sample_bitext(args.train, args.cap, staging, args.news_cap, monolingual)
+        kept, embedded = sample_bitext(args.train, args.cap, staging, args.news_cap, monolingual,
+                                       args.split_cap)
         print(f"{kept:,} pairs, {len(embedded):,} distinct sentences for the teacher", flush=True)
     print(f"teacher: {pruned_teacher(embedded, staging):,} token ids kept", flush=True)
     checked = random.Random(0).sample(sorted(embedded), min(args.check, len(embedded)))

@@ -372,3 +372,39 @@ def test_stacking_grows_a_trained_student_with_near_identity_layers_on_top(train
     with pytest.raises(ValueError, match="fewer than the 2 layers"):
         load_encoder_for_training(str(folder), recipe(training_inputs, tmp_path / "x", *DISTILL,
                                                       f"model.init={folder}", "model.stack_to=1").model)
+
+
+def test_widening_keeps_what_a_trained_student_computes_and_trains_the_new_units(training_inputs, tmp_path):
+    """model.widen_ffn_to: every feed-forward block gets new units whose output weights start at zero, so the wider
+    encoder computes exactly what the narrow one did; a step then moves the new units' output weights, and the
+    exported encoder has the new width."""
+    from encoders import load_encoder
+    from training.model import load_encoder_for_training
+
+    config = recipe(training_inputs, tmp_path, *DISTILL, "stages.0.steps=2")
+    tokenizer, data, model = prepare_run(config)
+    folder = Trainer(config, data, tokenizer, model).run(fit_output=True)
+    narrow_units = json.loads((folder / "config.json").read_text())["intermediate_size"]
+    wider = recipe(training_inputs, tmp_path / "wider", *DISTILL, f"model.init={folder}",
+                   f"model.widen_ffn_to={2 * narrow_units}", "stages.0.steps=2")
+    narrow = load_encoder_for_training(str(folder), config.model).eval()
+    grown = load_encoder_for_training(str(folder), wider.model).eval()
+    assert grown.config.intermediate_size == 2 * narrow_units
+    for old, new in zip(narrow.encoder.layer, grown.encoder.layer):
+        torch.testing.assert_close(new.intermediate.dense.weight[:narrow_units], old.intermediate.dense.weight)
+        assert new.intermediate.dense.weight[narrow_units:].std() > 0  # new units see the input ...
+        assert not new.output.dense.weight[:, narrow_units:].any()  # ... and add nothing yet
+    ids = torch.tensor([[2, 40, 41, 42, 3]])
+    with torch.no_grad():
+        before, after = (m(input_ids=ids, attention_mask=torch.ones_like(ids)).last_hidden_state for m in (narrow, grown))
+    torch.testing.assert_close(after, before)
+    tokenizer, data, model = prepare_run(wider)
+    assert not model.output_is_new  # the pooled vectors did not move: the output layer is kept as trained
+    exported = Trainer(wider, data, tokenizer, model).run(fit_output=True)
+    assert json.loads((exported / "config.json").read_text())["intermediate_size"] == 2 * narrow_units
+    trained = load_encoder_for_training(str(exported), wider.model)
+    assert trained.encoder.layer[0].output.dense.weight[:, narrow_units:].any()
+    assert load_encoder(str(exported)).encode(["Das Haus ist rot."]).shape == (1, 64)
+    with pytest.raises(ValueError, match="fewer than model.init's"):
+        load_encoder_for_training(str(folder), recipe(training_inputs, tmp_path / "x", *DISTILL,
+                                                      f"model.init={folder}", "model.widen_ffn_to=8").model)

@@ -43,6 +43,9 @@ class ModelConfig:
     # With `init`: grow its encoder to this many layers, new ones on top starting as near-identities
     # (training.model.stack_layers): a deeper student that starts from what the shallow one knows.
     stack_to: int | None = None
+    # With `init`: widen every layer's feed-forward block to this many units, the new ones contributing nothing at
+    # first (training.model.widen_feed_forward): a wider student that starts from what the narrow one knows.
+    widen_ffn_to: int | None = None
 
 
 @dataclass(frozen=True)
@@ -294,6 +297,8 @@ def check(config: TrainConfig) -> None:
             problems.append("distill.contrast_hard must be >= 0 and distill.contrast_same in (0, 1]")
     if model.stack_to is not None and (model.stack_to < 1 or not model.init):
         problems.append("model.stack_to needs model.init and a positive layer count")
+    if model.widen_ffn_to is not None and (model.widen_ffn_to < 1 or not model.init):
+        problems.append("model.widen_ffn_to needs model.init and a positive width")
     if model.output_dim is not None and model.output_dim < 1:
         problems.append("model.output_dim must be positive")
     if "nli" in objectives and not config.data.nli:

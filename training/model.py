@@ -228,7 +228,36 @@ def load_encoder_for_training(folder: str, model_config) -> nn.Module:
     if model_config.stack_to and model_config.stack_to != encoder.config.num_hidden_layers:
         stack_layers(encoder, model_config.stack_to)
         log.info("%s: stacked to %d layers", folder, model_config.stack_to)
+    if model_config.widen_ffn_to and model_config.widen_ffn_to != encoder.config.intermediate_size:
+        widen_feed_forward(encoder, model_config.widen_ffn_to)
+        log.info("%s: feed-forward blocks widened to %d units", folder, model_config.widen_ffn_to)
     return encoder.float().train()
+
+
+def widen_feed_forward(encoder: nn.Module, units: int, seed: int = 0) -> None:
+    """Widen every layer's feed-forward block of a trained BERT encoder to `units` units. A new unit's input weights
+    are drawn as a new network's are (normal, the config's initializer_range; bias zero) and its output weights are
+    zero, so the network computes exactly what it did (the new units' activations are multiplied by zero) and
+    the first step's gradient reaches their output weights, the next one their input weights (zero-initialised
+    residual branches, as stack_layers does for depth)."""
+    generator = torch.Generator().manual_seed(seed)
+    for layer in encoder.encoder.layer:
+        inner, outer = layer.intermediate.dense, layer.output.dense
+        old = inner.out_features
+        if units < old:
+            raise ValueError(f"model.widen_ffn_to {units} is fewer than model.init's {old} feed-forward units")
+        grown_in, grown_out = nn.Linear(inner.in_features, units), nn.Linear(units, outer.out_features)
+        with torch.no_grad():
+            grown_in.weight.normal_(0.0, encoder.config.initializer_range, generator=generator)
+            grown_in.weight[:old] = inner.weight
+            grown_in.bias.zero_()
+            grown_in.bias[:old] = inner.bias
+            grown_out.weight.zero_()
+            grown_out.weight[:, :old] = outer.weight
+            grown_out.bias.copy_(outer.bias)
+        layer.intermediate.dense = grown_in.to(inner.weight.dtype)
+        layer.output.dense = grown_out.to(outer.weight.dtype)
+    encoder.config.intermediate_size = units
 
 
 def stack_layers(encoder: nn.Module, layers: int) -> None:
