@@ -48,6 +48,12 @@ def test_cap_keeps_each_file_in_proportion_and_is_seeded(tmp_path):
     # distill.monolingual's languages: their sources are embedded by the teacher too, so their tokens are kept
     _, embedded = pack.sample_bitext(train, 20, tmp_path / "mono", monolingual=frozenset({"bbb_Latn"}))
     assert embedded == english | {f"b {i}" for i in range(5)}
+    # the split sentences are left out unless asked for, then capped apart, the news and short caps unchanged
+    _write(train / "bitext-split" / "aaa_Latn-eng_Latn.tsv.gz", [f"a part {i}\tpart {i}" for i in range(9)])
+    assert pack.sample_bitext(train, 20, tmp_path / "nosplit")[0] == 25
+    kept, _ = pack.sample_bitext(train, 20, tmp_path / "split", split_cap=6)
+    assert kept == 31 and len((tmp_path / "split/data/train/bitext-split/aaa_Latn-eng_Latn.tsv").read_text(
+        encoding="utf-8").splitlines()) == 6
 
 
 def test_pruned_teacher_gives_the_full_teachers_vectors(tmp_path):

@@ -396,7 +396,8 @@ def test_widening_keeps_what_a_trained_student_computes_and_trains_the_new_units
         assert not new.output.dense.weight[:, narrow_units:].any()  # ... and add nothing yet
     ids = torch.tensor([[2, 40, 41, 42, 3]])
     with torch.no_grad():
-        before, after = (m(input_ids=ids, attention_mask=torch.ones_like(ids)).last_hidden_state for m in (narrow, grown))
+        before, after = (m(input_ids=ids, attention_mask=torch.ones_like(ids)).last_hidden_state
+                         for m in (narrow, grown))
     torch.testing.assert_close(after, before)
     tokenizer, data, model = prepare_run(wider)
     assert not model.output_is_new  # the pooled vectors did not move: the output layer is kept as trained

@@ -172,7 +172,9 @@ class DistillSampler(BitextSampler):
         (`own` [pairs, 2]: its target's row and its source's, the target's again without monolingual distillation;
         any vector as near its target as `same`): those are not negatives."""
         bank = self.teacher[rows]
-        same_text = (rows[None, :, None] == own[:, None, :]).any(-1)
+        same_text = np.zeros((len(own), len(rows)), dtype=bool)
+        for own_rows in own.T:  # a column at a time: one [pairs, bank, 2] comparison took 290 ms at 1,024 x 8,192
+            same_text |= rows[None, :] == own_rows[:, None]
         same_text |= self.teacher[own[:, 0]] @ bank.T >= self.same  # another wording of the target
         return {"bank": torch.from_numpy(bank), "bank_same_text": torch.from_numpy(same_text)}
 
