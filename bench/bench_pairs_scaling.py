@@ -280,7 +280,9 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s:%(name)s:%(message)s")
     logging.getLogger("pipelines.dask_runner").setLevel(logging.INFO)  # what each ParDo cost, at each run's end
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 40_000, 160_000, 640_000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 40_000, 160_000, 640_000],
+                        help="sentences per language; each size's vectors are seeded by its position in this list, "
+                        "so a bitext's sha256 is comparable only between runs that list the sizes alike")
     parser.add_argument("--dim", type=int, default=256)
     parser.add_argument("--runner", choices=("direct", "dask"), default="direct",
                         help="direct: the DirectRunner (one worker in this process); dask: pipelines/dask_runner.py "
