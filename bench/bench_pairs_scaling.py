@@ -179,7 +179,8 @@ def run_stage(n: int, dim: int, seed: int, args, dtype: str = "float16") -> dict
     mode = "multi_processing" if args.workers > 1 else "in_memory"
     options = PipelineOptions(["--runner=DaskRunner", f"--dask_worker_memory={args.worker_memory}",
                                *([f"--dask_shuffle_partitions={args.shuffle_partitions}"]
-                                 if args.shuffle_partitions else [])]
+                                 if args.shuffle_partitions else []),
+                               *(["--dask_worker_profile"] if args.worker_profile else [])]
                               if args.runner == "dask" else
                               [f"--direct_num_workers={args.workers}", f"--direct_running_mode={mode}"])
     tree = args.tree
@@ -291,6 +292,8 @@ def main() -> None:
                         help="with --runner dask: each worker's memory limit (it spills to disk past 70%% of it)")
     parser.add_argument("--shuffle-partitions", type=int, default=None,
                         help="Dask: --dask_shuffle_partitions (default: the runner's)")
+    parser.add_argument("--worker-profile", action="store_true",
+                        help="Dask: --dask_worker_profile, the workers' own profiler on (off by default)")
     parser.add_argument("--workers", type=int, default=1,
                         help="DirectRunner workers: 1 runs in this process; more run as processes, where Beam 2.77 "
                         "loses data (docs/pipeline.md, Local runs) and the stage stops with an error naming a list")

@@ -95,6 +95,9 @@ class LocalClusterOptions(PipelineOptions):
         parser.add_argument("--dask_worker_memory", default="auto",
                             help="memory limit of each worker, e.g. 4GiB: a worker spills what it holds to disk "
                             "past 70%% of it and pauses at 80%% (default: the machine's memory shared out)")
+        parser.add_argument("--dask_worker_profile", action="store_true",
+                            help="keep Dask's statistical profiler on in the workers (the dashboard's Profile "
+                            "page; off by default: it costs the workers' event loops CPU)")
 
 
 class DaskShuffleOptions(PipelineOptions):
@@ -133,14 +136,21 @@ def client_for(options):
     except ImportError as error:
         raise ImportError(MISSING) from error
     named, local = dask_options(options), options.view_as(LocalClusterOptions)
-    key = (named.address, named.scheduler_file, local.dask_workers, local.dask_worker_memory)
+    key = (named.address, named.scheduler_file, local.dask_workers, local.dask_worker_memory,
+           local.dask_worker_profile)
     if key not in _clients:
         if named.address or named.scheduler_file:
             _clients[key] = distributed.Client(address=named.address, scheduler_file=named.scheduler_file)
         else:
+            # the workers' statistical profiler (the dashboard's Profile page) walks every running task's stack
+            # 100 times a second on the worker's event loop: a fifth of the loops' CPU in the pairs stage here
+            # (docs/benchmarks.md, "Where the CPU outside the ParDos goes"). In the workers' spec, so that a
+            # worker started again (a restart, a lost worker) gets it too; set last in the worker process, over
+            # the nanny's config
             _clients[key] = distributed.Client(distributed.LocalCluster(
                 processes=True, threads_per_worker=1, n_workers=local.dask_workers,
-                memory_limit=local.dask_worker_memory))
+                memory_limit=local.dask_worker_memory,
+                config={"distributed.worker.profile.enabled": local.dask_worker_profile}))
             # its scheduler runs in this process, where the progress check (run_on_scheduler) would log "Run
             # out-of-band function" at every look; its workers are other processes, with loggers of their own
             logging.getLogger("distributed.worker").setLevel(logging.WARNING)
@@ -494,14 +504,16 @@ class DaskMetrics(MetricResults):
 
 
 class DaskResult(PipelineResult):
-    """A finished job: its counters (`metrics()`), and `costs`: per ParDo label, [partitions, elements in, CPU
+    """A finished job: its counters (`metrics()`), `costs`: per ParDo label, [partitions, elements in, CPU
     seconds, wall seconds] summed over its tasks (Dask's own grouping and transfer tasks are not in it: they are
-    the rest of the job's time)."""
+    the rest of the job's time), and `loops`: the CPU seconds the workers used outside their tasks, together,
+    and the scheduler's event loop, while it ran (None where they could not be read)."""
 
-    def __init__(self, counters: dict, costs: dict | None = None):
+    def __init__(self, counters: dict, costs: dict | None = None, loops: tuple[float, float] | None = None):
         super().__init__(PipelineState.DONE)
         self._metrics = DaskMetrics(counters)
         self.costs = costs or {}
+        self.loops = loops
 
     def wait_until_finish(self, duration=None):
         return self._state
@@ -517,14 +529,51 @@ def task_count(collections) -> int:
     return len(collections_to_expr(collections, True).optimize().__dask_graph__())
 
 
-def log_costs(costs: dict, wall: float, threads: int, top: int = 8) -> None:
-    """The ParDos that cost the most CPU, and what the job's tasks outside them (Dask's groupings, transfers,
-    spilling, waiting) took of the workers' time: where to look when a job is slower than its size says."""
+def outside_tasks_cpu(dask_worker) -> float:
+    """CPU seconds this worker process has used outside its task threads: its event loop (messages, transfers,
+    the tasks' bookkeeping), the threads it hands large (de)serialisation to, spilling."""
+    import psutil
+
+    tasks = {thread.native_id for executor in dask_worker.executors.values()
+             for thread in getattr(executor, "_threads", ())}
+    process = psutil.Process()
+    times = process.cpu_times()
+    return times.user + times.system - sum(thread.user_time + thread.system_time for thread in process.threads()
+                                           if thread.id in tasks)
+
+
+def loops_cpu(client) -> tuple[dict, float] | None:
+    """CPU seconds the workers have used outside their task threads (by address), and the scheduler's event loop
+    (`run_on_scheduler` calls a function on it), so far. None where a worker cannot answer (one restarting)."""
+    try:
+        return client.run(outside_tasks_cpu), client.run_on_scheduler(time.thread_time)
+    except Exception as error:  # a diagnostic: never what fails a job
+        log.debug("Dask: the workers' and scheduler's own CPU not read: %s", error)
+        return None
+
+
+def loops_spent(before: tuple[dict, float] | None, after: tuple[dict, float] | None) -> tuple[float, float] | None:
+    """(the workers outside their tasks, the scheduler's event loop) CPU seconds between two loops_cpu readings,
+    over the workers in both (a restarted worker counts from zero again, and is left out)."""
+    if before is None or after is None:
+        return None
+    workers = sum(max(after[0][name] - before[0][name], 0.0) for name in after[0].keys() & before[0].keys())
+    return workers, max(after[1] - before[1], 0.0)
+
+
+def log_costs(costs: dict, wall: float, threads: int, loops: tuple[float, float] | None = None,
+              top: int = 8) -> None:
+    """The ParDos that cost the most CPU, what the job's tasks outside them (Dask's groupings, transfers,
+    spilling, waiting) took of the workers' time, and the CPU the workers used outside their tasks and the
+    scheduler used: where to look when a job is slower than its size says."""
     if not costs:
         return
     spent = sum(cost[2] for cost in costs.values())
     log.info("Dask: %.1f s wall on %d worker threads; ParDos %.1f CPU-s, the rest of the workers' time %.1f s "
              "(groupings, transfers, spilling, idle)", wall, threads, spent, max(wall * threads - spent, 0.0))
+    if loops is not None:
+        log.info("Dask: the workers outside their tasks %.1f CPU-s (event loops: messages, transfers, "
+                 "(de)serialising, spilling), the scheduler %.1f CPU-s", *loops)
     for label, (partitions, elements, cpu, task_wall) in sorted(costs.items(), key=lambda item: -item[1][2])[:top]:
         log.info("Dask:   %8.1f CPU-s %8.1f s  %6d tasks %10d elements  %s", cpu, task_wall, partitions, elements,
                  label)
@@ -545,10 +594,11 @@ class DaskRunner(PipelineRunner):
         collections = [*leaves, *translator.counters]
         # One graph, optimised as a whole: `dask.optimize` fuses each collection's chains on its own, which copies
         # a ParDo's task into every collection that reads it (its counters, each output), so it ran several times
+        start, loops = time.perf_counter(), loops_cpu(client)
         futures = client.compute(collections, optimize_graph=True)
         tasks = task_count(collections)
-        start = time.perf_counter()
         results = gather_watching(client, futures, tasks)
+        loops = loops_spent(loops, loops_cpu(client))
         counters: dict = {}
         costs: dict = {}
         for partitions in results[len(leaves):]:
@@ -561,5 +611,5 @@ class DaskRunner(PipelineRunner):
                     total[1] += elements
                     total[2] += cpu
                     total[3] += wall
-        log_costs(costs, time.perf_counter() - start, threads)
-        return DaskResult(counters, costs)
+        log_costs(costs, time.perf_counter() - start, threads, loops)
+        return DaskResult(counters, costs, loops)

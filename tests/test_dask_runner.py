@@ -145,6 +145,22 @@ def test_closing_the_clients_closes_the_local_clusters_they_started():
     assert cluster.status.name == "closed"
 
 
+def profiling(dask_worker) -> bool:
+    return "profile" in dask_worker.periodic_callbacks
+
+
+def test_the_local_clusters_workers_run_without_dasks_profiler_unless_asked():
+    """The profiler samples every running task's stack 100 times a second on each worker's event loop; off by
+    default, on with --dask_worker_profile, in a worker the nanny restarts too."""
+    client = dask_runner.client_for(PipelineOptions(["--dask_workers=1"]))
+    assert list(client.run(profiling).values()) == [False]
+    client.restart()
+    assert list(client.run(profiling).values()) == [False]
+    asked = dask_runner.client_for(PipelineOptions(["--dask_workers=1", "--dask_worker_profile"]))
+    assert asked is not client
+    assert list(asked.run(profiling).values()) == [True]
+
+
 def resident_mb() -> float:
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
@@ -247,6 +263,37 @@ def test_the_result_says_what_each_pardo_cost():
     costs = run_toy().costs
     [(label, (tasks, elements, cpu, wall))] = [(label, cost) for label, cost in costs.items() if "Map" in label]
     assert elements == 4 and tasks >= 1 and 0.0 <= cpu and 0.0 <= wall
+
+
+def test_the_result_says_what_the_workers_used_outside_their_tasks_and_the_scheduler_used():
+    """The workers' event loops (and the threads they hand work to) and the scheduler's loop, read before and
+    after the job."""
+    workers, scheduler = run_toy().loops
+    assert workers > 0.0 and scheduler > 0.0
+
+
+def busy(seconds: float) -> float:
+    import time
+
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+    return seconds
+
+
+def test_a_tasks_own_cpu_is_not_counted_as_the_workers_outside_their_tasks():
+    client = dask_runner.client_for(PipelineOptions(["--dask_workers=1"]))
+    before = dask_runner.loops_cpu(client)
+    assert client.submit(busy, 1.0, pure=False).result() == 1.0
+    workers, _ = dask_runner.loops_spent(before, dask_runner.loops_cpu(client))
+    assert 0.0 < workers < 0.5
+
+
+def test_a_worker_started_again_during_the_job_is_left_out_of_the_loops_cpu():
+    """A restarted worker's loop counts from zero again, and a new address has no reading before."""
+    before, after = ({"a": 5.0, "b": 3.0}, 2.0), ({"a": 6.5, "b": 0.5, "c": 1.0}, 2.25)
+    assert dask_runner.loops_spent(before, after) == (1.5, 0.25)
+    assert dask_runner.loops_spent(None, after) is None
 
 
 class MarkEach(beam.DoFn):
