@@ -592,9 +592,9 @@ class DaskRunner(PipelineRunner):
         pipeline.visit(translator)
         leaves = [bag.map_partitions(count) for bag in translator.leaves()]
         collections = [*leaves, *translator.counters]
+        start, loops = time.perf_counter(), loops_cpu(client)  # read before the tasks start
         # One graph, optimised as a whole: `dask.optimize` fuses each collection's chains on its own, which copies
         # a ParDo's task into every collection that reads it (its counters, each output), so it ran several times
-        start, loops = time.perf_counter(), loops_cpu(client)
         futures = client.compute(collections, optimize_graph=True)
         tasks = task_count(collections)
         results = gather_watching(client, futures, tasks)
