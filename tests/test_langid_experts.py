@@ -81,12 +81,12 @@ def test_an_expert_is_asked_only_for_texts_answered_in_its_group():
         ExpertIdentifier(main, [ExpertGroup(GROUP, expert, 1.0), ExpertGroup(("hrv_Latn", "deu_Latn"), expert, 1.0)])
 
 
-def write_set(folder: Path, main: Identifier, held_out: dict) -> dict:
+def write_set(folder: Path, main: Identifier, held_out: dict, min_gain: float = 2.0) -> dict:
     pool = Pool()
     pool.add("hrv_Latn", CROATIAN, "test")
     pool.add("srp_Latn", SERBIAN, "test")
-    return train_experts(pool, [GROUP], main, HeldOut.of(main, held_out), folder, SETTINGS, [0.5, 1.0], 2.0, OURS,
-                         thresholds=[0.5, 0.9])
+    return train_experts(pool, [GROUP], main, HeldOut.of(main, held_out), folder, SETTINGS, [0.5, 1.0], min_gain,
+                         OURS, thresholds=[0.5, 0.9])
 
 
 def test_an_expert_set_is_trained_weighed_on_held_out_text_and_loaded(tmp_path):
@@ -135,6 +135,27 @@ def test_a_rerun_keeps_the_groups_it_already_holds_and_trains_what_changed(tmp_p
     train_experts(pool, [GROUP], main, HeldOut.of(main, held_out), folder, SETTINGS, [0.5, 1.0], 2.0, OURS,
                   thresholds=[0.5, 0.9], retrain=True)
     assert model.stat().st_mtime_ns != stamp
+
+
+def test_a_rerun_with_another_rule_decides_the_groups_it_holds_again(tmp_path, caplog):
+    """A higher min_gain leaves out a group it kept, on the gains it recorded (no training; its model removed); a
+    lower one that keeps it again must train it (its model is gone)."""
+    import logging
+
+    main, folder = croatian_for_everything(), tmp_path / "experts"
+    held_out = {"short": {"hrv_Latn": CROATIAN[:4], "srp_Latn": SERBIAN[:4]}}
+    first = write_set(folder, main, held_out)
+    gain = first["groups"][0]["gains"]["0.5"]["mean"]
+    with caplog.at_level(logging.INFO, logger="pipelines.text.langid_experts_train"):
+        stricter = write_set(folder, main, held_out, min_gain=gain + 1)
+    (entry,) = stricter["groups"]
+    assert "kept from the earlier index" in caplog.text and not entry["used"] and entry["model"] is None
+    assert entry["gains"] == first["groups"][0]["gains"] and sorted(p.name for p in folder.iterdir()) == [
+        "experts.json"]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="pipelines.text.langid_experts_train"):
+        again = write_set(folder, main, held_out)
+    assert "kept" not in caplog.text and again["groups"][0]["used"] and (folder / again["groups"][0]["model"]).is_file()
 
 
 def test_fragments_add_cut_copies_and_leave_the_examples_alone_when_off():

@@ -7,7 +7,7 @@ import pytest
 
 from miner.io import InputFormatError
 from miner.languages import dominant_script, language_code
-from training.prepare import ntrex_references, prepare
+from training.prepare import ntrex_language, ntrex_references, prepare
 
 
 @pytest.mark.parametrize("name, texts, code", [
@@ -23,6 +23,33 @@ def test_dominant_script_ignores_digits_and_punctuation():
     assert dominant_script(["123, «Дом» 2020!"]) == "Cyrl"
     with pytest.raises(ValueError, match="script"):
         language_code("xyz", ["123 ..."])
+
+
+def sotho_spelling(lines):
+    """Per 1,000 words, Southern Sotho's "ho" + "hore" and Northern Sotho's "go" + "gore"; "š" per 1,000 letters
+    (Northern Sotho's, which Southern Sotho does not write)."""
+    import re
+
+    words = re.findall(r"\w+", " ".join(lines).lower())
+    per_word = lambda *forms: 1000 * sum(word in forms for word in words) / max(1, len(words))  # noqa: E731
+    letters = sum(char.isalpha() for line in lines for char in line)
+    return per_word("ho", "hore"), per_word("go", "gore"), 1000 * sum(line.count("š") for line in lines) / letters
+
+
+def test_ntrex_northern_sotho_file_is_southern_sotho(shared_data):
+    """NTREX-128's "nso" reference spells as the train pool's Southern Sotho texts do, not its Northern Sotho ones
+    (UDHR and software strings), so it is read as sot_Latn by the encoders' data and the language identifier."""
+    train = shared_data / "train"
+    ntrex = read(train / "ntrex-128" / "NTREX-128" / "newstest2019-ref.nso.txt.gz")
+    southern = sotho_spelling((train / "nltk" / "udhr2" / "sot.txt").read_text(encoding="utf-8").splitlines())
+    northern = sotho_spelling((train / "nltk" / "udhr2" / "nso.txt").read_text(encoding="utf-8").splitlines())
+    in_ntrex = sotho_spelling(ntrex)
+    assert southern[0] > 20 and southern[1] < 1 and southern[2] < 0.1   # the markers tell the two apart ...
+    assert northern[0] < 1 and northern[1] > 20 and northern[2] > 5
+    assert in_ntrex[0] > 20 and in_ntrex[1] < 1 and in_ntrex[2] < 0.1   # ... and NTREX's "nso" is Southern
+    assert ntrex_language("nso", ntrex) == "sot_Latn" and ntrex_language("tsn", ["Go na le"]) == "tsn_Latn"
+    references = dict(ntrex_references(train)[4])
+    assert references["sot_Latn"] == ntrex and "nso_Latn" not in references
 
 
 def read(path):

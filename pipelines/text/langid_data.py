@@ -89,12 +89,14 @@ def _lines(path: Path) -> list[str]:
 
 def _ntrex_files(root: Path) -> Iterator[tuple[str, list[str]]]:
     """(language, lines) of every NTREX-128 file, the English source and both references of a language included."""
+    from training.prepare import ntrex_language  # one reading of NTREX's file names for the encoders and here
+
     folder = root / "ntrex-128"
     for path in sorted((folder / "NTREX-128").glob("newstest2019-*.txt.gz")) + sorted(
             (folder / "NTREX-additional").glob("newstest2019-*.txt")):
         name = re.sub(r"^newstest2019-(ref|ref-2|src)\.", "", path.name.removesuffix(".gz").removesuffix(".txt"))
         lines = _lines(path)
-        yield name_to_code(name, lines), lines
+        yield ntrex_language(name, lines), lines
 
 
 def ntrex(root: Path, pool: Pool) -> None:
