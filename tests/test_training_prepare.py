@@ -31,9 +31,13 @@ def sotho_spelling(lines):
     import re
 
     words = re.findall(r"\w+", " ".join(lines).lower())
-    per_word = lambda *forms: 1000 * sum(word in forms for word in words) / max(1, len(words))  # noqa: E731
     letters = sum(char.isalpha() for line in lines for char in line)
-    return per_word("ho", "hore"), per_word("go", "gore"), 1000 * sum(line.count("š") for line in lines) / letters
+
+    def per_thousand_words(*forms):
+        return 1000 * sum(word in forms for word in words) / max(1, len(words))
+
+    return (per_thousand_words("ho", "hore"), per_thousand_words("go", "gore"),
+            1000 * sum(line.count("š") for line in lines) / letters)
 
 
 def test_ntrex_northern_sotho_file_is_southern_sotho(shared_data):
