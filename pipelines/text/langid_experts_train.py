@@ -243,12 +243,11 @@ def reused(entry: dict | None, pool, languages: Sequence[str], settings: ExpertS
     return model_file.is_file() and file_sha256(model_file) == entry.get("model_sha256")
 
 
-def redecided(entry: dict, weights: Sequence[float], min_gain: float, output: Path) -> dict | None:
+def redecided(entry: dict, weights: Sequence[float], min_gain: float) -> dict | None:
     """An earlier index's group decided again by today's rule (`weights`, `min_gain`) on the gains it recorded:
-    as it was, or now left out (its model removed), or None where it must be trained again (a weight it was not
-    measured at, or now kept where its model was removed)."""
-    from pipelines.text.langid import sidecar_path
-
+    as it was, or now left out (its model, which the new index no longer names, is removed with the other stale
+    ones when the index is written), or None where it must be trained again (a weight it was not measured at, or
+    now kept where its model was removed)."""
     recorded = entry.get("gains") or {}
     if any(str(w) not in recorded for w in weights):
         return None
@@ -257,9 +256,6 @@ def redecided(entry: dict, weights: Sequence[float], min_gain: float, output: Pa
         return {**entry, "weight": weight, "reason": reason}
     if weight:
         return None
-    model_file = output / str(entry["model"])
-    model_file.unlink(missing_ok=True)
-    sidecar_path(model_file).unlink(missing_ok=True)
     return {**entry, "used": False, "weight": 0.0, "reason": reason, "model": None, "model_sha256": None,
             "model_bytes": 0}
 
@@ -282,7 +278,7 @@ def train_experts(pool, groups: Sequence[Sequence[str]], main: Identifier, held:
     for number, languages in enumerate(groups, start=1):
         model_file = output / f"{'-'.join(code.split('_')[0] for code in languages)}.ftz"
         entry = earlier_entries.get(tuple(languages))
-        entry = (redecided(entry, weights, min_gain, output)
+        entry = (redecided(entry, weights, min_gain)
                  if reused(entry, pool, languages, settings, normalization, output) else None)
         if entry is not None:
             if entry["used"]:
