@@ -25,6 +25,7 @@ from pipelines.text.langid_eval import (
     evaluate_sentences,
     read_document_ids,
     read_flores,
+    summary,
 )
 from pipelines.text.langid_eval import main as evaluate_main
 from pipelines.text.records import Document, Tally
@@ -397,7 +398,24 @@ def test_evaluate_command_reports_covered_languages_and_documents(tmp_path, scri
     documents = report["documents"]
     assert documents["languages"] == 4 and documents["document_accuracy"] >= 0.75
     assert {"alone", "document_w3", "document_w10", "true_document_w10"} <= set(documents["sentence_accuracy"])
-    assert "| languages |" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "| languages |" in printed
+    weakest = min(sentences["per_language"].items(), key=lambda item: item[1]["recall"])
+    assert f"| {weakest[0]} | {weakest[1]['n']} | {weakest[1]['recall']:.4f} |" in printed.split("weakest")[1]
+
+
+def test_summary_lists_the_weakest_languages_with_what_they_were_read_as():
+    per_language = {"bos_Latn": {"n": 10, "recall": 0.3, "precision": 0.5, "confused_with": [["hrv_Latn", 6],
+                                                                                           ["srp_Latn", 1]]},
+                    "deu_Latn": {"n": 10, "recall": 1.0, "precision": 1.0, "confused_with": []},
+                    "hrv_Latn": {"n": 10, "recall": 0.6, "precision": 0.4, "confused_with": [["bos_Latn", 4]]}}
+    report = {"sentences": {"languages": 3, "sentences": 30, "accuracy": 0.63, "macro_f1": 0.6,
+                            "per_language": per_language}}
+    lines = summary(report, weakest=2).splitlines()
+    listed = [line for line in lines if line.startswith("| bos_Latn") or line.startswith("| hrv_Latn")
+              or line.startswith("| deu_Latn")]
+    assert listed == ["| bos_Latn | 10 | 0.3000 | 0.5000 | hrv_Latn (6), srp_Latn (1) |",
+                      "| hrv_Latn | 10 | 0.6000 | 0.4000 | bos_Latn (4) |"]
 
 
 def test_documents_mix_short_and_foreign_sentences_deterministically():

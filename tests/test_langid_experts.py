@@ -158,6 +158,37 @@ def test_a_rerun_with_another_rule_decides_the_groups_it_holds_again(tmp_path, c
     assert "kept" not in caplog.text and again["groups"][0]["used"] and (folder / again["groups"][0]["model"]).is_file()
 
 
+def test_the_byte_budget_keeps_the_groups_that_gain_most():
+    from pipelines.text.langid_experts_train import over_budget
+
+    def entry(gain, size, used=True):
+        return {"used": used, "weight": 0.5 if used else 0.0, "model_bytes": size if used else 0,
+                "gains": {"0.5": {"mean": gain}}}
+
+    entries = [entry(4.0, 600), entry(9.0, 500), entry(1.0, 0, used=False), entry(6.0, 300), entry(3.0, 200)]
+    assert over_budget(entries, None) == set()
+    assert over_budget(entries, 1_000) == {0}          # 9 and 6 fit (800), 4 does not (1,400), 3 still does (1,000)
+    assert over_budget(entries, 1_600) == set() and over_budget(entries, 100) == {0, 1, 3, 4}
+
+
+def test_a_group_over_the_byte_budget_is_left_out_and_its_model_removed(tmp_path):
+    main, folder = croatian_for_everything(), tmp_path / "experts"
+    held_out = {"short": {"hrv_Latn": CROATIAN[:4], "srp_Latn": SERBIAN[:4]}}
+    pool = Pool()
+    pool.add("hrv_Latn", CROATIAN, "test")
+    pool.add("srp_Latn", SERBIAN, "test")
+    index = train_experts(pool, [GROUP], main, HeldOut.of(main, held_out), folder, SETTINGS, [0.5, 1.0], 2.0, OURS,
+                          thresholds=[0.5, 0.9], max_bytes=1_000)    # an expert is tens of kilobytes
+    (entry,) = index["groups"]
+    assert not entry["used"] and entry["model"] is None and "fill max_bytes (1,000)" in entry["reason"]
+    assert entry["gains"]["1.0"]["short"] == pytest.approx(100.0) and index["max_bytes"] == 1_000
+    assert sorted(p.name for p in folder.iterdir()) == ["experts.json"]
+    assert index["ask_below_sweep"]["1.0"]["asked"] == 0                  # no expert left to ask
+    assert load_experts(folder / "experts.json", main).groups == []
+    again = write_set(folder, main, held_out)                               # no budget: trained and kept
+    assert again["groups"][0]["used"] and (folder / again["groups"][0]["model"]).is_file()
+
+
 def test_fragments_add_cut_copies_and_leave_the_examples_alone_when_off():
     from dataclasses import replace
 
@@ -258,6 +289,8 @@ def test_the_experts_config_is_checked(tmp_path):
                           ("groups: [[hrv_Latn, srp_Latn]]\nweights: [0, 1]", "weights must lie in"),
                           ("groups: [[hrv_Latn, srp_Latn]]\nsettings: {depth: 3}", "unknown setting"),
                           ("groups: [[hrv_Latn, srp_Latn]]\nask_below: [1.5]", "ask_below thresholds"),
+                          ("groups: [[hrv_Latn, srp_Latn]]\nmax_bytes: 1.5", "max_bytes must be a positive"),
+                          ("groups: [[hrv_Latn, srp_Latn]]\nmax_bytes: -3", "max_bytes must be a positive"),
                           ("groupz: []", "unknown key")):
         config.write_text(text)
         with pytest.raises(ValueError, match=message):

@@ -225,12 +225,24 @@ def evaluate(identifier: Identifier, flores_folder: Path, documents: bool = Fals
     return report
 
 
-def summary(report: dict) -> str:
-    """The evaluation report as markdown tables: overall, the weakest languages, and the document figures."""
+WEAKEST = 20   # languages listed by `summary`, lowest recall first
+
+
+def summary(report: dict, weakest: int = WEAKEST) -> str:
+    """The evaluation report as markdown tables: overall, the weakest languages with what they were read as (where
+    a mean is lost, and to which neighbour), and the document figures."""
     sentences = report["sentences"]
     overall = (f"| {sentences['languages']} | {sentences['sentences']} | {sentences['accuracy']:.4f} | "
                f"{sentences['macro_f1']:.4f} |")
     rows = ["| languages | sentences | accuracy | macro-F1 |", "|---|---|---|---|", overall, ""]
+    lowest = sorted(sentences["per_language"].items(), key=lambda item: (item[1]["recall"], item[0]))[:weakest]
+    if lowest:
+        rows += [f"the {len(lowest)} weakest languages:", "",
+                 "| language | sentences | recall | precision | read as (sentences) |", "|---|---|---|---|---|"]
+        rows += [f"| {code} | {row['n']} | {row['recall']:.4f} | {row['precision']:.4f} | "
+                 f"{', '.join(f'{label} ({count})' for label, count in row['confused_with'])} |"
+                 for code, row in lowest]
+        rows.append("")
     documents = report.get("documents")
     if documents:
         rows += [f"documents: {documents['documents']}, document accuracy {documents['document_accuracy']:.4f}", "",

@@ -7,7 +7,8 @@ held-out sets; the index it writes is what `lid.model: ...+experts` reads.
 Groups and settings come from the config (configs/lid_experts.yaml). The main identifier answers every held-out
 text once (NTREX's held-out documents and heldout-short/tune, as they are and cut to 2-6 words); then each group's
 expert is trained on its languages' lines of the train pool and its weight swept against those answers (module
-notes of langid_experts.py for the criterion). Groups below `min_gain` stay in the index with their figures and
+notes of langid_experts.py for the criterion). Groups below `min_gain`, and those left out because the groups that
+gain more fill `max_bytes` (the room the repository gives the set), stay in the index with their figures and
 `used: false`, and their model files are removed. A rerun into the same folder trains only the groups that are new
 or would be trained on other examples (a changed group, pool or setting); the others keep their models and the
 figures measured when they were trained (`--retrain` trains them all again).
@@ -126,6 +127,43 @@ def choose_weight(gains: dict, min_gain: float) -> tuple[float, str]:
     if gains[best]["mean"] < min_gain:
         return 0.0, f"best mean gain {gains[best]['mean']:+.2f} language-points at weight {best} (< {min_gain})"
     return best, f"mean gain {gains[best]['mean']:+.2f} language-points at weight {best}"
+
+
+def over_budget(entries: Sequence[dict], max_bytes: int | None) -> set[int]:
+    """Positions of the used groups left out so that the kept models fit in `max_bytes`: groups are kept in order of
+    their mean gain, largest first, each one that still fits (None: no budget). The repository carries every model,
+    so the room goes to the groups that gain the most, not to every group above `min_gain`."""
+    if max_bytes is None:
+        return set()
+    used = sorted((i for i, entry in enumerate(entries) if entry["used"]),
+                  key=lambda i: (-entries[i]["gains"][str(entries[i]["weight"])]["mean"], i))
+    left_out, taken = set(), 0
+    for i in used:
+        if taken + entries[i]["model_bytes"] <= max_bytes:
+            taken += entries[i]["model_bytes"]
+        else:
+            left_out.add(i)
+    return left_out
+
+
+def left_out(entry: dict, reason: str) -> dict:
+    """An index entry whose group is not used (its model file removed)."""
+    return {**entry, "used": False, "weight": 0.0, "reason": reason, "model": None, "model_sha256": None,
+            "model_bytes": 0}
+
+
+def leave_out_over_budget(entries: list[dict], kept_opinions: dict[int, Opinions], max_bytes: int | None) -> set[str]:
+    """The groups over the byte budget (over_budget) left out in `entries` and their opinions dropped from
+    `kept_opinions`; returns their model files."""
+    over = over_budget(entries, max_bytes)
+    dropped = {entries[i]["model"] for i in over}
+    for i in sorted(over):
+        gain = entries[i]["gains"][str(entries[i]["weight"])]["mean"]
+        log.info("group %s: left out, the groups with larger gains fill max_bytes", "/".join(entries[i]["languages"]))
+        entries[i] = left_out(entries[i], f"mean gain {gain:+.2f} language-points at weight {entries[i]['weight']}, "
+                                          f"but the groups with larger gains fill max_bytes ({max_bytes:,})")
+        del kept_opinions[i]
+    return dropped
 
 
 def index_entry(languages: Sequence[str], model_file: Path, weight: float, reason: str, gains: dict,
@@ -256,25 +294,25 @@ def redecided(entry: dict, weights: Sequence[float], min_gain: float) -> dict | 
         return {**entry, "weight": weight, "reason": reason}
     if weight:
         return None
-    return {**entry, "used": False, "weight": 0.0, "reason": reason, "model": None, "model_sha256": None,
-            "model_bytes": 0}
+    return left_out(entry, reason)
 
 
 def train_experts(pool, groups: Sequence[Sequence[str]], main: Identifier, held: HeldOut, output: Path,
                   settings: ExpertSettings, weights: Sequence[float], min_gain: float, normalization,
-                  thresholds: Sequence[float] = (), retrain: bool = False) -> dict:
-    """Every group trained, its weight chosen on `held` (module notes), then the probability above which the main
-    answer is not sent to experts (ask_below_sweep); the index written last (atomically); models of groups left
-    out, and those an earlier index in the folder named that this one does not, are removed, so the folder holds
-    what the index uses. A group the folder's index already holds with the same main identifier, settings and
-    examples keeps its model and figures (fastText's threads make a retrained expert differ a little each time,
-    so adding a group leaves the others as they were measured), unless `retrain`."""
+                  thresholds: Sequence[float] = (), retrain: bool = False, max_bytes: int | None = None) -> dict:
+    """Every group trained, its weight chosen on `held` (module notes), the groups that gain most kept within
+    `max_bytes` (over_budget), then the probability above which the main answer is not sent to experts
+    (ask_below_sweep); the index written last (atomically); models of groups left out, and those an earlier index
+    in the folder named that this one does not, are removed, so the folder holds what the index uses. A group the
+    folder's index already holds with the same main identifier, settings and examples keeps its model and figures
+    (fastText's threads make a retrained expert differ a little each time, so adding a group leaves the others as
+    they were measured), unless `retrain`; one the budget left out has no model left, so a rerun trains it again."""
     from miner.io import write_json
     from pipelines.text.langid import LanguageIdentifier, sidecar_path
 
     output.mkdir(parents=True, exist_ok=True)
     earlier_entries = {} if retrain else reusable_entries(output / INDEX_NAME, main, settings)
-    entries, used = [], {}
+    entries, kept_opinions = [], {}   # the used groups' opinions at their weight, by position in `entries`
     for number, languages in enumerate(groups, start=1):
         model_file = output / f"{'-'.join(code.split('_')[0] for code in languages)}.ftz"
         entry = earlier_entries.get(tuple(languages))
@@ -283,8 +321,7 @@ def train_experts(pool, groups: Sequence[Sequence[str]], main: Identifier, held:
         if entry is not None:
             if entry["used"]:
                 model = LanguageIdentifier.load(output / entry["model"])
-                for name, rows in opinions_of(held, tuple(languages), model, entry["weight"]).items():
-                    used.setdefault(name, {}).update(rows)
+                kept_opinions[len(entries)] = opinions_of(held, tuple(languages), model, entry["weight"])
             log.info("group %d/%d %s: kept from the earlier index (%s)", number, len(groups), "/".join(languages),
                      entry["reason"])
             entries.append(entry)
@@ -294,24 +331,26 @@ def train_experts(pool, groups: Sequence[Sequence[str]], main: Identifier, held:
         gains = weight_sweep(held, opinions, weights)
         weight, reason = choose_weight(gains, min_gain)
         if weight:
-            for name, rows in at_weight(opinions, weight).items():
-                used.setdefault(name, {}).update(rows)
+            kept_opinions[len(entries)] = at_weight(opinions, weight)
         log.info("group %d/%d %s: %s", number, len(groups), "/".join(languages), reason)
         entries.append(index_entry(languages, model_file, weight, reason, gains, examples))
         if not weight:
             model_file.unlink()
             sidecar_path(model_file).unlink()
             entries[-1].update(model=None, model_sha256=None, model_bytes=0)
-    ask_below, asked = ask_below_sweep(held, {name: used.get(name, {}) for name in held.answers}, thresholds)
+    dropped = leave_out_over_budget(entries, kept_opinions, max_bytes)   # removed once the index no longer names them
+    used = {name: {row: opinion for opinions in kept_opinions.values() for row, opinion in opinions[name].items()}
+            for name in held.answers}
+    ask_below, asked = ask_below_sweep(held, used, thresholds)
     log.info("experts asked below %s: %s", ask_below, asked[ask_below])
     index = {"format": INDEX_FORMAT, "main": main.path, "settings": settings.as_dict(),
-             "weights_tried": list(weights), "min_gain": min_gain, "ask_below": ask_below,
+             "weights_tried": list(weights), "min_gain": min_gain, "max_bytes": max_bytes, "ask_below": ask_below,
              "ask_below_sweep": {str(t): report for t, report in asked.items()},
              "chosen_on": "the train pool's held-out sets: " + ", ".join(held.answers),
              "groups": entries}
     earlier = previous_models(output / INDEX_NAME)
     write_json(output / INDEX_NAME, index)
-    for name in earlier - {entry["model"] for entry in entries}:   # a rerun's folder holds its own models only
+    for name in (earlier | dropped) - {entry["model"] for entry in entries}:   # the folder holds the index's models
         for stale in (output / name, sidecar_path(output / name)):
             stale.unlink(missing_ok=True)
     return index
@@ -338,12 +377,13 @@ def previous_models(index_path: Path) -> set[str]:
 
 
 def read_config(path: Path) -> dict:
-    """configs/lid_experts.yaml: `main`, `groups` (lists of lang_Script codes), `weights`, `min_gain`, `settings`."""
+    """configs/lid_experts.yaml: `main`, `groups` (lists of lang_Script codes), `weights`, `min_gain`, `max_bytes`,
+    `ask_below`, `settings`."""
     from miner.config import load_config
     from miner.languages import check_code
 
     config = load_config(path)
-    unknown = set(config) - {"main", "groups", "weights", "min_gain", "ask_below", "settings"}
+    unknown = set(config) - {"main", "groups", "weights", "min_gain", "max_bytes", "ask_below", "settings"}
     if unknown:
         raise ValueError(f"{path}: unknown key(s) {sorted(unknown)}")
     groups = config.get("groups")
@@ -360,12 +400,16 @@ def read_config(path: Path) -> dict:
     thresholds = [float(t) for t in config.get("ask_below") or (1.0,)]
     if not all(0.0 < t <= 1.0 for t in thresholds):
         raise ValueError(f"{path}: ask_below thresholds must lie in (0, 1], not {thresholds}")
+    max_bytes = config.get("max_bytes")
+    if max_bytes is not None and (isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0):
+        raise ValueError(f"{path}: max_bytes must be a positive whole number of bytes, not {max_bytes!r}")
     fields = set(ExpertSettings.__dataclass_fields__)
     settings = dict(config.get("settings") or {})
     if set(settings) - fields:
         raise ValueError(f"{path}: unknown setting(s) {sorted(set(settings) - fields)}; known: {sorted(fields)}")
     return {"main": str(config.get("main") or "combined"), "groups": [tuple(g) for g in groups],
-            "weights": weights, "min_gain": float(config.get("min_gain", 2.0)), "ask_below": thresholds,
+            "weights": weights, "min_gain": float(config.get("min_gain", 2.0)), "max_bytes": max_bytes,
+            "ask_below": thresholds,
             "settings": ExpertSettings(**settings)}
 
 
@@ -386,7 +430,8 @@ def train_experts_command(args) -> dict:
     held = HeldOut.of(main, sets)
     pool = read_pool(args.train_pool)
     index = train_experts(pool, config["groups"], main, held, args.output, config["settings"], config["weights"],
-                          config["min_gain"], OURS, config["ask_below"], retrain=args.retrain)
+                          config["min_gain"], OURS, config["ask_below"], retrain=args.retrain,
+                          max_bytes=config["max_bytes"])
     return {"groups": len(index["groups"]), "used": sum(g["used"] for g in index["groups"]),
             "bytes": sum(g["model_bytes"] for g in index["groups"])}
 
