@@ -41,6 +41,10 @@ def share(lines: list[str], holds) -> float:
     return round(100 * sum(map(holds, lines)) / max(1, len(lines)), 1)
 
 
+def holds_cantonese(line: str) -> bool:
+    return any(char in line for char in CANTONESE_ONLY)
+
+
 def words(line: str) -> set[str]:
     return set(WORD.findall(line.lower()))
 
@@ -68,9 +72,8 @@ def main(argv: list[str] | None = None) -> int:
 
     flores = read_flores(args.flores, {*ARABIC_DIALECTS, STANDARD_ARABIC, "yue_Hant", "zho_Hant"})
     ntrex = read_pool(args.train_pool, sources=["ntrex-128"])
-    cantonese = lambda line: any(char in line for char in CANTONESE_ONLY)  # noqa: E731
     report = {"cantonese characters, % of sentences": {
-        f"{where} {code}": share(lines[code], cantonese)
+        f"{where} {code}": share(lines[code], holds_cantonese)
         for where, lines in (("train pool NTREX-128", {c: list(ntrex.lines[c]) for c in ("yue_Hant", "zho_Hant")}),
                              ("FLORES", flores))
         for code in ("yue_Hant", "zho_Hant")}}
