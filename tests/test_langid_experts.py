@@ -290,6 +290,7 @@ def test_the_experts_config_is_checked(tmp_path):
                           ("groups: [[hrv_Latn, srp_Latn]]\nsettings: {depth: 3}", "unknown setting"),
                           ("groups: [[hrv_Latn, srp_Latn]]\nask_below: [1.5]", "ask_below thresholds"),
                           ("groups: [[hrv_Latn, srp_Latn]]\nmax_bytes: 1.5", "max_bytes must be a positive"),
+                          ("groups: [[hrv_Latn, srp_Latn], [bos_Latn, srp_Latn]]", "srp_Latn is in group 1 and group 2"),
                           ("groups: [[hrv_Latn, srp_Latn]]\nmax_bytes: -3", "max_bytes must be a positive"),
                           ("groupz: []", "unknown key")):
         config.write_text(text)

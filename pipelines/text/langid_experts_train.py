@@ -389,11 +389,14 @@ def read_config(path: Path) -> dict:
     groups = config.get("groups")
     if not isinstance(groups, list) or not groups:
         raise ValueError(f"{path}: 'groups' must be a list of language lists")
+    first_group: dict[str, int] = {}   # a language in two groups could not be loaded (ExpertIdentifier)
     for i, group in enumerate(groups, start=1):
         if not isinstance(group, list) or len(group) < 2:
             raise ValueError(f"{path}: group {i} must list two languages or more, not {group!r}")
         for code in group:
             check_code(code, f"{path}: group {i}:")
+            if first_group.setdefault(code, i) != i:
+                raise ValueError(f"{path}: {code} is in group {first_group[code]} and group {i}: one group each")
     weights = [float(w) for w in config.get("weights") or (0.25, 0.5, 0.75, 1.0)]
     if not all(0.0 < w <= 1.0 for w in weights):
         raise ValueError(f"{path}: weights must lie in (0, 1], not {weights}")
