@@ -137,13 +137,13 @@ def over_budget(entries: Sequence[dict], max_bytes: int | None) -> set[int]:
         return set()
     used = sorted((i for i, entry in enumerate(entries) if entry["used"]),
                   key=lambda i: (-entries[i]["gains"][str(entries[i]["weight"])]["mean"], i))
-    left_out, taken = set(), 0
+    over, taken = set(), 0
     for i in used:
         if taken + entries[i]["model_bytes"] <= max_bytes:
             taken += entries[i]["model_bytes"]
         else:
-            left_out.add(i)
-    return left_out
+            over.add(i)
+    return over
 
 
 def left_out(entry: dict, reason: str) -> dict:
