@@ -129,6 +129,11 @@ def choose_weight(gains: dict, min_gain: float) -> tuple[float, str]:
     return best, f"mean gain {gains[best]['mean']:+.2f} language-points at weight {best}"
 
 
+def chosen_gain(entry: dict) -> float:
+    """A used group's mean gain at the weight it was given."""
+    return entry["gains"][str(entry["weight"])]["mean"]
+
+
 def over_budget(entries: Sequence[dict], max_bytes: int | None) -> set[int]:
     """Positions of the used groups left out so that the kept models fit in `max_bytes`: groups are kept in order of
     their mean gain, largest first, each one that still fits (None: no budget). The repository carries every model,
@@ -136,7 +141,7 @@ def over_budget(entries: Sequence[dict], max_bytes: int | None) -> set[int]:
     if max_bytes is None:
         return set()
     used = sorted((i for i, entry in enumerate(entries) if entry["used"]),
-                  key=lambda i: (-entries[i]["gains"][str(entries[i]["weight"])]["mean"], i))
+                  key=lambda i: (-chosen_gain(entries[i]), i))
     over, taken = set(), 0
     for i in used:
         if taken + entries[i]["model_bytes"] <= max_bytes:
@@ -158,7 +163,7 @@ def leave_out_over_budget(entries: list[dict], kept_opinions: dict[int, Opinions
     over = over_budget(entries, max_bytes)
     dropped = {entries[i]["model"] for i in over}
     for i in sorted(over):
-        gain = entries[i]["gains"][str(entries[i]["weight"])]["mean"]
+        gain = chosen_gain(entries[i])
         log.info("group %s: left out, the groups with larger gains fill max_bytes", "/".join(entries[i]["languages"]))
         entries[i] = left_out(entries[i], f"mean gain {gain:+.2f} language-points at weight {entries[i]['weight']}, "
                                           f"but the groups with larger gains fill max_bytes ({max_bytes:,})")
@@ -337,7 +342,7 @@ def train_experts(pool, groups: Sequence[Sequence[str]], main: Identifier, held:
         if not weight:
             model_file.unlink()
             sidecar_path(model_file).unlink()
-            entries[-1].update(model=None, model_sha256=None, model_bytes=0)
+            entries[-1] = left_out(entries[-1], reason)
     dropped = leave_out_over_budget(entries, kept_opinions, max_bytes)   # removed once the index no longer names them
     used = {name: {row: opinion for opinions in kept_opinions.values() for row, opinion in opinions[name].items()}
             for name in held.answers}
