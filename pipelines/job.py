@@ -20,7 +20,8 @@ from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions
 
 from pipelines import layout, manifests, storage
 from pipelines.dependencies import NOT_RECORDED, changed_keys, stage_dependencies
-from pipelines.options import STAGES, MineOptions, check_local_workers, pipeline_runner, runs_locally
+from pipelines.options import (STAGES, MineOptions, ViewCachingOptions, check_local_workers, pipeline_runner,
+                               runs_locally)
 from pipelines.report import format_summary, gold_scores, stage_report
 
 log = logging.getLogger("pipelines.mine")
@@ -37,6 +38,7 @@ def run_stage(name: str, build, settings: dict, options: PipelineOptions) -> dic
         storage.delete_tree(folder)
     started = time.perf_counter()
     log.info("%s: starting", name)
+    options = ViewCachingOptions.of(options)
     pipeline = beam.Pipeline(runner=pipeline_runner(options), options=options)
     entries_file = storage.join(layout.stage_dir(output, name), manifests.ENTRIES_FILE)
     (build(pipeline)
