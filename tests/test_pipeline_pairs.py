@@ -65,6 +65,28 @@ def test_pair_filter_in_the_stage_drops_what_the_library_filter_drops_and_counts
     assert counted == dict(chain.drops)
 
 
+def test_a_stage_makes_each_view_of_its_options_once(tmp_path, monkeypatch):
+    """Beam asks the pipeline's options for views transform by transform, and each new view parses the flags again
+    (pipelines/options.py ViewCachingOptions): within a stage, each kind of view is made once."""
+    from collections import Counter
+
+    from pipelines.options import ViewCachingOptions
+
+    made, make = Counter(), PipelineOptions.view_as
+
+    def counted(options, cls):
+        if isinstance(options, ViewCachingOptions):
+            made[id(options), cls] += 1
+        return make(options, cls)
+
+    monkeypatch.setattr(PipelineOptions, "view_as", counted)
+    output = str(tmp_path / "out")
+    write_shards(output, 2)
+    run(settings_for(output, "max"), PipelineOptions([]), ["embed", "pairs"])
+    assert made  # the stages' pipelines ran with the caching options (and Beam's deep copy of them)
+    assert max(made.values()) == 1
+
+
 def test_min_cosine_keeps_no_pair_below_it(tmp_path):
     output = str(tmp_path / "out")
     write_shards(output, 2)
