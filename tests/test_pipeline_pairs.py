@@ -72,11 +72,12 @@ def test_a_stage_makes_each_view_of_its_options_once(tmp_path, monkeypatch):
 
     from pipelines.options import ViewCachingOptions
 
-    made, make = Counter(), PipelineOptions.view_as
+    made, make, alive = Counter(), PipelineOptions.view_as, []
 
     def counted(options, cls):
         if isinstance(options, ViewCachingOptions):
             made[id(options), cls] += 1
+            alive.append(options)  # an id is an object's only while it lives
         return make(options, cls)
 
     monkeypatch.setattr(PipelineOptions, "view_as", counted)
