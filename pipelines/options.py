@@ -69,11 +69,10 @@ class ViewCachingOptions(PipelineOptions):
             return options
         cached = cls.__new__(cls)
         cached.__dict__.update(options.__dict__)  # the flags and the shared values: not a copy
-        cached.__dict__["_views"] = {}
         return cached
 
     def view_as(self, cls):
-        views = self.__dict__.setdefault("_views", {})
+        views = self.__dict__.setdefault("_views", {})  # the one place the cache is made, however self was
         if cls not in views:
             views[cls] = super().view_as(cls)
         return views[cls]
