@@ -5,7 +5,7 @@
     mine.py      the job: runs the stages in order, skips finished ones, writes the report
     extract.py   crawl files -> unique sentences per language (Parquet shards)       wraps pipelines/text/
     embed.py     sentence shards -> vectors (RunInference with our encoders)        wraps encoders/
-    pairs.py     vectors -> index, k-NN both ways, margins, selection -> bitext      wraps miner/
+    pairs/       vectors -> index, k-NN both ways, margins, selection -> bitext      wraps miner/
     options.py   the command-line options (PipelineOptions subclasses)
     local_runner.py, dask_runner.py   the DirectRunner as Beam's in-process FnApiRunner; Beam on dask.distributed
     settings.py  the YAML settings and overrides;  layout.py: where outputs go;  storage.py: FileSystems I/O

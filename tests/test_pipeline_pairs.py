@@ -146,7 +146,7 @@ def test_beam_margins_are_the_library_margins_on_a_set_smaller_than_k():
 
     from miner.knn_join import Neighbours
     from miner.mining import score_neighbours
-    from pipelines.pairs import ScoreCandidates, ratio_floor, to_margin_join
+    from pipelines.pairs.margins import ScoreCandidates, ratio_floor, to_margin_join
 
     rng = np.random.default_rng(23)
     x, y = (v / np.linalg.norm(v, axis=1, keepdims=True) for v in (rng.standard_normal((n, 512)) for n in (2, 3)))
@@ -173,7 +173,7 @@ def test_beam_margins_are_the_library_margins_on_a_set_smaller_than_k():
 
 def test_candidates_whose_neighbour_mean_never_arrived_are_an_error_not_a_margin():
     from miner.knn_join import Neighbours
-    from pipelines.pairs import ScoreCandidates, to_margin_join
+    from pipelines.pairs.margins import ScoreCandidates, to_margin_join
 
     pair = ("deu_Latn", "eng_Latn")
     table = Neighbours(np.arange(2), np.full((2, 1), 0.5, np.float32), np.array([[0], [1]]))
@@ -186,7 +186,8 @@ def test_candidates_whose_neighbour_mean_never_arrived_are_an_error_not_a_margin
 
 def test_a_query_shard_whose_candidates_arrived_in_part_is_an_error_not_a_smaller_bitext():
     from miner.knn_join import Neighbours
-    from pipelines.pairs import BestCandidates, ScoreCandidates, to_margin_join
+    from pipelines.pairs.margins import ScoreCandidates, to_margin_join
+    from pipelines.pairs.selection import BestCandidates
 
     pair = ("deu_Latn", "eng_Latn")
     manifest = {"languages": {"deu_Latn": {"shards": [{"rows": 3}]}, "eng_Latn": {"shards": [{"rows": 2}]}}}
@@ -231,7 +232,7 @@ def test_groups_that_take_their_queries_in_blocks_write_the_bytes_of_one_block(t
     """Few large groups whose queries come in blocks, each meeting all of its group's database rows (join_layout's
     choice where a query probes a large share of the lists), or one list a group: the same bitext."""
     from miner.knn_join import JoinLayout
-    from pipelines import pairs
+    from pipelines.pairs import plan
 
     found = []
     for shape in (JoinLayout(1, 1), JoinLayout(4, 3)):
@@ -239,8 +240,8 @@ def test_groups_that_take_their_queries_in_blocks_write_the_bytes_of_one_block(t
         write_shards(output, 2)
         settings = settings_for(output, "max")
         settings["knn"] = {"index": "IVF4,Flat", "nprobe": 2}
-        monkeypatch.setattr(pairs, "join_layout", lambda *args, shape=shape: shape)
-        monkeypatch.setattr(pairs, "shard_routes", lambda *args: {})  # every direction through the join
+        monkeypatch.setattr(plan, "join_layout", lambda *args, shape=shape: shape)
+        monkeypatch.setattr(plan, "shard_routes", lambda *args: {})  # every direction through the join
         report = run(settings, PipelineOptions([]), ["embed", "pairs"])
         sent = counters(report)["query_rows_sent"], counters(report)["database_rows_sent"]
         found.append((storage.read_bytes(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0]), sent))
@@ -262,7 +263,7 @@ def test_queries_whose_lists_hold_fewer_than_k_rows_are_searched_exactly(tmp_pat
     assert counters(report)["queries"] == len(texts["deu_Latn"]) + len(texts["eng_Latn"])
     if dtype == "binary":  # the same bitext as the codes widened to float rows give
         found = storage.read_bytes(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0])
-        monkeypatch.setattr("pipelines.pairs.hamming_countable", lambda code, width: False)
+        monkeypatch.setattr("pipelines.pairs.shards.hamming_countable", lambda code, width: False)
         widened = str(tmp_path / "widened")
         write_shards(widened, 2)
         run({**settings, "output": widened}, PipelineOptions([]), ["embed", "pairs"])
@@ -358,7 +359,8 @@ def test_a_group_the_runner_delivered_in_parts_is_an_error_not_fewer_neighbours(
     from miner.index import KnnConfig
     from miner.knn_join import list_topk
     from miner.mining import MiningConfig
-    from pipelines.pairs import CompareList, ListRows, SplitHotLists
+    from pipelines.pairs.join import CompareList, SplitHotLists
+    from pipelines.pairs.rows import ListRows
 
     pair, manifest = ("deu_Latn", "eng_Latn"), join_only_manifest(3, 6)
     config = MiningConfig(knn=KnnConfig(index="IVF2,Flat", nprobe=2))  # both lists in one group
@@ -386,30 +388,30 @@ def test_a_small_side_sent_to_the_other_sides_shards_gives_the_bytes_of_the_join
     """The small side of a direction goes to the other's shards, read where it arrives, and meets there the rows of
     the lists it probes (queries to each database shard, or a database to each query shard), instead of both
     through the join: the same bitext, and the other side's rows not shipped."""
-    from pipelines import pairs
+    from pipelines.pairs import plan
 
     found = {}
     for index in ("Flat", "IVF4,Flat"):
-        for route in (None, pairs.TO_QUERIES, pairs.TO_DATABASE):
+        for route in (None, plan.TO_QUERIES, plan.TO_DATABASE):
             output = str(tmp_path / f"out-{index}-{route}")
             write_shards(output, 2)
             settings = settings_for(output, "max")
             settings["knn"] = {"index": index, "nprobe": 2}
-            monkeypatch.setattr(pairs, "shard_routes", lambda manifest, pairs_, knn, route=route: {
-                (pair, side): (route, 0) for pair, side, _, _ in pairs.directions(pairs_)} if route else {})
+            monkeypatch.setattr(plan, "shard_routes", lambda manifest, pairs_, knn, route=route: {
+                (pair, side): (route, 0) for pair, side, _, _ in plan.directions(pairs_)} if route else {})
             report = run(settings, PipelineOptions([]), ["embed", "pairs"])
             found[index, route] = (storage.read_bytes(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0]),
                                    counters(report).get("query_rows_sent", 0),
                                    counters(report).get("database_rows_sent", 0))
-        assert found[index, pairs.TO_QUERIES][0] == found[index, pairs.TO_DATABASE][0] == found[index, None][0]
-        assert found[index, pairs.TO_QUERIES][1] == 0 and found[index, pairs.TO_QUERIES][2] > 0  # no query shipped
-        assert found[index, pairs.TO_DATABASE][2] == 0 and found[index, pairs.TO_DATABASE][1] > 0  # no database row
+        assert found[index, plan.TO_QUERIES][0] == found[index, plan.TO_DATABASE][0] == found[index, None][0]
+        assert found[index, plan.TO_QUERIES][1] == 0 and found[index, plan.TO_QUERIES][2] > 0  # no query shipped
+        assert found[index, plan.TO_DATABASE][2] == 0 and found[index, plan.TO_DATABASE][1] > 0  # no database row
     assert found["Flat", None][0] != found["IVF4,Flat", None][0]  # the lists decide some neighbours
 
 
 def test_the_long_tail_of_small_languages_goes_to_the_pivots_shards_in_batches():
     from miner.index import KnnConfig
-    from pipelines.pairs import TO_DATABASE, TO_QUERIES, shard_routes
+    from pipelines.pairs.plan import TO_DATABASE, TO_QUERIES, shard_routes
 
     sizes = {"eng_Latn": 30_000, "deu_Latn": 20_000, "fra_Latn": 900, "spa_Latn": 700, "ita_Latn": 400}
     manifest = {"languages": {lang: {"rows": rows, "shards": [{}] * max(1, rows // 10_000)}
@@ -425,7 +427,9 @@ def test_the_long_tail_of_small_languages_goes_to_the_pivots_shards_in_batches()
 
 def test_a_side_sent_to_a_shard_in_part_is_an_error_not_fewer_neighbours(tmp_path):
     from miner.mining import MiningConfig
-    from pipelines.pairs import TO_QUERIES, CompareOnShard, ListRows
+    from pipelines.pairs.join import CompareOnShard
+    from pipelines.pairs.plan import TO_QUERIES
+    from pipelines.pairs.rows import ListRows
 
     output = str(tmp_path / "out")
     write_shards(output, 1)
@@ -449,7 +453,9 @@ def test_a_group_takes_its_queries_in_blocks_each_meeting_all_of_its_database_ro
     from miner.index import KnnConfig
     from miner.knn_join import JoinLayout, list_topk
     from miner.mining import MiningConfig
-    from pipelines.pairs import CompareList, CountByList, ListRows, SplitHotLists, join_shapes, list_sizes
+    from pipelines.pairs.join import CompareList, CountByList, SplitHotLists
+    from pipelines.pairs.plan import join_shapes, list_sizes
+    from pipelines.pairs.rows import ListRows
 
     pair, manifest = ("deu_Latn", "eng_Latn"), join_only_manifest(40, 8)
     config = MiningConfig(knn=KnnConfig(index="IVF2,Flat", nprobe=2, max_list_rows=10))
@@ -489,7 +495,7 @@ def test_a_groups_lists_merged_as_they_come_are_the_merge_of_all(monkeypatch, dt
     """compare_lists merges the lists' k best as it goes (bounded memory): the same neighbours and bits as one
     merge at the end, also where sign codes tie."""
     from encoders import binary
-    from pipelines import pairs
+    from pipelines.pairs import rows as group_rows
 
     rng = np.random.default_rng(1)
     vectors = rng.standard_normal((300, 64)).astype(np.float32)
@@ -497,21 +503,21 @@ def test_a_groups_lists_merged_as_they_come_are_the_merge_of_all(monkeypatch, dt
     code, refs = ("sign" if dtype == "binary" else None), np.arange(300, dtype=np.int64)
     q_lists, db_lists = np.argsort(rng.random((200, 12)), axis=1)[:, :5], rng.integers(0, 12, 100)  # 5 of 12
     member_q = np.argsort(q_lists.ravel(), kind="stable")
-    queries = pairs.ListRows.of("q", q_lists.ravel()[member_q], member_q // 5, refs[:200], rows[:200])
+    queries = group_rows.ListRows.of("q", q_lists.ravel()[member_q], member_q // 5, refs[:200], rows[:200])
     order = np.argsort(db_lists, kind="stable")
-    database = pairs.ListRows.of("db", db_lists[order], order, refs[200:], rows[200:])
+    database = group_rows.ListRows.of("db", db_lists[order], order, refs[200:], rows[200:])
 
     class Count:
         def inc(self, n):
             pass
 
     found = []
-    for bound in (pairs.MERGE_ENTRIES, 1):
-        monkeypatch.setattr(pairs, "MERGE_ENTRIES", bound)
+    for bound in (group_rows.MERGE_ENTRIES, 1):
+        monkeypatch.setattr(group_rows, "MERGE_ENTRIES", bound)
         packed = dtype == "binary"
-        found.append(pairs.compare_lists(pairs._stacked([queries], code, "q", packed),
-                                         pairs._stacked([database], code, "db", packed), 4, code, packed, None,
-                                         Count()))
+        found.append(group_rows.compare_lists(group_rows.stacked([queries], code, "q", packed),
+                                              group_rows.stacked([database], code, "db", packed), 4, code, packed,
+                                              None, Count()))
     assert np.array_equal(found[0].queries, found[1].queries) and np.array_equal(found[0].refs, found[1].refs)
     assert found[0].sims.tobytes() == found[1].sims.tobytes()
 
@@ -522,7 +528,8 @@ def test_what_waits_for_the_list_sizes_is_memberships_and_the_rows_are_read_afte
     memberships without rows, and SplitHotLists reads the shard's rows again and gives each part its own."""
     from miner.index import KnnConfig
     from miner.sizes import held_bytes
-    from pipelines.pairs import AssignShard, CountByList, SplitHotLists, directions, join_shapes, shard_list_sizes
+    from pipelines.pairs.join import AssignShard, CountByList, SplitHotLists
+    from pipelines.pairs.plan import directions, join_shapes, shard_list_sizes
 
     pair, rng = ("deu_Latn", "eng_Latn"), np.random.default_rng(0)
     manifest = {"languages": {}}
@@ -560,7 +567,8 @@ def test_what_waits_for_the_list_sizes_is_memberships_and_the_rows_are_read_afte
 
 def test_a_hot_list_leaves_its_group_in_blocks_and_the_others_stay_together():
     from miner.index import KnnConfig
-    from pipelines.pairs import ListRows, SplitHotLists
+    from pipelines.pairs.join import SplitHotLists
+    from pipelines.pairs.rows import ListRows
 
     pair, manifest = ("deu_Latn", "eng_Latn"), join_only_manifest(8, 6)
     knn = KnnConfig(index="IVF4,Flat", nprobe=1, max_list_rows=4)  # ~2 queries a list: groups of 2 lists
@@ -692,7 +700,7 @@ def test_binary_vectors_of_another_bit_count_in_one_shard_are_an_error_naming_it
 
 @pytest.mark.parametrize("n_rows", [40, 10_000])  # memberships dense among the rows (a mask) and few (a sort)
 def test_a_groups_rows_are_what_unique_gives_whichever_way_they_are_found(n_rows):
-    from pipelines.pairs import ListRows, used_rows
+    from pipelines.pairs.rows import ListRows, used_rows
 
     rng = np.random.default_rng(3)
     member_rows = rng.integers(0, 40, 300)
@@ -711,7 +719,7 @@ def test_a_groups_rows_are_what_unique_gives_whichever_way_they_are_found(n_rows
 def test_carried_columns_join_as_one_list_of_values_would_with_a_shard_of_nulls():
     import pyarrow as pa
 
-    from pipelines.pairs import concat_columns, take_column
+    from pipelines.pairs.blocks import concat_columns, take_column
 
     taken = take_column(pa.array(["c", "d", "e"]), np.array([2, 0]))
     joined = concat_columns([pa.nulls(2), pa.array(["a", "b"]), taken])
@@ -727,10 +735,10 @@ def test_a_join_in_waves_writes_the_bytes_of_one_wave_and_sends_each_wave_after_
     a wave's rows read from their shards only once the wave before is compared. The same bitext, the same rows
     sent; each shard read once a wave."""
     from miner.knn_join import JoinLayout, wave_of
-    from pipelines import pairs
+    from pipelines.pairs import join, plan
 
     events = []
-    split, compare = pairs.SplitHotLists.process, pairs.CompareList.process
+    split, compare = join.SplitHotLists.process, join.CompareList.process
 
     def splitting(self, element, *sides):
         for key, part in split(self, element, *sides):
@@ -742,10 +750,10 @@ def test_a_join_in_waves_writes_the_bytes_of_one_wave_and_sends_each_wave_after_
         events.append(("compared", wave_of(group, 4, 4)))  # four groups a direction in four waves (below)
         yield from compare(self, element, *sides)
 
-    monkeypatch.setattr(pairs.SplitHotLists, "process", splitting)
-    monkeypatch.setattr(pairs.CompareList, "process", comparing)
-    monkeypatch.setattr(pairs, "join_layout", lambda *args: JoinLayout(1, 1))  # one list a group: four groups
-    monkeypatch.setattr(pairs, "shard_routes", lambda *args: {})  # every direction through the join
+    monkeypatch.setattr(join.SplitHotLists, "process", splitting)
+    monkeypatch.setattr(join.CompareList, "process", comparing)
+    monkeypatch.setattr(plan, "join_layout", lambda *args: JoinLayout(1, 1))  # one list a group: four groups
+    monkeypatch.setattr(plan, "shard_routes", lambda *args: {})  # every direction through the join
     found = []
     for wave_bytes in (0, 1):  # one wave; then as many as there are groups
         output = str(tmp_path / f"out-{wave_bytes}")
@@ -770,7 +778,7 @@ def test_a_join_in_waves_writes_the_bytes_of_one_wave_and_sends_each_wave_after_
 def test_waves_are_counted_from_the_rows_the_join_ships_and_cover_every_group_once():
     from miner.index import KnnConfig
     from miner.knn_join import wave_of
-    from pipelines.pairs import join_shapes, join_waves
+    from pipelines.pairs.plan import join_shapes, join_waves
 
     pair = ("deu_Latn", "eng_Latn")
     manifest = {"languages": {language: {"rows": 100_000, "dim": 256, "shards": [{"rows": 20_000}] * 5}

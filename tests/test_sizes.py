@@ -8,7 +8,8 @@ import pyarrow as pa
 
 from miner.knn_join import Neighbours, TopKTable
 from miner.sizes import held_bytes
-from pipelines.pairs import ListRows, PairBlock
+from pipelines.pairs.blocks import PairBlock
+from pipelines.pairs.rows import ListRows
 
 
 def test_held_bytes_counts_numpy_and_arrow_buffers_inside_containers():

@@ -1,0 +1,72 @@
+"""Step 3 of the pairs stage: each candidate's ratio (or distance) margin, margin(x, y) = f(cos(x, y), (fwd(x) +
+bwd(y)) / 2) with fwd and bwd the means of each side's k similarities (miner.margin; METHODS §1). A candidate
+needs the other side's mean, so candidates meet the means by key: the only place the two directions meet."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+import apache_beam as beam
+import numpy as np
+from apache_beam import typehints as th
+
+from miner.margin import margin as margin_of
+from miner.margin import neighbourhood_mean
+from miner.mining import MiningConfig
+from pipelines.pairs.blocks import CandidateBlock, MeanBlock, by_shard
+
+
+def to_margin_join(element) -> Iterable[tuple]:
+    """A query shard's k-NN table -> its queries' means, keyed by the shard, and its candidates, keyed by the
+    shard of the neighbour each points at (in the other direction's keys): the margin of a candidate (x, y) needs
+    the query's mean, which travels with it, and the neighbour's, which lives with the neighbour's own table."""
+    (pair, side, shard), table = element
+    if not (table.refs >= 0).all():
+        raise RuntimeError(f"{pair} {side} shard {shard}: a k-NN table with unfilled neighbours reached the margins")
+    means = neighbourhood_mean(table.sims)
+    yield (pair, side, shard), MeanBlock(table.queries, means)
+    k = table.sims.shape[1]
+    candidates = CandidateBlock(np.repeat(table.queries, k), table.refs.ravel(), table.sims.ravel(),
+                                np.repeat(means, k))
+    other = "tgt" if side == "src" else "src"
+    for neighbour_shard, rows in by_shard(candidates.refs):
+        yield (pair, other, neighbour_shard), candidates.take(rows)
+
+
+@th.with_output_types(th.Any)
+class ScoreCandidates(beam.DoFn):
+    """(pair, side, shard) with its sentences' means and the candidates pointing at them -> the candidates'
+    margins (miner.margin), keyed by the query shard they belong to. A candidate pointing at a sentence whose mean
+    did not arrive is an error naming the shard, never a margin over a wrong mean."""
+
+    def __init__(self, kind: str, floor: float):
+        self.kind, self.floor = kind, floor
+
+    def process(self, element):
+        (pair, side, shard), blocks = element
+        blocks = list(blocks)
+        mean_blocks = [b for b in blocks if isinstance(b, MeanBlock)]
+        candidates = [b for b in blocks if isinstance(b, CandidateBlock)]
+        if not candidates:
+            return
+        refs = np.concatenate([b.refs for b in mean_blocks]) if mean_blocks else np.empty(0, np.int64)
+        means = np.concatenate([b.means for b in mean_blocks]) if mean_blocks else np.empty(0, np.float32)
+        order = np.argsort(refs, kind="stable")
+        refs, means = refs[order], means[order]
+        found = CandidateBlock.concat(candidates)
+        at = np.minimum(np.searchsorted(refs, found.refs), max(len(refs) - 1, 0))
+        if not len(refs) or (refs[at] != found.refs).any():
+            raise RuntimeError(f"{pair} {side} shard {shard}: candidates point at sentences whose neighbourhood "
+                               "mean did not arrive: the runner delivered the group incomplete")
+        scores = margin_of(found.sims, found.query_means, means[at], self.kind, floor=self.floor)
+        scored = dataclasses.replace(found, scores=scores, ref_means=means[at])
+        query_side = "tgt" if side == "src" else "src"
+        for query_shard, rows in by_shard(scored.queries):
+            yield (pair, query_side, query_shard), scored.take(rows)
+
+
+def ratio_floor(config: MiningConfig, manifest: dict) -> float:
+    """The ratio margin's floor, from the vectors' dimension (one encoder: the same in every language)."""
+    dims = {entry["dim"] for entry in manifest["languages"].values() if entry.get("rows") and entry.get("dim")}
+    return config.floor_for(max(dims, default=1))

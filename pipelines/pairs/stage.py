@@ -1,0 +1,133 @@
+"""The pairs stage whole (MinePairs: k-NN join, margins, selection, refinement, output) and as pipelines.mine runs
+it (PairsStage: the embed stage's manifest in, bitext and the stage's manifest out)."""
+
+from __future__ import annotations
+
+import logging
+
+import apache_beam as beam
+
+from miner.knn_join import join_plan
+from miner.mining import MiningConfig
+from miner.pair_filters import PairFilter
+from pipelines import layout
+from pipelines.pairs.blocks import by_sentence_shard
+from pipelines.pairs.join import KnnJoin
+from pipelines.pairs.margins import ScoreCandidates, ratio_floor, to_margin_join
+from pipelines.pairs.output import AttachSide, FilterPairs, WriteBitext
+from pipelines.pairs.plan import join_waves, search_plan
+from pipelines.pairs.refine import RefinePairs, refined_by_rows
+from pipelines.pairs.selection import BestCandidates, Select, one_to_one
+from pipelines.settings import embed_settings
+
+log = logging.getLogger("pipelines.pairs")
+
+
+def mining_config(settings: dict) -> MiningConfig:
+    return MiningConfig.from_dict(dict(settings.get("mining") or {}), dict(settings.get("knn") or {}))
+
+
+class MinePairs(beam.PTransform):
+    """The whole stage over the embed stage's manifest: PBegin -> PCollection of per-pair summaries; the k-NN
+    join's groups in waves of at most `wave_bytes` of rows shipped (0: one wave; join_waves)."""
+
+    def __init__(self, manifest: dict, pairs: list[tuple[str, str]], settings: dict, wave_bytes: int = 0):
+        super().__init__()
+        self.manifest, self.pairs = manifest, pairs
+        self.config, self.output = mining_config(settings), settings["output"]
+        self.pair_filter = settings.get("pair_filter")
+        float_bytes = 4 if embed_settings(settings)["dtype"] == "float32" else 2
+        self.waves = join_waves(manifest, pairs, self.config.knn, wave_bytes, float_bytes)
+
+    def expand(self, begin):
+        config, manifest = self.config, self.manifest
+        refine = refined_by_rows(manifest, self.pairs)
+        threshold = None if refine else config.threshold   # refined pairs meet it once their margins are final
+        neighbours = begin | "KnnJoin" >> KnnJoin(manifest, self.pairs, config, self.output, self.waves)
+        pairs = (neighbours
+                 | "ToMarginJoin" >> beam.FlatMap(to_margin_join)
+                 | "JoinMeans" >> beam.GroupByKey()
+                 | "Margins" >> beam.ParDo(ScoreCandidates(config.margin, ratio_floor(config, manifest)))
+                 | "ByQueryShard" >> beam.GroupByKey()
+                 | "Best" >> beam.ParDo(BestCandidates(manifest, keep_means=refine))
+                 | "BySourceShard" >> beam.GroupByKey()
+                 | "Select" >> beam.ParDo(Select(config.selection, threshold, config.min_cosine)))
+        if config.selection == "max":
+            pairs = (pairs | "PerLanguagePair" >> beam.GroupByKey()
+                     | "OneToOne" >> beam.FlatMap(one_to_one, threshold))
+        if refine:
+            pairs = pairs | "RefinePairs" >> RefinePairs(manifest, config, ratio_floor(config, manifest))
+        for side in ("src", "tgt"):
+            pairs = (pairs
+                     | f"BySentenceShard{side}" >> beam.FlatMap(by_sentence_shard(side))
+                     | f"GroupShard{side}" >> beam.GroupByKey()
+                     | f"Attach{side}" >> beam.ParDo(AttachSide(manifest, side)))
+        if PairFilter.from_settings(self.pair_filter) is not None:
+            pairs = pairs | "FilterPairs" >> beam.ParDo(FilterPairs(self.pair_filter))
+        empty = begin | "AllPairs" >> beam.Create([(pair, None) for pair in self.pairs], reshuffle=False)  # a few
+        return ((pairs, empty)
+                | "WithEmpty" >> beam.Flatten()
+                | "PerPair" >> beam.GroupByKey()
+                | "Write" >> beam.ParDo(WriteBitext(self.output)))
+
+
+class PairsStage:
+    """The stage as pipelines.mine runs it: the embed stage's manifest in, bitext out."""
+
+    @staticmethod
+    def check(settings: dict) -> None:
+        """Before any stage runs: the mining, knn and pair filter settings parse."""
+        mining_config(settings)
+        PairFilter.from_settings(settings.get("pair_filter"))
+
+    def __init__(self, settings: dict, manifests: dict):
+        from pipelines.settings import language_pairs
+
+        if "embed" not in manifests:
+            raise ValueError("the pairs stage needs the embed stage's output: run it first (--stages embed)")
+        self.settings, self.embeddings = settings, manifests["embed"]
+        self.waves = 1  # the k-NN join's, once the pipeline is built (with the runner's knn.wave_bytes)
+        mining_config(settings)  # bad settings fail here, before a pipeline starts
+        PairFilter.from_settings(settings.get("pair_filter"))
+        found = [lang for lang, entry in self.embeddings["languages"].items() if entry["rows"]]
+        wanted = settings.get("languages") or found
+        self.pairs = language_pairs([lang for lang in wanted if lang in found], settings.get("pairs", "pivot"),
+                                    settings.get("pivot", "eng_Latn"))
+        missing = sorted(set(wanted) - set(found))
+        if missing:
+            log.warning("no sentences in %s: no pairs with them", ", ".join(missing))
+
+    def __call__(self, pipeline):
+        from pipelines.options import wave_bytes
+
+        setting = mining_config(self.settings).knn.wave_bytes
+        budget = wave_bytes(setting, pipeline.options)
+        mine = MinePairs(self.embeddings, self.pairs, self.settings, budget)
+        self.waves = mine.waves
+        if self.waves > 1:
+            log.info("pairs: the k-NN join's groups go in %d waves (knn.wave_bytes %s: %.1f GB a wave at most)",
+                     self.waves, setting, budget / 1e9)
+        return pipeline | "pairs/Mine" >> mine
+
+    def manifest(self, entries: list[dict]) -> dict:
+        config, rows = mining_config(self.settings), self.embeddings["languages"]
+        for entry in entries:  # how each direction searched, resolved from the two languages' sizes
+            src, tgt = entry["pair"].split("-")
+            fwd, bwd = (search_plan(config.knn, rows[lang]["rows"]) for lang in (tgt, src))
+            entry["index"] = fwd if fwd == bwd else f"{fwd} (source->target), {bwd} (target->source)"
+        searched = sorted({lang for pair in self.pairs for lang in pair})  # the quantizers TrainQuantizer wrote
+        quantizers = {lang: layout.quantizer_file(self.settings["output"], lang) for lang in searched
+                      if join_plan(config.knn, rows[lang]["rows"])[0] > 1}
+        return {"stage": "pairs", "settings": {**config.describe(), "pair_filter": self.settings.get("pair_filter")},
+                "pairs": sorted(entries, key=lambda e: e["pair"]), "quantizers": quantizers,
+                "join_waves": self.waves}
+
+
+def main(argv: list[str] | None = None) -> int:
+    import sys
+
+    import pipelines.pairs
+    from pipelines.job import main as job_main
+
+    return job_main(["--stages", "pairs", *(argv if argv is not None else sys.argv[1:])], {"pairs": PairsStage},
+                    prog="python -m pipelines.pairs", description=pipelines.pairs.__doc__)
