@@ -189,6 +189,38 @@ def test_a_group_over_the_byte_budget_is_left_out_and_its_model_removed(tmp_path
     assert again["groups"][0]["used"] and (folder / again["groups"][0]["model"]).is_file()
 
 
+def test_a_rerun_leaves_a_group_over_the_byte_budget_out_without_training_it(tmp_path, monkeypatch, caplog):
+    """The budget left a group out: a rerun weighs it against the budget again on the size and gains it recorded,
+    leaving it out untrained while it does not fit, and trains it once it does (here: the budget raised)."""
+    import logging
+
+    from pipelines.text import langid_experts_train
+
+    main, folder = croatian_for_everything(), tmp_path / "experts"
+    held = HeldOut.of(main, {"short": {"hrv_Latn": CROATIAN[:4], "srp_Latn": SERBIAN[:4]}})
+    pool = Pool()
+    pool.add("hrv_Latn", CROATIAN, "test")
+    pool.add("srp_Latn", SERBIAN, "test")
+
+    def run(max_bytes):
+        return train_experts(pool, [GROUP], main, held, folder, SETTINGS, [0.5, 1.0], 2.0, OURS,
+                             thresholds=[0.5, 0.9], max_bytes=max_bytes)
+
+    (first,) = run(1_000)["groups"]
+    assert not first["used"] and first["budget"]["weight"] == 0.5 and first["budget"]["model_bytes"] > 1_000
+    trained = []
+    real_train_group = langid_experts_train.train_group
+    monkeypatch.setattr(langid_experts_train, "train_group", lambda *args: trained.append(args) or
+                        real_train_group(*args))
+    with caplog.at_level(logging.INFO, logger="pipelines.text.langid_experts_train"):
+        (again,) = run(2_000)["groups"]                   # still too small: left out, not trained
+    assert trained == [] and "left out again for max_bytes, not trained" in caplog.text
+    assert again == {**first, "reason": again["reason"]} and "fill max_bytes (2,000)" in again["reason"]
+    assert sorted(p.name for p in folder.iterdir()) == ["experts.json"]
+    (kept,) = run(first["budget"]["model_bytes"] * 2)["groups"]   # room now: trained and kept
+    assert len(trained) == 1 and kept["used"] and "budget" not in kept and (folder / kept["model"]).is_file()
+
+
 def test_fragments_add_cut_copies_and_leave_the_examples_alone_when_off():
     from dataclasses import replace
 

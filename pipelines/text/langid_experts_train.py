@@ -11,7 +11,8 @@ notes of langid_experts.py for the criterion). Groups below `min_gain`, and thos
 gain more fill `max_bytes` (the room the repository gives the set), stay in the index with their figures and
 `used: false`, and their model files are removed. A rerun into the same folder trains only the groups that are new
 or would be trained on other examples (a changed group, pool or setting); the others keep their models and the
-figures measured when they were trained (`--retrain` trains them all again).
+figures measured when they were trained (`--retrain` trains them all again), and a group the budget left out is
+weighed against it again on the model size it recorded, trained only if it now fits.
 """
 
 from __future__ import annotations
@@ -163,12 +164,25 @@ def leave_out_over_budget(entries: list[dict], kept_opinions: dict[int, Opinions
     over = over_budget(entries, max_bytes)
     dropped = {entries[i]["model"] for i in over}
     for i in sorted(over):
-        gain = chosen_gain(entries[i])
         log.info("group %s: left out, the groups with larger gains fill max_bytes", "/".join(entries[i]["languages"]))
-        entries[i] = left_out(entries[i], f"mean gain {gain:+.2f} language-points at weight {entries[i]['weight']}, "
-                                          f"but the groups with larger gains fill max_bytes ({max_bytes:,})")
+        entries[i] = left_out_by_budget(entries[i], max_bytes)
         del kept_opinions[i]
     return dropped
+
+
+def left_out_by_budget(entry: dict, max_bytes: int) -> dict:
+    """A used group (or one waiting for room) left out for the byte budget, keeping in `budget` the weight it
+    gained at and its model's size, so that a rerun weighs it against the budget again without training it."""
+    gain = chosen_gain(entry)
+    reason = (f"mean gain {gain:+.2f} language-points at weight {entry['weight']}, but the groups with larger gains "
+              f"fill max_bytes ({max_bytes:,})")
+    return {**left_out(entry, reason), "budget": {"weight": entry["weight"], "model_bytes": entry["model_bytes"]}}
+
+
+def waiting_for_room(entry: dict, weight: float) -> dict:
+    """An earlier index's group that the budget left out at this weight, standing as used with its recorded model
+    size while the budget is decided again (train_experts): left out again without training, or trained if it fits."""
+    return {**entry, "used": True, "weight": weight, "model_bytes": entry["budget"]["model_bytes"], "waiting": True}
 
 
 def index_entry(languages: Sequence[str], model_file: Path, weight: float, reason: str, gains: dict,
@@ -255,6 +269,25 @@ def train_group(pool, languages: Sequence[str], settings: ExpertSettings, normal
     return examples
 
 
+def trained_group(pool, languages: Sequence[str], settings: ExpertSettings, normalization, output: Path,
+                  held: HeldOut, weights: Sequence[float], min_gain: float) -> tuple[dict, Opinions]:
+    """One group trained and weighed on `held`: its index entry and its opinions at the weight chosen (a group
+    below `min_gain` left out, its model removed)."""
+    from pipelines.text.langid import LanguageIdentifier, sidecar_path
+
+    model_file = output / f"{'-'.join(code.split('_')[0] for code in languages)}.ftz"
+    examples = train_group(pool, languages, settings, normalization, model_file)
+    opinions = opinions_of(held, tuple(languages), LanguageIdentifier.load(model_file))
+    gains = weight_sweep(held, opinions, weights)
+    weight, reason = choose_weight(gains, min_gain)
+    entry = index_entry(languages, model_file, weight, reason, gains, examples)
+    if not weight:
+        model_file.unlink()
+        sidecar_path(model_file).unlink()
+        return left_out(entry, reason), opinions
+    return entry, at_weight(opinions, weight)
+
+
 def expected_examples(pool, languages: Sequence[str], settings: ExpertSettings, normalization) -> dict[str, int]:
     """The examples per language that training this group now would write (train_group's count), without training."""
     from pipelines.text.langid_data import training_text
@@ -289,14 +322,17 @@ def reused(entry: dict | None, pool, languages: Sequence[str], settings: ExpertS
 def redecided(entry: dict, weights: Sequence[float], min_gain: float) -> dict | None:
     """An earlier index's group decided again by today's rule (`weights`, `min_gain`) on the gains it recorded:
     as it was, or now left out (its model, which the new index no longer names, is removed with the other stale
-    ones when the index is written), or None where it must be trained again (a weight it was not measured at, or
-    now kept where its model was removed)."""
+    ones when the index is written), or waiting for room where the budget left it out at the weight chosen again
+    (waiting_for_room), or None where it must be trained again (a weight it was not measured at, or now kept where
+    its model was removed)."""
     recorded = entry.get("gains") or {}
     if any(str(w) not in recorded for w in weights):
         return None
     weight, reason = choose_weight({w: recorded[str(w)] for w in weights}, min_gain)
     if weight == entry["weight"] or (weight and entry["used"]):
         return {**entry, "weight": weight, "reason": reason}
+    if weight and (entry.get("budget") or {}).get("weight") == weight:
+        return waiting_for_room(entry, weight)
     if weight:
         return None
     return left_out(entry, reason)
@@ -311,38 +347,42 @@ def train_experts(pool, groups: Sequence[Sequence[str]], main: Identifier, held:
     in the folder named that this one does not, are removed, so the folder holds what the index uses. A group the
     folder's index already holds with the same main identifier, settings and examples keeps its model and figures
     (fastText's threads make a retrained expert differ a little each time, so adding a group leaves the others as
-    they were measured), unless `retrain`; one the budget left out has no model left, so a rerun trains it again."""
+    they were measured), unless `retrain`; one the budget left out is weighed against the budget again on the size
+    and gains it recorded, and trained only if it now fits."""
     from miner.io import write_json
     from pipelines.text.langid import LanguageIdentifier, sidecar_path
 
     output.mkdir(parents=True, exist_ok=True)
     earlier_entries = {} if retrain else reusable_entries(output / INDEX_NAME, main, settings)
     entries, kept_opinions = [], {}   # the used groups' opinions at their weight, by position in `entries`
+
+    def train(position: int, languages: Sequence[str], number: int) -> dict:
+        entry, opinions = trained_group(pool, languages, settings, normalization, output, held, weights, min_gain)
+        if entry["used"]:
+            kept_opinions[position] = opinions
+        log.info("group %d/%d %s: %s", number, len(groups), "/".join(languages), entry["reason"])
+        return entry
+
     for number, languages in enumerate(groups, start=1):
-        model_file = output / f"{'-'.join(code.split('_')[0] for code in languages)}.ftz"
         entry = earlier_entries.get(tuple(languages))
         entry = (redecided(entry, weights, min_gain)
                  if reused(entry, pool, languages, settings, normalization, output) else None)
-        if entry is not None:
-            if entry["used"]:
-                model = LanguageIdentifier.load(output / entry["model"])
-                kept_opinions[len(entries)] = opinions_of(held, tuple(languages), model, entry["weight"])
-            log.info("group %d/%d %s: kept from the earlier index (%s)", number, len(groups), "/".join(languages),
-                     entry["reason"])
-            entries.append(entry)
+        if entry is None:
+            entries.append(train(len(entries), languages, number))
             continue
-        examples = train_group(pool, languages, settings, normalization, model_file)
-        opinions = opinions_of(held, tuple(languages), LanguageIdentifier.load(model_file))
-        gains = weight_sweep(held, opinions, weights)
-        weight, reason = choose_weight(gains, min_gain)
-        if weight:
-            kept_opinions[len(entries)] = at_weight(opinions, weight)
-        log.info("group %d/%d %s: %s", number, len(groups), "/".join(languages), reason)
-        entries.append(index_entry(languages, model_file, weight, reason, gains, examples))
-        if not weight:
-            model_file.unlink()
-            sidecar_path(model_file).unlink()
-            entries[-1] = left_out(entries[-1], reason)
+        if entry["used"] and not entry.get("waiting"):
+            model = LanguageIdentifier.load(output / entry["model"])
+            kept_opinions[len(entries)] = opinions_of(held, tuple(languages), model, entry["weight"])
+        log.info("group %d/%d %s: kept from the earlier index (%s)", number, len(groups), "/".join(languages),
+                 entry["reason"])
+        entries.append(entry)
+    over = over_budget(entries, max_bytes)   # a group waiting for room is trained only where it would be kept
+    for i, (entry, languages) in enumerate(zip(entries, groups)):
+        if entry.get("waiting") and i in over:
+            log.info("group %s: left out again for max_bytes, not trained", "/".join(languages))
+            entries[i] = left_out_by_budget({key: v for key, v in entry.items() if key != "waiting"}, max_bytes)
+        elif entry.get("waiting"):
+            entries[i] = train(i, languages, i + 1)
     dropped = leave_out_over_budget(entries, kept_opinions, max_bytes)   # removed once the index no longer names them
     used = {name: {row: opinion for opinions in kept_opinions.values() for row, opinion in opinions[name].items()}
             for name in held.answers}
