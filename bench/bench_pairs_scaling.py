@@ -300,7 +300,8 @@ def main() -> None:
     parser.add_argument("--shard-rows", type=int, default=20_000, help="rows per sentence and embedding shard")
     parser.add_argument("--rows-per-list", type=int, default=160, help="nlist = N / this, a power of two")
     parser.add_argument("--nprobe", type=int, default=16)
-    parser.add_argument("--max-list-rows", type=int, default=50_000)
+    parser.add_argument("--max-list-rows", default="auto", type=lambda v: v if v == "auto" else int(v),
+                        help="knn.max_list_rows: auto (205 MB of float32 rows a side: 200,000 at d = 256) or rows")
     parser.add_argument("--wave-bytes", default="auto",
                         help="knn.wave_bytes: auto (on Dask a quarter of the workers' memory), 0 (one wave) or a size")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each size below --repeat-below, the median "

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import faiss
 import numpy as np
@@ -35,6 +35,9 @@ INDEX_BY_DATABASE_SIZE = (
     (500_000_000, "IVF65536,SQ8"),
     (float("inf"), "OPQ64,IVF262144,PQ64"),
 )
+# The join's work item, a side: the float32 rows (as compared) of `knn.max_list_rows: auto`; 50,000 rows at 1,024
+# dimensions, the fixed default before it followed the width (docs/benchmarks.md, "The join's groups sized in bytes").
+GROUP_SIDE_BYTES = 50_000 * 1_024 * 4
 # Floats gathered at once when rescoring (queries x candidates x dims): bounds rescoring memory to ~64 MB.
 RESCORE_FLOATS_PER_CHUNK = 1 << 24
 
@@ -79,10 +82,11 @@ class KnnConfig:
     two_level_lists: int = 4096
     two_level_refine: int = 2
     # The Beam pairs stage (k-NN as a join, miner/knn_join.py): languages below this many sentences are searched
-    # exactly (auto index), and a list with more rows than max_list_rows on either side (one topic dominating a
-    # crawl) is split into blocks of about that many, which bounds a worker's memory (rows x dims x 4 bytes).
+    # exactly (auto index), and a work item holds about max_list_rows rows on a side (a list with more, one topic
+    # dominating a crawl, is split into blocks of about that many), which bounds a worker's memory (rows x dims x 4
+    # bytes, as compared). auto: the rows whose float32 vectors fill GROUP_SIDE_BYTES (for_width).
     exact_below: int = 10_000
-    max_list_rows: int = 50_000
+    max_list_rows: int | str = "auto"
     # The join's grouping holds the vectors it ships (about nprobe copies of each query row) until its lists are
     # compared: past wave_bytes of them, the lists are grouped and compared in waves, each wave's rows sent only once
     # the wave before is compared, so that a cluster with less memory than the shuffle does not spill it to disk.
@@ -101,12 +105,24 @@ class KnnConfig:
                 raise IndexConfigError(f"knn.{name} must be 0 or a positive integer, got {value!r}")
         for name in ("batch_size", "train_sample", "exact_below", "max_list_rows"):
             value = getattr(self, name)
+            if name == "max_list_rows" and value == "auto":
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise IndexConfigError(f"knn.{name} must be a positive integer, got {value!r}")
+                auto = " or 'auto'" if name == "max_list_rows" else ""
+                raise IndexConfigError(f"knn.{name} must be a positive integer{auto}, got {value!r}")
         if self.wave_bytes != "auto":
             object.__setattr__(self, "wave_bytes", parse_bytes(self.wave_bytes, "knn.wave_bytes"))
         if self.gpu not in ("auto", True, False):
             raise IndexConfigError(f"knn.gpu must be auto, true or false, got {self.gpu!r}")
+
+
+    def for_width(self, dim: int) -> KnnConfig:
+        """This config with `max_list_rows: auto` made the rows of `dim` dimensions whose float32 vectors (a work
+        item's rows as compared) fill GROUP_SIDE_BYTES: the same memory at every width, 50,000 rows at the default
+        encoder's 1,024 (the fixed value before), 200,000 at 256. A number stays as it is."""
+        if self.max_list_rows != "auto":
+            return self
+        return replace(self, max_list_rows=max(1, GROUP_SIDE_BYTES // (4 * max(1, dim))))
 
 
 def default_factory(n_database: int) -> str:

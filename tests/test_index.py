@@ -195,10 +195,19 @@ def test_a_coarse_cluster_too_small_for_a_centroid_of_its_own_still_gives_nlist_
 
 @pytest.mark.parametrize("field, value", [("nprobe", 0), ("rescore_factor", "many"), ("gpu", "yes"),
                                           ("batch_size", 0), ("two_level_lists", -1), ("two_level_lists", True),
-                                          ("two_level_refine", -2), ("two_level_refine", 1.5)])
+                                          ("two_level_refine", -2), ("two_level_refine", 1.5),
+                                          ("max_list_rows", 0), ("max_list_rows", "many")])
 def test_invalid_settings_rejected(field, value):
     with pytest.raises(IndexConfigError):
         KnnConfig(**{field: value})
+
+
+def test_the_joins_rows_a_side_fill_the_same_bytes_at_every_width():
+    """max_list_rows: auto bounds a join work item's side by the bytes of its float32 rows: 50,000 rows at 1,024
+    dimensions (the fixed default before), four times as many at a quarter of the width; a number stays."""
+    assert KnnConfig().for_width(1024).max_list_rows == 50_000
+    assert KnnConfig().for_width(256).max_list_rows == 200_000 and KnnConfig().for_width(512).max_list_rows == 100_000
+    assert KnnConfig(max_list_rows=8).for_width(256).max_list_rows == 8
 
 
 @pytest.mark.skipif(hasattr(faiss, "get_num_gpus") and faiss.get_num_gpus() > 0, reason="a GPU is present")

@@ -355,6 +355,22 @@ def join_only_manifest(deu_rows: int, eng_rows: int) -> dict:
                           "eng_Latn": {"rows": eng_rows, "shards": [{}] * 10}}}
 
 
+def test_the_join_layout_follows_the_vectors_width():
+    """knn.max_list_rows: auto is resolved from the manifest's vector width: the layout of 256-d rows is that of
+    200,000 rows a side, of 1,024-d rows that of 50,000 (the same bytes)."""
+    from miner.index import KnnConfig
+    from pipelines.pairs.plan import join_shapes
+
+    pairs = [("deu_Latn", "eng_Latn")]
+    for dim, rows in ((256, 200_000), (1024, 50_000)):
+        manifest = join_only_manifest(250_000, 250_000)
+        for entry in manifest["languages"].values():
+            entry["dim"] = dim
+        auto = join_shapes(manifest, pairs, KnnConfig(index="IVF2048,Flat", nprobe=16))
+        assert auto == join_shapes(manifest, pairs, KnnConfig(index="IVF2048,Flat", nprobe=16, max_list_rows=rows))
+    assert auto != join_shapes(manifest, pairs, KnnConfig(index="IVF2048,Flat", nprobe=16, max_list_rows=200_000))
+
+
 def test_a_group_the_runner_delivered_in_parts_is_an_error_not_fewer_neighbours():
     from miner.index import KnnConfig
     from miner.knn_join import list_topk

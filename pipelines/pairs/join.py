@@ -185,7 +185,7 @@ class SplitHotLists(beam.DoFn):
     def __init__(self, manifest: dict, pairs: list, knn: KnnConfig, wave: int = 0, waves: int = 1):
         self.manifest, self.pairs, self.knn = manifest, pairs, knn
         self.shapes, self.routes = plan.join_shapes(manifest, pairs, knn), plan.shard_routes(manifest, pairs, knn)
-        self.wave, self.waves = wave, waves
+        self.wave, self.waves, self.max_rows = wave, waves, plan.rows_a_side(knn, manifest)
         languages = manifest["languages"]
         self.groups = {(pair, side): self.shapes[pair, side].groups(join_plan(knn, languages[db]["rows"])[0])
                        for pair, side, _, db in plan.directions(pairs)}
@@ -223,7 +223,7 @@ class SplitHotLists(beam.DoFn):
         row_lists = chunk.member_lists()
         n_queries, n_database = (plan.rows_in_lists(sizes, pair, side, kind, row_lists, query_blocks)
                                  for kind in ("q", "db"))
-        compared, hot = plan.list_roles(n_queries, n_database, self.knn.max_list_rows, query_blocks)
+        compared, hot = plan.list_roles(n_queries, n_database, self.max_rows, query_blocks)
         if (compared & ~hot).any():
             yield from self._query_blocks(pair, side, group, chunk.take(compared & ~hot), query_blocks)
         for list_id in np.unique(row_lists[hot]):
@@ -246,7 +246,7 @@ class SplitHotLists(beam.DoFn):
         n_queries, n_database = (int(plan.rows_in_lists(sizes, pair, side, kind, np.array([list_id]), query_blocks)[0])
                                  for kind in ("q", "db"))
         mine, other = (n_queries, n_database) if chunk.kind == "q" else (n_database, n_queries)
-        max_rows = self.knn.max_list_rows
+        max_rows = self.max_rows
         own_block = blocks(chunk.member_refs(), block_count(mine, max_rows))
         for block in np.unique(own_block):
             members = own_block == block
@@ -279,6 +279,7 @@ class CompareList(beam.DoFn):
     def __init__(self, manifest: dict, pairs: list, config: MiningConfig):
         self.manifest, self.config = manifest, config
         self.shapes = plan.join_shapes(manifest, pairs, config.knn)
+        self.max_rows = plan.rows_a_side(config.knn, manifest)
         self.similarities = Metrics.counter("pairs", "similarities_computed")
         self.split = Metrics.counter("pairs", "hot_list_blocks")
         self.largest = Metrics.distribution("pairs", "group_rows")
@@ -312,8 +313,7 @@ class CompareList(beam.DoFn):
         ids = np.arange(group * shape.lists_per_group, (group + 1) * shape.lists_per_group)
         by_block = plan.rows_by_block(sizes, pair, side, "q", ids, shape.query_blocks)
         n_database = plan.rows_in_lists(sizes, pair, side, "db", ids)
-        compared, hot = plan.list_roles(by_block.sum(axis=1), n_database, self.config.knn.max_list_rows,
-                                        shape.query_blocks)
+        compared, hot = plan.list_roles(by_block.sum(axis=1), n_database, self.max_rows, shape.query_blocks)
         ordinary = compared & ~hot
         for kind, held, counts in (("q", q_lists, by_block[:, query_block]), ("db", db_lists, n_database)):
             if not np.array_equal(held, np.repeat(ids[ordinary], counts[ordinary])):

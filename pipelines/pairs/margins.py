@@ -15,6 +15,7 @@ from miner.margin import margin as margin_of
 from miner.margin import neighbourhood_mean
 from miner.mining import MiningConfig
 from pipelines.pairs.blocks import CandidateBlock, MeanBlock, by_shard
+from pipelines.pairs.plan import vector_width
 
 
 def to_margin_join(element) -> Iterable[tuple]:
@@ -68,5 +69,4 @@ class ScoreCandidates(beam.DoFn):
 
 def ratio_floor(config: MiningConfig, manifest: dict) -> float:
     """The ratio margin's floor, from the vectors' dimension (one encoder: the same in every language)."""
-    dims = {entry["dim"] for entry in manifest["languages"].values() if entry.get("rows") and entry.get("dim")}
-    return config.floor_for(max(dims, default=1))
+    return config.floor_for(vector_width(manifest))

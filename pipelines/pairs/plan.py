@@ -13,6 +13,18 @@ from miner.knn_join import JoinLayout, blocks, join_layout, join_plan
 from miner.mining import MiningConfig
 
 
+def vector_width(manifest: dict) -> int:
+    """The vectors' dimensions (bits of a binary code): one encoder, so the same in every language with rows."""
+    dims = {entry["dim"] for entry in manifest["languages"].values() if entry.get("rows") and entry.get("dim")}
+    return max(dims, default=1)
+
+
+def rows_a_side(knn: KnnConfig, manifest: dict) -> int:
+    """About how many rows a side of a work item holds (`knn.max_list_rows`; auto resolved for the vectors' width,
+    KnnConfig.for_width)."""
+    return knn.for_width(vector_width(manifest)).max_list_rows
+
+
 def directions(pairs: list[tuple[str, str]]) -> list[tuple[tuple[str, str], str, str, str]]:
     """(pair, side, query language, database language) for both directions of every pair; side "src" is
     source -> target."""
@@ -33,11 +45,11 @@ def join_shapes(manifest: dict, pairs: list, knn: KnnConfig) -> dict[tuple, Join
     """Each direction's groups of consecutive lists that travel and are compared together, and the blocks each
     group's queries come in (miner.knn_join.join_layout), by (pair, side): the same on every worker, from the
     manifest alone."""
-    languages, shapes = manifest["languages"], {}
+    languages, shapes, max_rows = manifest["languages"], {}, rows_a_side(knn, manifest)
     for pair, side, query_lang, db_lang in directions(pairs):
         nlist, nprobe = join_plan(knn, languages[db_lang]["rows"])
         shapes[pair, side] = join_layout(nlist, nprobe, languages[query_lang]["rows"], languages[db_lang]["rows"],
-                                         knn.max_list_rows)
+                                         max_rows)
     return shapes
 
 
@@ -55,20 +67,20 @@ def shard_routes(manifest: dict, pairs: list, knn: KnnConfig) -> dict:
     with English ships all of English's vectors twice over (the web pool: 87 pairs with 11,500 English sentences,
     2 kB each). The routes meeting one language's shards share batches of at most max_list_rows sent rows, so a
     shard is read once a batch."""
-    languages, routes, filled = manifest["languages"], {}, {}
+    languages, routes, filled, max_rows = manifest["languages"], {}, {}, rows_a_side(knn, manifest)
     for pair, side, query_lang, db_lang in directions(pairs):
         query, database = languages[query_lang], languages[db_lang]
         options = []
-        if query["rows"] <= knn.max_list_rows:
+        if query["rows"] <= max_rows:
             options.append((query["rows"] * len(database["shards"]), TO_DATABASE, db_lang, query["rows"]))
-        if database["rows"] <= knn.max_list_rows:
+        if database["rows"] <= max_rows:
             options.append((database["rows"] * len(query["shards"]), TO_QUERIES, query_lang, database["rows"]))
         options = [option for option in options if option[0] < query["rows"] + database["rows"]]
         if not options:
             continue
         _, route, met, rows = min(options)
         loads = filled.setdefault((route, met), [])
-        batch = next((b for b, load in enumerate(loads) if load + rows <= knn.max_list_rows), len(loads))
+        batch = next((b for b, load in enumerate(loads) if load + rows <= max_rows), len(loads))
         if batch == len(loads):
             loads.append(0)
         loads[batch] += rows
