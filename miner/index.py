@@ -115,7 +115,6 @@ class KnnConfig:
         if self.gpu not in ("auto", True, False):
             raise IndexConfigError(f"knn.gpu must be auto, true or false, got {self.gpu!r}")
 
-
     def for_width(self, dim: int) -> KnnConfig:
         """This config with `max_list_rows: auto` made the rows of `dim` dimensions whose float32 vectors (a work
         item's rows as compared) fill GROUP_SIDE_BYTES: the same memory at every width, 50,000 rows at the default

@@ -42,6 +42,7 @@ def test_the_commands_exit_through_it_with_their_status(tmp_path):
                            str(tmp_path / "missing-*.warc.gz")], cwd=REPO, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode != 0 and "missing-" in done.stderr  # the error reached stderr before the exit
-    for module in ("mine", "extract", "embed", "pairs"):
+    for module in ("mine", "extract", "embed"):
         tail = (REPO / "pipelines" / f"{module}.py").read_text().rsplit('if __name__ == "__main__":', 1)[1]
         assert "end_process(main())" in tail, module
+    assert "end_process(main())" in (REPO / "pipelines" / "pairs" / "__main__.py").read_text()  # a package's

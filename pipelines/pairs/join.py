@@ -14,6 +14,7 @@ import numpy as np
 from apache_beam import typehints as th
 from apache_beam.metrics import Metrics
 
+import pipelines.pairs.plan as plan
 from miner.index import KnnConfig
 from miner.knn_join import (
     Neighbours,
@@ -32,7 +33,6 @@ from miner.knn_join import (
 )
 from miner.mining import MiningConfig
 from pipelines import layout, storage
-from pipelines.pairs import plan
 from pipelines.pairs.rows import GroupRows, ListRows, by_query_shard, compare_lists, in_lists, stacked
 from pipelines.pairs.shards import (
     ROW_MASK,

@@ -126,8 +126,8 @@ class PairsStage:
 def main(argv: list[str] | None = None) -> int:
     import sys
 
-    import pipelines.pairs
     from pipelines.job import main as job_main
 
+    overview = sys.modules[__package__].__doc__   # the package's, loaded before any of its modules
     return job_main(["--stages", "pairs", *(argv if argv is not None else sys.argv[1:])], {"pairs": PairsStage},
-                    prog="python -m pipelines.pairs", description=pipelines.pairs.__doc__)
+                    prog="python -m pipelines.pairs", description=overview)
