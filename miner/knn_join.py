@@ -676,6 +676,59 @@ def descending_key(sims: np.ndarray) -> np.ndarray:
     return (1 << 32) - 1 - ascending
 
 
+def similarity_of_key(keys: np.ndarray) -> np.ndarray:
+    """The float32 similarities whose descending_key is the high half of merge keys (0.0 for -0.0, the one float
+    the key does not keep apart)."""
+    ascending = (1 << 32) - 1 - (keys >> np.uint64(32)).astype(np.int64) - (1 << 31)
+    bits = ascending.astype(np.int32)
+    return np.where(bits < 0, bits ^ np.int32(0x7FFFFFFF), bits).view(np.float32)
+
+
+def smallest_of_both(a: list[np.ndarray], b: list[np.ndarray]) -> list[np.ndarray]:
+    """Row by row, the k smallest of two ascending runs of k keys each (a[j], b[j]: the j-th column), ascending:
+    the i-th is min(a_i, b_i, max(a_(j-1), b_(i-j)) for 0 < j <= i), since the first i + 1 of the union are some
+    j of a's and i + 1 - j of b's. k^2 elementwise passes over whole columns, where a sort works row by row."""
+    merged = []
+    for i in range(len(a)):
+        best = np.minimum(a[i], b[i])
+        for j in range(1, i + 1):
+            np.minimum(best, np.maximum(a[j - 1], b[i - j]), out=best)
+        merged.append(best)
+    return merged
+
+
+class SmallestKeys:
+    """Each of `rows` rows' k best entries so far, as merge keys (a similarity's descending_key above a reference's
+    rank: one uint64 orders entries by similarity descending, then reference ascending) in k ascending columns.
+    Parts of k entries a row, best first, merge in by smallest_of_both on the rows they name: the cost of a part
+    is a few passes over its rows, with nothing held but the table. The result is merge_topk's over the same
+    parts (tested)."""
+
+    def __init__(self, rows: int, k: int):
+        self.columns = [np.full(rows, NO_ENTRY, dtype=np.uint64) for _ in range(k)]
+        self.seen = np.zeros(rows, dtype=bool)
+
+    def add(self, rows: np.ndarray, sims: np.ndarray, ranks: np.ndarray) -> None:
+        """Entries for `rows` (distinct): their similarities and references' ranks (below 2^32; -1 for none), k a
+        row, best first."""
+        keys = np.where(ranks >= 0, (descending_key(sims).astype(np.uint64) << np.uint64(32))
+                        | np.maximum(ranks, 0).astype(np.uint64), NO_ENTRY)
+        if np.any(keys[:, 1:] < keys[:, :-1]):
+            keys = np.sort(keys, axis=1)
+        merged = smallest_of_both([column[rows] for column in self.columns], list(keys.T))
+        for column, best in zip(self.columns, merged):
+            column[rows] = best
+        self.seen[rows] = True
+
+    def best(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(similarities [m, k], ranks [m, k]) of `rows`, best first; -inf and -1 where a row has fewer entries."""
+        keys = np.stack([column[rows] for column in self.columns], axis=1)
+        real = keys != NO_ENTRY
+        sims = np.where(real, similarity_of_key(keys), np.float32(-np.inf))
+        ranks = np.where(real, (keys & np.uint64(RANKS - 1)).astype(np.int64), -1)
+        return sims, ranks
+
+
 def merge_rows(a: Neighbours, b: Neighbours) -> Neighbours:
     """Row i's k best of a's and b's row i (the same queries, in the same order), by similarity descending then
     reference ascending: merge_topk's order, done row-wise on [m, 2k] with no sort over all the entries."""

@@ -14,6 +14,7 @@ from miner.knn_join import (
     PARTITION_MAX_COLUMNS,
     JoinLayout,
     Neighbours,
+    SmallestKeys,
     TopKTable,
     assign,
     compare_device,
@@ -227,6 +228,33 @@ def test_the_merge_keeps_each_querys_best_by_similarity_then_smaller_reference(s
         np.testing.assert_array_equal(merged.refs[row, : len(best)], refs[best])
         np.testing.assert_array_equal(merged.sims[row, : len(best)].view(np.int32), sims[best].view(np.int32))
         assert (merged.refs[row, len(best):] == -1).all() and (merged.sims[row, len(best):] == -np.inf).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 12), st.sampled_from([1, 3, 4, 7]), st.sampled_from([2, 9, 10**6]),
+       st.booleans())
+def test_the_key_table_merges_parts_as_merge_topk_does(seed, n_parts, k, levels, in_order):
+    """SmallestKeys, parts of k entries a row merged in as they come, gives merge_topk's neighbours over the same
+    parts, the similarities' bits included (-0.0 read as 0.0, the one difference the keys allow): ties on
+    similarity (few levels), missing entries, rows out of order, queries that found nothing."""
+    rng = np.random.default_rng(seed)
+    parts, table = [], SmallestKeys(60, k)
+    for _ in range(n_parts):
+        rows = rng.choice(60, rng.integers(1, 60), replace=False)
+        sims = (rng.integers(-levels, levels + 1, (len(rows), k)) / levels).astype(np.float32)
+        ranks = rng.choice(2**32 - 1, sims.shape, replace=False).astype(np.int64)
+        ranks[rng.random(ranks.shape) < 0.1] = -1
+        sims[ranks < 0] = -np.inf
+        if in_order:
+            order = np.lexsort((np.where(ranks < 0, 2**32, ranks), -sims), axis=1)
+            sims, ranks = np.take_along_axis(sims, order, axis=1), np.take_along_axis(ranks, order, axis=1)
+        parts.append(Neighbours(np.sort(rows), sims[np.argsort(rows)], ranks[np.argsort(rows)]))
+        table.add(rows, sims, ranks)
+    expected = merge_topk(parts, k)
+    assert np.flatnonzero(table.seen).tolist() == expected.queries.tolist()
+    sims, ranks = table.best(expected.queries)
+    np.testing.assert_array_equal(ranks, expected.refs)
+    assert sims.tobytes() == (expected.sims + np.float32(0)).tobytes()
 
 
 def test_a_query_alone_in_a_part_keeps_its_row_when_in_order():

@@ -507,11 +507,13 @@ def test_a_group_takes_its_queries_in_blocks_each_meeting_all_of_its_database_ro
 
 
 @pytest.mark.parametrize("dtype", ["float16", "binary"])
-def test_a_groups_lists_merged_as_they_come_are_the_merge_of_all(monkeypatch, dtype):
-    """compare_lists merges the lists' k best as it goes (bounded memory): the same neighbours and bits as one
-    merge at the end, also where sign codes tie."""
+def test_a_groups_lists_merged_as_they_come_are_the_merge_of_all(dtype):
+    """compare_lists merges each list's k best into its table as it goes: the same neighbours and bits as
+    merge_topk over every list's part at the end, also where sign codes tie."""
     from encoders import binary
+    from miner.knn_join import list_topk, merge_topk
     from pipelines.pairs import rows as group_rows
+    from pipelines.pairs.shards import as_cosines
 
     rng = np.random.default_rng(1)
     vectors = rng.standard_normal((300, 64)).astype(np.float32)
@@ -527,15 +529,19 @@ def test_a_groups_lists_merged_as_they_come_are_the_merge_of_all(monkeypatch, dt
         def inc(self, n):
             pass
 
-    found = []
-    for bound in (group_rows.MERGE_ENTRIES, 1):
-        monkeypatch.setattr(group_rows, "MERGE_ENTRIES", bound)
-        packed = dtype == "binary"
-        found.append(group_rows.compare_lists(group_rows.stacked([queries], code, "q", packed),
-                                              group_rows.stacked([database], code, "db", packed), 4, code, packed,
-                                              None, Count()))
-    assert np.array_equal(found[0].queries, found[1].queries) and np.array_equal(found[0].refs, found[1].refs)
-    assert found[0].sims.tobytes() == found[1].sims.tobytes()
+    packed = dtype == "binary"
+    q_group = group_rows.stacked([queries], code, "q", packed)
+    db_group = group_rows.stacked([database], code, "db", packed)
+    found = group_rows.compare_lists(q_group, db_group, 4, code, packed, None, Count())
+    parts = []
+    for list_id in np.unique(db_lists):
+        (_, q_refs, q_rows), (_, db_refs, db_rows) = q_group.of_list(list_id), db_group.of_list(list_id)
+        parts.append(as_cosines(list_topk(q_rows, q_refs, db_rows, db_refs, 4, unit=True,
+                                          exact=packed, packed_signs=packed), code))
+    expected = merge_topk(parts, 4)
+    assert np.array_equal(found.queries, expected.queries) and np.array_equal(found.refs, expected.refs)
+    assert found.sims.tobytes() == expected.sims.tobytes()
+    assert (found.refs[:, 0] >= 200).all()
 
 
 def test_what_waits_for_the_list_sizes_is_memberships_and_the_rows_are_read_after(tmp_path):

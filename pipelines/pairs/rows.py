@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from encoders import binary
-from miner.knn_join import Neighbours, list_topk, merge_topk, rows_by_group
+from miner.knn_join import Neighbours, SmallestKeys, list_topk, rows_by_group
 from miner.sizes import HoldsArrays
 from pipelines import layout
 from pipelines.pairs.shards import ROW_MASK, as_cosines, compared_rows
@@ -80,10 +80,17 @@ class GroupRows(HoldsArrays):
     index: np.ndarray
     rows: np.ndarray | None
 
-    def of_list(self, list_id: int) -> tuple[np.ndarray, np.ndarray]:
-        """(references, rows) of one list's memberships, ascending by reference."""
+    def of_list(self, list_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(row numbers, references, rows) of one list's memberships, ascending by reference: a row's number is
+        its place in `rows`, one for each row however many lists it is a member of."""
         at = slice(*np.searchsorted(self.lists, [list_id, list_id + 1]))
-        return self.refs[at], self.rows[self.index[at]]
+        return self.index[at], self.refs[at], self.rows[self.index[at]]
+
+    def row_refs(self) -> np.ndarray:
+        """Each row's reference, by row number."""
+        refs = np.empty(len(self.rows), dtype=np.int64)
+        refs[self.index] = self.refs
+        return refs
 
 
 def stacked(chunks: list[ListRows], code: str | None, name: str, packed: bool = False,
@@ -103,36 +110,30 @@ def stacked(chunks: list[ListRows], code: str | None, name: str, packed: bool = 
     return GroupRows(lists[order], refs[order], index[order], as_compared)
 
 
-# Entries of a group's lists held before they are merged into each query's k best so far: its queries probe up
-# to nprobe of its lists (256 at IVF1024), so all the lists' entries at once would be queries x nprobe x k (1.2 GB
-# for a shard of 100k queries). The merge is associative (each part keeps a query's k best, ties by reference),
-# so the result does not depend on when it runs.
-MERGE_ENTRIES = 1 << 22
-
-
 def compare_lists(queries: GroupRows, database: GroupRows, k: int, code: str | None, packed: bool,
                   device: str | None, similarities) -> Neighbours | None:
-    """Each query's k best among the rows of the lists it is a member of, list by list and merged (None where no
-    list has both kinds); `similarities` counts the comparisons."""
+    """Each query's k best among the rows of the lists it is a member of, list by list, each list's merged into a
+    table of the group's queries as it comes (SmallestKeys: memory of one table, not of the lists' parts; None
+    where no list has both kinds); `similarities` counts the comparisons."""
     exact = packed or (database.rows is not None and binary.exact_products(code, database.rows.shape[1]))
     # database rows are named by their rank among the group's references while compared (the same order, so the
     # same ties), which keeps the merge's keys narrow whatever shards the references come from
     names = np.sort(database.refs)
-    parts, held = [], 0
-    for list_id in np.intersect1d(queries.lists, database.lists):  # a hot list's block may lack one kind
-        (q_refs, q_rows), (db_refs, db_rows) = queries.of_list(list_id), database.of_list(list_id)
-        similarities.inc(len(q_refs) * len(db_refs))
-        found = list_topk(q_rows, q_refs, db_rows, np.searchsorted(names, db_refs), k, device, unit=True,
-                          exact=exact, packed_signs=packed)
-        parts.append(as_cosines(found, code))
-        held += found.refs.size
-        if held > MERGE_ENTRIES and len(parts) > 1:
-            parts = [merge_topk(parts, k)]
-            held = parts[0].refs.size
-    if not parts:
+    compared = np.intersect1d(queries.lists, database.lists)  # a hot list's block may lack one kind
+    if not len(compared):
         return None
-    found = parts[0] if len(parts) == 1 else merge_topk(parts, k)  # a query may probe several of the lists
-    return Neighbours(found.queries, found.sims, np.where(found.refs >= 0, names[np.maximum(found.refs, 0)], -1))
+    best = SmallestKeys(len(queries.rows), k)
+    for list_id in compared:
+        (q_at, q_refs, q_rows), (_, db_refs, db_rows) = queries.of_list(list_id), database.of_list(list_id)
+        similarities.inc(len(q_refs) * len(db_refs))
+        found = as_cosines(list_topk(q_rows, q_refs, db_rows, np.searchsorted(names, db_refs), k, device, unit=True,
+                                     exact=exact, packed_signs=packed), code)
+        best.add(q_at, found.sims, found.refs)
+    rows = np.flatnonzero(best.seen)
+    refs = queries.row_refs()[rows]
+    order = np.argsort(refs)
+    sims, ranks = best.best(rows[order])
+    return Neighbours(refs[order], sims, np.where(ranks >= 0, names[np.maximum(ranks, 0)], -1))
 
 
 def in_lists(kind: str, lists: np.ndarray, nlist: int, refs: np.ndarray, rows: np.ndarray) -> ListRows:
