@@ -85,15 +85,17 @@ def _raise_on_nonfinite(bad: np.ndarray, name: str, first_row: int = 0) -> None:
 
 
 def unit_rows(rows: np.ndarray, name: str, first_row: int = 0) -> np.ndarray:
-    """Return `rows` as a float32 array of unit vectors; `first_row` is the index of rows[0] in its input."""
-    rows = np.asarray(rows, dtype=np.float32)
+    """Return `rows` as a float32 array of unit vectors (a new array); `first_row` is the index of rows[0] in its
+    input."""
+    rows = np.array(rows, dtype=np.float32)  # a copy, divided in place: one float32 array where float16 rows made two
     norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
     _raise_on_nonfinite(~np.isfinite(norms), name, first_row)
     zero = norms == 0
     if zero.any():
         row = first_row + int(np.flatnonzero(zero)[0])
         raise EmbeddingError(f"{name}: row {row} is a zero vector (it has no direction to compare)")
-    return rows / norms[:, None]
+    rows /= norms[:, None]
+    return rows
 
 
 def iter_unit_batches(

@@ -5,11 +5,23 @@ import pytest
 
 from miner.index import knn
 from miner.mining import mine
-from miner.vectors import EmbeddingError, check_finite, load_embeddings, normalized
+from miner.vectors import EmbeddingError, check_finite, load_embeddings, normalized, unit_rows
 
 
 def good(n=6, d=4, seed=0):
     return np.random.default_rng(seed).normal(size=(n, d)).astype(np.float32)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_unit_rows_are_a_new_array_with_the_quotients_bits(dtype):
+    """unit_rows divides its own float32 copy in place: the caller's rows are left as they were (float32 rows
+    included), and each value is the row's float32 value over its norm, as a division into a new array gives."""
+    rows = good(n=50, d=16).astype(dtype)
+    kept = rows.copy()
+    unit = unit_rows(rows, "rows")
+    assert unit.dtype == np.float32 and unit is not rows and rows.tobytes() == kept.tobytes()
+    wide = kept.astype(np.float32)
+    assert unit.tobytes() == (wide / np.sqrt(np.einsum("ij,ij->i", wide, wide))[:, None]).tobytes()
 
 
 def test_nan_row_named():
