@@ -544,6 +544,33 @@ def test_a_groups_lists_merged_as_they_come_are_the_merge_of_all(dtype):
     assert (found.refs[:, 0] >= 200).all()
 
 
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_a_groups_memberships_are_ordered_by_list_then_reference_whatever_order_the_chunks_come_in(interleaved):
+    """stacked orders a group's memberships by list, then reference, each naming its own row, with chunks in any
+    order: shards' references apart (the stable sort by list) or interleaved (the lexsort it falls back to)."""
+    from pipelines import layout
+    from pipelines.pairs import rows as group_rows
+
+    rng = np.random.default_rng(3)
+    chunks = []
+    for shard in range(3):
+        rows = np.arange(40, dtype=np.int64)
+        refs = rows * 3 + shard if interleaved else layout.pack(shard, rows)
+        lists = rng.integers(0, 6, (40, 2))
+        lists[:, 1] = (lists[:, 0] + 1 + rng.integers(0, 5, 40)) % 6  # two distinct lists a row
+        flat, member = lists.ravel(), np.repeat(rows, 2)
+        order = np.argsort(flat, kind="stable")
+        vectors = rng.standard_normal((40, 8)).astype(np.float16)
+        chunks.append(group_rows.ListRows.of("q", flat[order], member[order], refs, vectors))
+    chunks = [chunks[2], chunks[0], chunks[1]]
+    group = group_rows.stacked(chunks, None, "q")
+    every_ref = np.concatenate([c.refs for c in chunks])
+    assert np.array_equal(np.lexsort((group.refs, group.lists)), np.arange(len(group.refs)))
+    assert len({(a, b) for a, b in zip(group.lists.tolist(), group.refs.tolist())}) == len(group.refs) == 240
+    assert np.array_equal(every_ref[group.index], group.refs)  # each membership names its own row
+    assert np.array_equal(group.row_refs(), every_ref)
+
+
 def test_what_waits_for_the_list_sizes_is_memberships_and_the_rows_are_read_after(tmp_path):
     """Every shard is assigned before the list sizes (a side input) exist, and what waits for them is held whole:
     at 10^6 float16 sentences a language that was every row, 16 GB. Now AssignShard hands on each group's

@@ -101,13 +101,24 @@ def stacked(chunks: list[ListRows], code: str | None, name: str, packed: bool = 
         empty = np.empty(0, dtype=np.int64)
         return GroupRows(empty, empty, empty, None)
     starts = np.cumsum([0] + [len(c.refs) for c in chunks[:-1]])
-    lists = np.concatenate([c.member_lists() for c in chunks])
-    refs = np.concatenate([c.member_refs() for c in chunks])
-    index = np.concatenate([c.members.astype(np.int64) + start for c, start in zip(chunks, starts)])
-    order = np.lexsort((refs, lists))
+    # a chunk's memberships come by list, then reference (a shard's rows by row), and shards' references do not
+    # interleave: taken in the order of their references, a stable sort by list alone (a merge of sorted runs)
+    # gives the order by list, then reference, 9x faster than a lexsort of both; checked, else the lexsort
+    by_ref = sorted(range(len(chunks)), key=lambda c: int(chunks[c].refs.min(initial=0)))
+    lists = np.concatenate([chunks[c].member_lists() for c in by_ref])
+    refs = np.concatenate([chunks[c].member_refs() for c in by_ref])
+    index = np.concatenate([chunks[c].members.astype(np.int64) + starts[c] for c in by_ref])
+    order = np.argsort(lists, kind="stable")
+    if not by_list_then_reference(lists[order], refs[order]):
+        order = np.lexsort((refs, lists))
     if as_compared is None:
         as_compared = compared_rows(np.concatenate([c.rows for c in chunks]), code, name, packed)
     return GroupRows(lists[order], refs[order], index[order], as_compared)
+
+
+def by_list_then_reference(lists: np.ndarray, refs: np.ndarray) -> bool:
+    """Whether memberships are ordered by list, then strictly ascending reference."""
+    return bool(np.all((lists[1:] > lists[:-1]) | ((lists[1:] == lists[:-1]) & (refs[1:] > refs[:-1]))))
 
 
 def compare_lists(queries: GroupRows, database: GroupRows, k: int, code: str | None, packed: bool,
