@@ -711,6 +711,8 @@ class SmallestKeys:
     def add(self, rows: np.ndarray, sims: np.ndarray, ranks: np.ndarray) -> None:
         """Entries for `rows` (distinct): their similarities and references' ranks (below 2^32; -1 for none), k a
         row, best first."""
+        if sims.shape[1] != len(self.columns):
+            raise ValueError(f"a part of {sims.shape[1]} neighbours merged into a table of {len(self.columns)}")
         keys = np.where(ranks >= 0, (descending_key(sims).astype(np.uint64) << np.uint64(32))
                         | np.maximum(ranks, 0).astype(np.uint64), NO_ENTRY)
         if np.any(keys[:, 1:] < keys[:, :-1]):

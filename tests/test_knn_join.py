@@ -257,6 +257,11 @@ def test_the_key_table_merges_parts_as_merge_topk_does(seed, n_parts, k, levels,
     assert sims.tobytes() == (expected.sims + np.float32(0)).tobytes()
 
 
+def test_a_part_of_another_width_is_refused_by_the_key_table():
+    with pytest.raises(ValueError, match="a part of 3 neighbours merged into a table of 4"):
+        SmallestKeys(10, 4).add(np.arange(2), np.zeros((2, 3), np.float32), np.zeros((2, 3), np.int64))
+
+
 def test_a_query_alone_in_a_part_keeps_its_row_when_in_order():
     """The rows merge_topk keeps as they are (a query in one part, in order) are those rows, bit for bit."""
     ordered = Neighbours(np.array([1, 2]), np.array([[0.9, 0.9, -np.inf], [0.5, -0.0, 0.0]], np.float32),
