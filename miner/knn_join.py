@@ -629,8 +629,7 @@ def _merge_sorted(parts: list[Neighbours], k: int) -> Neighbours:
     filled = np.zeros(len(queries), dtype=np.int64)  # each query's entries placed so far
     for part, at in zip(parts, rows):
         place = at[:, None], filled[at, None] + np.arange(part.refs.shape[1])
-        keys[place] = np.where(part.refs >= 0, (descending_key(part.sims).astype(np.uint64) << np.uint64(32))
-                               | ranks.of(part.refs), NO_ENTRY)
+        keys[place] = merge_keys(part.sims, ranks.of(part.refs), part.refs >= 0)
         sims[place] = part.sims
         filled[at] += part.refs.shape[1]
     best = np.argsort(keys, axis=1)[:, :k]
@@ -676,6 +675,13 @@ def descending_key(sims: np.ndarray) -> np.ndarray:
     return (1 << 32) - 1 - ascending
 
 
+def merge_keys(sims: np.ndarray, ranks: np.ndarray, real: np.ndarray) -> np.ndarray:
+    """merge_topk's keys: each similarity's descending_key above its reference's rank (below RANKS), NO_ENTRY where
+    `real` is false."""
+    keys = (descending_key(sims).astype(np.uint64) << np.uint64(32)) | ranks.astype(np.uint64, copy=False)
+    return np.where(real, keys, NO_ENTRY)
+
+
 def similarity_of_key(keys: np.ndarray) -> np.ndarray:
     """The float32 similarities whose descending_key is the high half of merge keys (0.0 for -0.0, the one float
     the key does not keep apart)."""
@@ -713,8 +719,7 @@ class SmallestKeys:
         row, best first."""
         if sims.shape[1] != len(self.columns):
             raise ValueError(f"a part of {sims.shape[1]} neighbours merged into a table of {len(self.columns)}")
-        keys = np.where(ranks >= 0, (descending_key(sims).astype(np.uint64) << np.uint64(32))
-                        | np.maximum(ranks, 0).astype(np.uint64), NO_ENTRY)
+        keys = merge_keys(sims, np.maximum(ranks, 0), ranks >= 0)
         if np.any(keys[:, 1:] < keys[:, :-1]):
             keys = np.sort(keys, axis=1)
         merged = smallest_of_both([column[rows] for column in self.columns], list(keys.T))
