@@ -41,6 +41,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.pipeline import PipelineVisitor
 from apache_beam.runners.runner import PipelineResult, PipelineRunner, PipelineState
 
+from pipelines import dofn_inspection
+
 log = logging.getLogger("pipelines.dask_runner")
 # Partitions. A Create gives each element its own partition (the stages start from lists of shards, files or
 # languages: each a task's worth of work, bounded in size), up to MAX_PARTITIONS, so that one task holds about a
@@ -296,6 +298,7 @@ def worker_dofn(spec: ParDoSpec):
     others, and a DoFn after setup can hold what does not pickle (a lock, a model). Dask then failed to send it
     ("cannot pickle '_thread.lock' object"), the task that needed it waited for ever and the job hung: the CI
     stall in the Dask pipeline test, caught here with the stacks of its workers."""
+    dofn_inspection.install()  # in this worker process too: DoFnSignature inspects the DoFn at every task
     held = _worker_dofns.get(id(spec))
     if held is None or held[0]() is not spec:
         from apache_beam.internal import pickler

@@ -1,0 +1,79 @@
+"""Beam's inspection of a DoFn, done once per DoFn object and once per function.
+
+Beam 2.77 asks `userstate.get_dofn_specs` whether a DoFn holds state or timers about seven times a ParDo: twice as
+the ParDo is made, three times as the pipeline becomes protos, twice as a worker builds its bundle processor (and
+on our DaskRunner at every task). Each call takes `inspect.signature` of every method the DoFn has, 28 for the
+smallest DoFn: 0.56 ms a call on this project's 2-core machine, a third of what a pipeline costs to build and run
+before it reads a row (a pairs stage's 67 transforms: docs/benchmarks.md, "Beam's fixed cost").
+
+The answers cannot change while a function keeps its code, defaults and annotations, nor for one DoFn object,
+whose methods are its class's: so `get_dofn_specs` is remembered per DoFn object and the signature behind
+`core.get_function_args_defaults` per function, both weakly (a finished job's DoFns and lambdas are not kept) and
+both returned as fresh copies (callers may change what they get). A function is checked against what it was
+inspected with, so one whose defaults or code were replaced is inspected again; anything that is not a plain
+function or a method of one (builtins, partials, callable objects) goes to Beam's own code every time. Errors
+(a DoFn with a parameter twice) are raised every time, never remembered.
+
+`install()` runs when `pipelines` is imported, in the launching process and in every worker that unpickles one of
+its DoFns (the import comes before the worker inspects the DoFn); `uninstall()` restores Beam's functions.
+"""
+
+from __future__ import annotations
+
+import types
+import weakref
+
+from apache_beam.transforms import core, userstate
+
+_beams_specs = userstate.get_dofn_specs
+_beams_arguments = core.get_function_args_defaults
+_arguments: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # function -> {bound: (inspected, result)}
+_specs: dict[int, tuple[weakref.ref, tuple[frozenset, frozenset]]] = {}  # id(DoFn) -> (the DoFn, its specs)
+
+
+def _inspected(function: types.FunctionType) -> tuple:
+    """What a function's signature is made of: if any of these is another object, it is inspected again."""
+    return (function.__code__, function.__defaults__, function.__kwdefaults__, function.__annotations__,
+            getattr(function, "__signature__", None), getattr(function, "__wrapped__", None))
+
+
+def function_args_defaults(f) -> tuple[list, list]:
+    """core.get_function_args_defaults, remembered per plain function (bound to an object or not)."""
+    bound = isinstance(f, types.MethodType)
+    function = f.__func__ if bound else f
+    if not isinstance(function, types.FunctionType):
+        return _beams_arguments(f)
+    state = _inspected(function)
+    held = _arguments.get(function, {}).get(bound)
+    if held is None or any(a is not b for a, b in zip(held[0], state)):
+        args, defaults = _beams_arguments(f)
+        held = (state, (tuple(args), tuple(defaults)))
+        _arguments.setdefault(function, {})[bound] = held
+    args, defaults = held[1]
+    return list(args), list(defaults)
+
+
+def dofn_specs(dofn) -> tuple[set, set]:
+    """userstate.get_dofn_specs, remembered per DoFn object."""
+    key = id(dofn)
+    held = _specs.get(key)
+    if held is None or held[0]() is not dofn:
+        state, timers = _beams_specs(dofn)
+        try:
+            ref = weakref.ref(dofn, lambda _: _specs.pop(key, None))
+        except TypeError:  # an object without weak references (__slots__): not remembered
+            return state, timers
+        held = (ref, (frozenset(state), frozenset(timers)))
+        _specs[key] = held
+    state, timers = held[1]
+    return set(state), set(timers)
+
+
+def install() -> None:
+    userstate.get_dofn_specs = dofn_specs
+    core.get_function_args_defaults = function_args_defaults
+
+
+def uninstall() -> None:
+    userstate.get_dofn_specs = _beams_specs
+    core.get_function_args_defaults = _beams_arguments
