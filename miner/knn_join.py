@@ -159,8 +159,10 @@ def spatial_order(points: np.ndarray, power_steps: int = 20) -> np.ndarray:
     return order
 
 
-def assign(vectors: np.ndarray, centroids: np.ndarray, nprobe: int, name: str = "vectors") -> np.ndarray:
-    """The `nprobe` lists nearest to each row (int64 [n, nprobe], nearest first); with one list, list 0.
+def assign(vectors: np.ndarray, centroids: np.ndarray, nprobe: int, name: str = "vectors",
+           unit: bool = False) -> np.ndarray:
+    """The `nprobe` lists nearest to each row (int64 [n, nprobe], nearest first); with one list, list 0. `unit`
+    says the rows are unit_rows' already (made once for several assignments and comparisons of the same rows).
 
     A quantizer trained for another dimension is an error naming `name`, never a wrong neighbour list."""
     if vectors.ndim != 2 or vectors.shape[1] != centroids.shape[1]:
@@ -170,7 +172,7 @@ def assign(vectors: np.ndarray, centroids: np.ndarray, nprobe: int, name: str = 
         return np.zeros((len(vectors), 1), dtype=np.int64)
     quantizer = faiss.IndexFlatIP(centroids.shape[1])
     quantizer.add(np.ascontiguousarray(centroids, dtype=np.float32))
-    _, lists = quantizer.search(unit_rows(vectors, name), min(nprobe, len(centroids)))
+    _, lists = quantizer.search(vectors if unit else unit_rows(vectors, name), min(nprobe, len(centroids)))
     return lists
 
 

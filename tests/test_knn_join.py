@@ -381,6 +381,14 @@ def test_a_quantizer_of_another_dimension_is_an_error_naming_the_input(data):
         assign(database[:, :16], centroids, 2, "shard-7.npy")
 
 
+def test_rows_made_unit_once_are_assigned_as_the_rows_themselves(data):
+    queries, database, _ = data
+    centroids = train_quantizer(database, 8, KnnConfig())
+    stored = queries.astype(np.float16) * 3  # not unit rows: assign makes them so
+    np.testing.assert_array_equal(assign(unit_rows(stored, "q"), centroids, 3, "q", unit=True),
+                                  assign(stored, centroids, 3, "q"))
+
+
 def test_small_databases_are_searched_exactly():
     auto = KnnConfig()
     assert join_plan(auto, 9_999) == (1, 1)

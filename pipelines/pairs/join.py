@@ -32,6 +32,7 @@ from miner.knn_join import (
     wave_of,
 )
 from miner.mining import MiningConfig
+from miner.vectors import unit_rows
 from pipelines import layout, storage
 from pipelines.pairs.rows import GroupRows, ListRows, by_query_shard, compare_lists, in_lists, stacked
 from pipelines.pairs.shards import (
@@ -104,15 +105,16 @@ class AssignShard(beam.DoFn):
         info = entry["shards"][shard]
         rows = read_language_shard(entry, shard, self.bytes_read)  # what travels: binary codes stay packed
         refs = layout.pack(shard, np.arange(len(rows), dtype=np.int64))
-        unit = comparable(rows, entry.get("binary"), info["embeddings"])
-        # each row's own list, assigned once for every direction where this language is the database; as a query,
-        # its nprobe nearest lists of the other language's quantizer
-        own_lists = functools.cache(lambda: assign(unit, centroids[language], 1, info["embeddings"]))
+        # the rows as assigned, made once: each row's own list, assigned once for every direction where this
+        # language is the database; as a query, its nprobe nearest lists of the other language's quantizer
+        unit = functools.cache(lambda: unit_rows(comparable(rows, entry.get("binary"), info["embeddings"]),
+                                                 info["embeddings"]))
+        own_lists = functools.cache(lambda: assign(unit(), centroids[language], 1, info["embeddings"], unit=True))
         memberships = []
 
         def probed_lists(db_lang: str) -> np.ndarray:
             nprobe = join_plan(self.knn, self.manifest["languages"][db_lang]["rows"])[1]
-            return assign(unit, centroids[db_lang], nprobe, info["embeddings"])
+            return assign(unit(), centroids[db_lang], nprobe, info["embeddings"], unit=True)
 
         for pair, side, query_lang, db_lang in plan.directions(self.pairs):
             if (pair, side) in self.routes:
@@ -350,8 +352,11 @@ class CompareOnShard(beam.DoFn):
         name = entry["shards"][shard]["embeddings"]
         rows = read_language_shard(entry, shard, self.bytes_read)
         refs = layout.pack(shard, np.arange(len(rows), dtype=np.int64))
-        # once for all the directions that share them: the shard's rows as compared, and in a database's lists
-        unit, as_compared, in_database_lists = comparable(rows, entry.get("binary"), name), {}, {}
+        # once for all the directions that share them: the shard's rows as compared (the unit rows assigned to
+        # lists too, where this shard's code is the database's and is not compared packed), and in a database's lists
+        own_code = entry.get("binary")
+        unit = unit_rows(comparable(rows, own_code, name), name)
+        as_compared, in_database_lists = {(own_code, False): unit}, {}
         for (pair, side), chunks in sorted(by_direction.items()):
             query_lang, db_lang = pair if side == "src" else pair[::-1]
             db_entry = languages[db_lang]
@@ -362,7 +367,7 @@ class CompareOnShard(beam.DoFn):
             if db_lang not in in_database_lists:  # a query's nprobe nearest lists, a database row's own
                 probes = join_plan(self.config.knn, db_entry["rows"])[1]
                 kind, nprobe = ("q", probes) if route == plan.TO_QUERIES else ("db", 1)
-                lists = assign(unit, centroids[db_lang], nprobe, name)
+                lists = assign(unit, centroids[db_lang], nprobe, name, unit=True)
                 in_database_lists[db_lang] = in_lists(kind, lists, len(centroids[db_lang]), refs, rows)
             here = in_database_lists[db_lang]  # every row is a member: its rows are the shard's, in order
             if (code, packed) not in as_compared:
