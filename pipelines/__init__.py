@@ -8,6 +8,7 @@
     pairs/       vectors -> index, k-NN both ways, margins, selection -> bitext      wraps miner/
     options.py   the command-line options (PipelineOptions subclasses)
     local_runner.py, dask_runner.py   the DirectRunner as Beam's in-process FnApiRunner; Beam on dask.distributed
+    dofn_inspection.py   Beam's inspection of each DoFn made once, not seven times (a third of a small stage)
     settings.py  the YAML settings and overrides;  layout.py: where outputs go;  storage.py: FileSystems I/O
     report.py    report.json and the printed summary
     text/        the text stages as plain Python (no Beam)
