@@ -4,7 +4,8 @@ Beam 2.77 asks `userstate.get_dofn_specs` whether a DoFn holds state or timers a
 the ParDo is made, three times as the pipeline becomes protos, twice as a worker builds its bundle processor (and
 on our DaskRunner at every task). Each call takes `inspect.signature` of every method the DoFn has, 28 for the
 smallest DoFn: 0.56 ms a call on this project's 2-core machine, a third of what a pipeline costs to build and run
-before it reads a row (a pairs stage's 67 transforms: docs/benchmarks.md, "Beam's fixed cost").
+before it reads a row (a pairs stage's 67 transforms: docs/benchmarks.md, "Beam's fixed cost: each DoFn inspected
+once").
 
 The answers cannot change while a function keeps its code, defaults and annotations, nor for one DoFn object,
 whose methods are its class's: so `get_dofn_specs` is remembered per DoFn object and the signature behind
@@ -14,8 +15,10 @@ inspected with, so one whose defaults or code were replaced is inspected again; 
 function or a method of one (builtins, partials, callable objects) goes to Beam's own code every time. Errors
 (a DoFn with a parameter twice) are raised every time, never remembered.
 
-`install()` runs when `pipelines` is imported, in the launching process and in every worker that unpickles one of
-its DoFns (the import comes before the worker inspects the DoFn); `uninstall()` restores Beam's functions.
+`install()` puts both in Beam's place; `job.run_stage` calls it before it builds a stage (the launching process,
+and the DirectRunner's in-process worker), and so does our DaskRunner in each worker process before a task inspects
+its DoFn. Elsewhere (Dataflow's workers, a pipeline built without `run_stage`) Beam inspects as before: slower, the
+same answers. `uninstall()` gives Beam its functions back.
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ import weakref
 
 from apache_beam.transforms import core, userstate
 
-_beams_specs = userstate.get_dofn_specs
-_beams_arguments = core.get_function_args_defaults
+# Beam's own functions; a Beam without them (a later version) is left as it is: install() does nothing there
+_beams_specs = getattr(userstate, "get_dofn_specs", None)
+_beams_arguments = getattr(core, "get_function_args_defaults", None)
+AVAILABLE = _beams_specs is not None and _beams_arguments is not None
 _arguments: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # function -> {bound: (inspected, result)}
 _specs: dict[int, tuple[weakref.ref, tuple[frozenset, frozenset]]] = {}  # id(DoFn) -> (the DoFn, its specs)
 
@@ -70,10 +75,12 @@ def dofn_specs(dofn) -> tuple[set, set]:
 
 
 def install() -> None:
-    userstate.get_dofn_specs = dofn_specs
-    core.get_function_args_defaults = function_args_defaults
+    if AVAILABLE:
+        userstate.get_dofn_specs = dofn_specs
+        core.get_function_args_defaults = function_args_defaults
 
 
 def uninstall() -> None:
-    userstate.get_dofn_specs = _beams_specs
-    core.get_function_args_defaults = _beams_arguments
+    if AVAILABLE:
+        userstate.get_dofn_specs = _beams_specs
+        core.get_function_args_defaults = _beams_arguments
