@@ -403,9 +403,25 @@ def test_a_group_the_runner_delivered_in_parts_is_an_error_not_fewer_neighbours(
 def test_a_small_side_sent_to_the_other_sides_shards_gives_the_bytes_of_the_join(tmp_path, monkeypatch):
     """The small side of a direction goes to the other's shards, read where it arrives, and meets there the rows of
     the lists it probes (queries to each database shard, or a database to each query shard), instead of both
-    through the join: the same bitext, and the other side's rows not shipped."""
+    through the join: the same bitext, and the other side's rows not shipped. A route no direction takes is left
+    out of the pipeline."""
+    import apache_beam as beam
+    from apache_beam.pipeline import PipelineVisitor
+
     from pipelines.pairs import plan
 
+    built, beams_run = [], beam.Pipeline.run
+
+    class Labels(PipelineVisitor):
+        def visit_transform(self, node):
+            built[-1].add(node.full_label.rsplit("/", 1)[-1])
+
+    def run_seeing_transforms(pipeline, *args, **kwargs):
+        built.append(set())
+        pipeline.visit(Labels())
+        return beams_run(pipeline, *args, **kwargs)
+
+    monkeypatch.setattr(beam.Pipeline, "run", run_seeing_transforms)
     found = {}
     for index in ("Flat", "IVF4,Flat"):
         for route in (None, plan.TO_QUERIES, plan.TO_DATABASE):
@@ -416,6 +432,9 @@ def test_a_small_side_sent_to_the_other_sides_shards_gives_the_bytes_of_the_join
             monkeypatch.setattr(plan, "shard_routes", lambda manifest, pairs_, knn, route=route: {
                 (pair, side): (route, 0) for pair, side, _, _ in plan.directions(pairs_)} if route else {})
             report = run(settings, PipelineOptions([]), ["embed", "pairs"])
+            pairs_stage = built[-1]
+            assert ("CompareOnShards" in pairs_stage) == (route is not None)
+            assert ("ByListGroup" in pairs_stage) == (route is None)
             found[index, route] = (storage.read_bytes(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0]),
                                    counters(report).get("query_rows_sent", 0),
                                    counters(report).get("database_rows_sent", 0))

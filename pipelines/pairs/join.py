@@ -498,10 +498,22 @@ class KnnJoin(beam.PTransform):
         assigned = (begin | "Shards" >> beam.Create(shards, reshuffle=False) | "SpreadShards" >> beam.Reshuffle()
                     | "Assign" >> beam.ParDo(AssignShard(manifest, self.pairs, config.knn), centroids)
                     .with_outputs(plan.TO_QUERIES, plan.TO_DATABASE, main="memberships"))
-        memberships = assigned.memberships
-        sizes = beam.pvalue.AsDict(memberships | "ListSize" >> beam.FlatMap(plan.shard_list_sizes, plan.join_shapes(
-                                       manifest, self.pairs, config.knn))
-                                   | "ListSizes" >> beam.CombinePerKey(CountByList()))
+        # a route the plan gives no direction is left out of the pipeline (at 10^4 sentences a language every
+        # direction goes to the shards: the join's seven transforms cost a tenth of the stage there)
+        routes = plan.shard_routes(manifest, self.pairs, config.knn)
+        joined = [(pair, side) for pair, side, _, _ in plan.directions(self.pairs) if (pair, side) not in routes]
+        compared = []
+        if joined:
+            memberships = assigned.memberships
+            sizes = beam.pvalue.AsDict(memberships | "ListSize" >> beam.FlatMap(plan.shard_list_sizes,
+                                                                                plan.join_shapes(manifest, self.pairs,
+                                                                                                 config.knn))
+                                       | "ListSizes" >> beam.CombinePerKey(CountByList()))
+            compared += self.compared_in_waves(memberships, sizes)
+        if routes:
+            compared.append((assigned[plan.TO_QUERIES], assigned[plan.TO_DATABASE]) | "SentToShards" >> beam.Flatten()
+                            | "ByShard" >> beam.GroupByKey()
+                            | "CompareOnShards" >> beam.ParDo(CompareOnShard(manifest, config), centroids))
         k_of = {(pair, side): plan.neighbours_wanted(manifest, config, db) for pair, side, _, db in
                 plan.directions(self.pairs)}
         # every query appears in the merge, also one whose lists were all empty (it then goes to exact search);
@@ -512,10 +524,7 @@ class KnnJoin(beam.PTransform):
         # reshuffle=False: a cheap Map before a grouping has nothing to spread
         tables = ((begin | "QueryShards" >> beam.Create(shard_sizes, reshuffle=False)
                    | "AllQueries" >> beam.Map(no_neighbours_yet),
-                   *self.compared_in_waves(memberships, sizes),
-                   (assigned[plan.TO_QUERIES], assigned[plan.TO_DATABASE]) | "SentToShards" >> beam.Flatten()
-                   | "ByShard" >> beam.GroupByKey()
-                   | "CompareOnShards" >> beam.ParDo(CompareOnShard(manifest, config), centroids))
+                   *compared)
                   | "Parts" >> beam.Flatten()
                   | "MergeTopK" >> beam.CombinePerKey(MergeTopK())
                   | "SplitShort" >> beam.ParDo(SplitShort()).with_outputs(SplitShort.SHORT, main="found"))
