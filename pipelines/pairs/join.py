@@ -498,8 +498,8 @@ class KnnJoin(beam.PTransform):
         assigned = (begin | "Shards" >> beam.Create(shards, reshuffle=False) | "SpreadShards" >> beam.Reshuffle()
                     | "Assign" >> beam.ParDo(AssignShard(manifest, self.pairs, config.knn), centroids)
                     .with_outputs(plan.TO_QUERIES, plan.TO_DATABASE, main="memberships"))
-        # a route the plan gives no direction is left out of the pipeline (at 10^4 sentences a language every
-        # direction goes to the shards: the join's seven transforms cost a tenth of the stage there)
+        # a route the plan gives no direction is left out of the pipeline: at 10^4 sentences a language every
+        # direction goes to the shards, and the join's seven transforms were built and run on nothing
         routes = plan.shard_routes(manifest, self.pairs, config.knn)
         joined = [(pair, side) for pair, side, _, _ in plan.directions(self.pairs) if (pair, side) not in routes]
         compared = []
