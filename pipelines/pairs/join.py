@@ -32,13 +32,11 @@ from miner.knn_join import (
     wave_of,
 )
 from miner.mining import MiningConfig
-from miner.vectors import unit_rows
 from pipelines import layout, storage
 from pipelines.pairs.rows import GroupRows, ListRows, by_query_shard, compare_lists, in_lists, stacked
 from pipelines.pairs.shards import (
     ROW_MASK,
     as_cosines,
-    comparable,
     compared_packed,
     compared_rows,
     read_language_shard,
@@ -107,8 +105,7 @@ class AssignShard(beam.DoFn):
         refs = layout.pack(shard, np.arange(len(rows), dtype=np.int64))
         # the rows as assigned, made once: each row's own list, assigned once for every direction where this
         # language is the database; as a query, its nprobe nearest lists of the other language's quantizer
-        unit = functools.cache(lambda: unit_rows(comparable(rows, entry.get("binary"), info["embeddings"]),
-                                                 info["embeddings"]))
+        unit = functools.cache(lambda: compared_rows(rows, entry.get("binary"), info["embeddings"], packed=False))
         own_lists = functools.cache(lambda: assign(unit(), centroids[language], 1, info["embeddings"], unit=True))
         memberships = []
 
@@ -355,8 +352,8 @@ class CompareOnShard(beam.DoFn):
         # once for all the directions that share them: the shard's rows as compared (the unit rows assigned to
         # lists too, where this shard's code is the database's and is not compared packed), and in a database's lists
         own_code = entry.get("binary")
-        unit = unit_rows(comparable(rows, own_code, name), name)
-        as_compared, in_database_lists = {(own_code, False): unit}, {}
+        as_compared, in_database_lists = {(own_code, False): compared_rows(rows, own_code, name, packed=False)}, {}
+        unit = as_compared[own_code, False]
         for (pair, side), chunks in sorted(by_direction.items()):
             query_lang, db_lang = pair if side == "src" else pair[::-1]
             db_entry = languages[db_lang]
@@ -501,7 +498,7 @@ class KnnJoin(beam.PTransform):
         # a route the plan gives no direction is left out of the pipeline: at 10^4 sentences a language every
         # direction goes to the shards, and the join's seven transforms were built and run on nothing
         routes = plan.shard_routes(manifest, self.pairs, config.knn)
-        joined = [(pair, side) for pair, side, _, _ in plan.directions(self.pairs) if (pair, side) not in routes]
+        joined = any((pair, side) not in routes for pair, side, _, _ in plan.directions(self.pairs))
         compared = []
         if joined:
             memberships = assigned.memberships
