@@ -149,4 +149,40 @@ def test_uninstall_gives_beams_functions_back():
     dofn_inspection.uninstall()
     assert userstate.get_dofn_specs is dofn_inspection._beams_specs
     assert core.get_function_args_defaults is dofn_inspection._beams_arguments
+    assert getattr(core, "_check_fn_use_yield_and_return", None) is dofn_inspection._beams_yield_check
     assert isinstance(dofn_inspection._beams_specs, types.FunctionType)
+
+
+class YieldsAndReturns(beam.DoFn):
+    def process(self, element):
+        if element:
+            return [element]
+        yield element
+
+
+needs_yield_check = pytest.mark.skipif(dofn_inspection._beams_yield_check is None,
+                                       reason="this Beam has no _check_fn_use_yield_and_return to remember")
+
+
+@needs_yield_check
+@pytest.mark.parametrize("fn", [Plain().process, YieldsAndReturns().process, YieldsAndReturns.process, str.split,
+                                lambda x: [x], functools.partial(str.split, sep=" ")], ids=repr)
+def test_the_yield_and_return_check_is_beams(installed, fn):
+    for _ in range(2):
+        assert core._check_fn_use_yield_and_return(fn) == dofn_inspection._beams_yield_check(fn)
+    assert core._check_fn_use_yield_and_return(YieldsAndReturns().process) is True
+
+
+@needs_yield_check
+def test_each_process_method_is_read_once_as_pardos_are_made(installed, monkeypatch):
+    read = []
+    beams = core._get_function_body_without_inners
+    monkeypatch.setattr(core, "_get_function_body_without_inners", lambda f: read.append(f.__name__) or beams(f))
+
+    class Fresh(beam.DoFn):  # a process method no other test has had checked
+        def process(self, element):
+            yield element
+
+    for _ in range(3):
+        beam.ParDo(Fresh())
+    assert read == ["process"]  # Beam reads it at every ParDo
