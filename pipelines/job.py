@@ -42,12 +42,17 @@ def run_stage(name: str, build, settings: dict, options: PipelineOptions) -> dic
     dofn_inspection.install()  # each DoFn inspected once, not seven times: a third of a small stage's cost
     pipeline = beam.Pipeline(runner=pipeline_runner(options), options=options)
     entries_file = storage.join(layout.stage_dir(output, name), manifests.ENTRIES_FILE)
+    # the entries gathered by one key: 3 transforms where ToList's global combine is 8 (pre-combine, merge, the
+    # default for an empty input ...), each built, turned into protos and run: 5% of a stage at 10^3 sentences
     (build(pipeline)
-     | f"{name}/Collect" >> beam.combiners.ToList()
-     | f"{name}/Save" >> beam.Map(lambda entries: storage.write_json(entries_file, {"entries": entries})))
+     | f"{name}/Keyed" >> beam.Map(lambda entry: (None, entry))
+     | f"{name}/Collect" >> beam.GroupByKey()
+     | f"{name}/Save" >> beam.MapTuple(lambda _, entries: storage.write_json(entries_file,
+                                                                               {"entries": list(entries)})))
     result = pipeline.run()
     result.wait_until_finish()
-    entries = storage.read_json(entries_file)["entries"]
+    # no file: the stage emitted no entry (a grouping of nothing has no group); a failed Save failed the run
+    entries = storage.read_json(entries_file)["entries"] if storage.exists(entries_file) else []
     manifest = build.manifest(entries)
     manifest["counters"] = counters(result)
     manifest["depends"] = stage_dependencies(name, settings)

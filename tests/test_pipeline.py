@@ -292,3 +292,28 @@ def test_a_lens_is_staged_with_its_frozen_encoder_and_loads_from_there(gcs_bucke
     worker_copy = storage.local_folder(remote["encoder"])  # what a worker sees: only the staged files
     texts = ["Die Bibliothek öffnet um neun Uhr.", "Good morning."]
     np.testing.assert_array_equal(load_encoder(worker_copy).encode(texts), load_encoder(local).encode(texts))
+
+
+class EntriesStage:
+    """A stage whose transforms emit the given manifest entries and nothing else."""
+
+    def __init__(self, entries):
+        self.entries = entries
+
+    def __call__(self, pipeline):
+        import apache_beam as beam
+
+        return pipeline | beam.Create(self.entries, reshuffle=False)
+
+    def manifest(self, entries):
+        return {"entries": sorted(entries, key=lambda entry: entry["shard"])}
+
+
+@pytest.mark.parametrize("count", [0, 1, 5])
+def test_a_stage_gets_every_entry_it_emits_and_none_when_it_emits_none(tmp_path, count):
+    from pipelines.job import run_stage
+
+    entries = [{"shard": shard} for shard in range(count)]
+    manifest = run_stage("pairs", EntriesStage(entries), settings(tmp_path), PipelineOptions([]))
+    assert manifest["entries"] == entries
+    assert not os.path.exists(os.path.join(tmp_path, "pairs", manifests.ENTRIES_FILE))
