@@ -123,11 +123,12 @@ class WriteSentenceShard(beam.DoFn):
 
 
 class ExtractSentences(beam.PTransform):
-    """PBegin -> PCollection of shard manifest entries ({language, shard, path, rows})."""
+    """PBegin -> PCollection of shard manifest entries ({language, shard, path, rows}); `spread`: files and pages
+    spread over the workers."""
 
-    def __init__(self, settings: dict):
+    def __init__(self, settings: dict, spread: bool = True):
         super().__init__()
-        self.settings = settings
+        self.settings, self.spread = settings, spread
         unknown = set(settings.get("shards") or {}) - set(SHARD_DEFAULTS)
         if unknown:
             raise ValueError(f"shards: unknown setting(s) {sorted(unknown)}; known: {sorted(SHARD_DEFAULTS)}")
@@ -135,12 +136,15 @@ class ExtractSentences(beam.PTransform):
 
     def expand(self, begin):
         languages = set(self.settings.get("languages") or [])
-        sentences = (begin
-                     | "Match" >> fileio.MatchFiles(self.settings["input"])
-                     | "SpreadFiles" >> beam.Reshuffle()
-                     | "ReadPages" >> beam.ParDo(ReadPages(self.settings))
-                     | "SpreadPages" >> beam.Reshuffle()
-                     | "Sentences" >> beam.ParDo(PageSentences(self.settings)))
+        # files, then pages, spread over the workers where there are several (options.spreads_work); with one,
+        # the pages stream from their files to the text stage instead of being held all at once by a grouping
+        files = begin | "Match" >> fileio.MatchFiles(self.settings["input"])
+        if self.spread:
+            files = files | "SpreadFiles" >> beam.Reshuffle()
+        pages = files | "ReadPages" >> beam.ParDo(ReadPages(self.settings))
+        if self.spread:
+            pages = pages | "SpreadPages" >> beam.Reshuffle()
+        sentences = pages | "Sentences" >> beam.ParDo(PageSentences(self.settings))
         if languages:
             sentences = sentences | "Languages" >> beam.Filter(lambda s: s.language in languages)
         unique = (sentences
@@ -211,7 +215,9 @@ class ExtractStage:
         self.settings = settings
 
     def __call__(self, pipeline):
-        return pipeline | "extract/Extract" >> ExtractSentences(self.settings)
+        from pipelines.options import spreads_work
+
+        return pipeline | "extract/Extract" >> ExtractSentences(self.settings, spreads_work(pipeline.options))
 
     def manifest(self, entries: list[dict]) -> dict:
         return sentences_manifest(entries)

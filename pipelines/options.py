@@ -114,6 +114,17 @@ def wave_bytes(setting: int | str, options: PipelineOptions) -> int:
     return 0
 
 
+def spreads_work(options: PipelineOptions) -> bool:
+    """Whether a Reshuffle that spreads elements over workers can spread them: not on the DirectRunner with one
+    worker (its default), where the only worker is this process and a spread only groups every element once more
+    (at 10^4 sentences a language, the pairs stage's two spreads are 6% of its CPU: docs/benchmarks.md)."""
+    from apache_beam.options.pipeline_options import DirectOptions, StandardOptions
+
+    if options.view_as(StandardOptions).runner in DIRECT_RUNNERS:
+        return options.view_as(DirectOptions).direct_num_workers != 1
+    return True
+
+
 def runs_locally(options: PipelineOptions) -> bool:
     """True when the workers share this machine's disk: the local runners, and a portable runner (the Fn API path
     that Flink and Spark use) whose SDK workers run in this process (`--environment_type LOOPBACK`), e.g. with an

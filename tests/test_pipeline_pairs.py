@@ -435,6 +435,7 @@ def test_a_small_side_sent_to_the_other_sides_shards_gives_the_bytes_of_the_join
             pairs_stage = built[-1]
             assert ("CompareOnShards" in pairs_stage) == (route is not None)
             assert ("ByListGroup" in pairs_stage) == (route is None)
+            assert "SpreadShards" not in pairs_stage  # one worker in this process: nothing to spread over
             found[index, route] = (storage.read_bytes(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0]),
                                    counters(report).get("query_rows_sent", 0),
                                    counters(report).get("database_rows_sent", 0))
@@ -876,3 +877,12 @@ def test_wave_bytes_auto_is_a_quarter_of_a_dask_clusters_memory_and_one_wave_els
     assert wave_bytes(123, PipelineOptions(["--runner=DaskRunner"])) == 123
     monkeypatch.setattr(dask_runner, "cluster_memory", lambda options: 8 * 2**30)
     assert wave_bytes("auto", PipelineOptions(["--runner=DaskRunner"])) == 2 * 2**30
+
+
+@pytest.mark.parametrize("argv,spreads", [([], False), (["--runner=DirectRunner"], False),
+                                          (["--direct_num_workers=2"], True), (["--direct_num_workers=0"], True),
+                                          (["--runner=DaskRunner"], True), (["--runner=DataflowRunner"], True)])
+def test_the_join_spreads_its_work_where_there_is_more_than_one_worker(argv, spreads):
+    from pipelines.options import spreads_work
+
+    assert spreads_work(PipelineOptions(argv)) is spreads

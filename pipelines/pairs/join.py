@@ -480,20 +480,25 @@ class KnnJoin(beam.PTransform):
     may come as two tables (its queries found in their lists, and those searched exactly)."""
 
     def __init__(self, manifest: dict, pairs: list[tuple[str, str]], config: MiningConfig, output: str,
-                 waves: int = 1):
+                 waves: int = 1, spread: bool = True):
         super().__init__()
         self.manifest, self.pairs, self.config, self.output, self.waves = manifest, pairs, config, output, waves
+        self.spread = spread
 
     def expand(self, begin):
         manifest, config = self.manifest, self.config
         languages = sorted({lang for pair in self.pairs for lang in pair})
-        centroids = beam.pvalue.AsDict(begin | "Languages" >> beam.Create(languages)
+        # the languages' quantizers train on several workers, and the shards are assigned on several, where there
+        # are several (self.spread); with one, a spread would only group them once more
+        centroids = beam.pvalue.AsDict(begin | "Languages" >> beam.Create(languages, reshuffle=self.spread)
                                        | "TrainQuantizer" >> beam.ParDo(TrainQuantizer(manifest, config.knn,
                                                                                       self.output)))
         shards = [(lang, s) for lang in languages for s in range(len(manifest["languages"][lang]["shards"]))]
         # reshuffle=False: SpreadShards is the one spread (Create's own would shuffle the same elements twice)
-        assigned = (begin | "Shards" >> beam.Create(shards, reshuffle=False) | "SpreadShards" >> beam.Reshuffle()
-                    | "Assign" >> beam.ParDo(AssignShard(manifest, self.pairs, config.knn), centroids)
+        shards = begin | "Shards" >> beam.Create(shards, reshuffle=False)
+        if self.spread:
+            shards = shards | "SpreadShards" >> beam.Reshuffle()
+        assigned = (shards | "Assign" >> beam.ParDo(AssignShard(manifest, self.pairs, config.knn), centroids)
                     .with_outputs(plan.TO_QUERIES, plan.TO_DATABASE, main="memberships"))
         # a route the plan gives no direction is left out of the pipeline: at 10^4 sentences a language every
         # direction goes to the shards, and the join's seven transforms were built and run on nothing
