@@ -5,7 +5,8 @@ import pytest
 
 from miner.index import knn
 from miner.mining import mine
-from miner.vectors import EmbeddingError, check_finite, load_embeddings, normalized, unit_rows
+from miner.vectors import (FAST_WIDEN_MIN_VALUES, EmbeddingError, check_finite, float32_copy, load_embeddings,
+                           normalized, unit_rows)
 
 
 def good(n=6, d=4, seed=0):
@@ -22,6 +23,32 @@ def test_unit_rows_are_a_new_array_with_the_quotients_bits(dtype):
     assert unit.dtype == np.float32 and unit is not rows and rows.tobytes() == kept.tobytes()
     wide = kept.astype(np.float32)
     assert unit.tobytes() == (wide / np.sqrt(np.einsum("ij,ij->i", wide, wide))[:, None]).tobytes()
+
+
+def test_float16_rows_widen_to_numpys_bits_for_every_value():
+    """Every one of the 2^16 float16 values (subnormals, both zeros, the infinities) widens to the float32 numpy
+    gives, NaNs to NaNs; also from a read-only and from a strided source, and in rows too few for the fast path."""
+    every = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16).reshape(256, 256)
+    assert every.size >= FAST_WIDEN_MIN_VALUES
+    expected = every.astype(np.float32)
+    read_only = every.copy()
+    read_only.flags.writeable = False
+    for source in (every, read_only, every[:, ::2], every[:8, :8]):
+        wide, want = float32_copy(source), np.asarray(source).astype(np.float32)
+        assert wide.dtype == np.float32 and wide.shape == source.shape and np.shares_memory(wide, source) is False
+        nan = np.isnan(want)
+        assert np.array_equal(np.isnan(wide), nan)
+        assert wide[~nan].view(np.uint32).tolist() == want[~nan].view(np.uint32).tolist()
+    assert np.isnan(expected).sum() == 2 * (2**10 - 1)  # all NaN patterns seen, none lost
+
+
+def test_a_large_float16_block_is_made_unit_with_numpys_bits_and_its_bad_row_named():
+    rows = good(n=2000, d=16, seed=3).astype(np.float16)
+    wide = rows.astype(np.float32)
+    assert unit_rows(rows, "rows").tobytes() == (wide / np.sqrt(np.einsum("ij,ij->i", wide, wide))[:, None]).tobytes()
+    rows[1500, 3] = np.inf
+    with pytest.raises(EmbeddingError, match="shard: row 1500 contains NaN or infinite"):
+        unit_rows(rows, "shard")
 
 
 def test_nan_row_named():
