@@ -495,10 +495,10 @@ class KnnJoin(beam.PTransform):
                                                                                       self.output)))
         shards = [(lang, s) for lang in languages for s in range(len(manifest["languages"][lang]["shards"]))]
         # reshuffle=False: SpreadShards is the one spread (Create's own would shuffle the same elements twice)
-        shards = begin | "Shards" >> beam.Create(shards, reshuffle=False)
+        tasks = begin | "Shards" >> beam.Create(shards, reshuffle=False)
         if self.spread:
-            shards = shards | "SpreadShards" >> beam.Reshuffle()
-        assigned = (shards | "Assign" >> beam.ParDo(AssignShard(manifest, self.pairs, config.knn), centroids)
+            tasks = tasks | "SpreadShards" >> beam.Reshuffle()
+        assigned = (tasks | "Assign" >> beam.ParDo(AssignShard(manifest, self.pairs, config.knn), centroids)
                     .with_outputs(plan.TO_QUERIES, plan.TO_DATABASE, main="memberships"))
         # a route the plan gives no direction is left out of the pipeline: at 10^4 sentences a language every
         # direction goes to the shards, and the join's seven transforms were built and run on nothing
