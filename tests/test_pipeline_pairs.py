@@ -435,7 +435,8 @@ def test_a_small_side_sent_to_the_other_sides_shards_gives_the_bytes_of_the_join
             pairs_stage = built[-1]
             assert ("CompareOnShards" in pairs_stage) == (route is not None)
             assert ("ByListGroup" in pairs_stage) == (route is None)
-            assert "SpreadShards" not in pairs_stage  # one worker in this process: nothing to spread over
+            # one worker in this process: nothing to spread over (a Reshuffle's first leaf keys by random)
+            assert "AddRandomKeys" not in pairs_stage
             found[index, route] = (storage.read_bytes(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0]),
                                    counters(report).get("query_rows_sent", 0),
                                    counters(report).get("database_rows_sent", 0))
