@@ -29,6 +29,7 @@ from apache_beam.ml.inference.base import KeyedModelHandler, ModelHandler, Predi
 from encoders import binary
 from miner.console import PROGRESS_EVERY_S, Progress
 from pipelines import layout, storage
+from pipelines.options import spread
 from pipelines.settings import centres_languages, code_of, embed_settings, refines_pairs
 
 log = logging.getLogger("pipelines.embed")
@@ -146,18 +147,16 @@ def save_npy(path: str, matrix: np.ndarray) -> None:
 
 
 class EmbedShards(beam.PTransform):
-    """PCollection of sentence-shard tasks -> PCollection of embedding-shard manifest entries; `spread`: the chunks
-    spread over the workers that encode them."""
+    """PCollection of sentence-shard tasks -> PCollection of embedding-shard manifest entries; the chunks are spread
+    over the workers that encode them (options.spread)."""
 
-    def __init__(self, settings: dict, sentence_paths: dict[tuple[str, int], str], spread: bool = True):
+    def __init__(self, settings: dict, sentence_paths: dict[tuple[str, int], str]):
         super().__init__()
-        self.settings, self.sentence_paths, self.spread = settings, sentence_paths, spread
+        self.settings, self.sentence_paths = settings, sentence_paths
 
     def expand(self, tasks):
         values = embed_settings(self.settings)
-        chunks = tasks | "ReadChunks" >> beam.FlatMap(read_shard_chunks, values["batch_size"])
-        if self.spread:
-            chunks = chunks | "Spread" >> beam.Reshuffle()
+        chunks = spread(tasks | "ReadChunks" >> beam.FlatMap(read_shard_chunks, values["batch_size"]), "Spread")
         chunks = (chunks
                   | "Encode" >> RunInference(handler_from_settings(self.settings))
                   | "ByShard" >> beam.Map(lambda kv: ((kv[0][0], kv[0][1]), (kv[0][2], kv[1].inference))))
@@ -233,15 +232,10 @@ class EmbedStage:
         self.settings, self.sentences = settings, manifests["extract"]
 
     def __call__(self, pipeline):
-        from pipelines.options import spreads_work
-
         tasks = tasks_from_manifest(self.sentences)
         paths = {(t["language"], t["shard"]): t["sentences"] for t in tasks}
-        spread = spreads_work(pipeline.options)  # over several workers; with one, a spread only groups
         shards = pipeline | "embed/Shards" >> beam.Create(tasks, reshuffle=False)  # embed/Spread spreads them
-        if spread:
-            shards = shards | "embed/Spread" >> beam.Reshuffle()
-        return shards | "embed/Embed" >> EmbedShards(self.settings, paths, spread)
+        return spread(shards, "embed/Spread") | "embed/Embed" >> EmbedShards(self.settings, paths)
 
     def manifest(self, entries: list[dict]) -> dict:
         return embeddings_manifest(entries, self.sentences, self.settings)

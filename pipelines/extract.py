@@ -26,6 +26,7 @@ from apache_beam.metrics import Metrics
 
 from miner.console import PROGRESS_EVERY_S, Progress
 from pipelines import layout, storage
+from pipelines.options import spread
 from pipelines.text.dedup import dedup_key, keep_first
 from pipelines.text.records import Sentence, Tally
 
@@ -123,12 +124,11 @@ class WriteSentenceShard(beam.DoFn):
 
 
 class ExtractSentences(beam.PTransform):
-    """PBegin -> PCollection of shard manifest entries ({language, shard, path, rows}); `spread`: files and pages
-    spread over the workers."""
+    """PBegin -> PCollection of shard manifest entries ({language, shard, path, rows})."""
 
-    def __init__(self, settings: dict, spread: bool = True):
+    def __init__(self, settings: dict):
         super().__init__()
-        self.settings, self.spread = settings, spread
+        self.settings = settings
         unknown = set(settings.get("shards") or {}) - set(SHARD_DEFAULTS)
         if unknown:
             raise ValueError(f"shards: unknown setting(s) {sorted(unknown)}; known: {sorted(SHARD_DEFAULTS)}")
@@ -138,12 +138,8 @@ class ExtractSentences(beam.PTransform):
         languages = set(self.settings.get("languages") or [])
         # files, then pages, spread over the workers where there are several (options.spreads_work); with one,
         # the pages stream from their files to the text stage instead of being held all at once by a grouping
-        files = begin | "Match" >> fileio.MatchFiles(self.settings["input"])
-        if self.spread:
-            files = files | "SpreadFiles" >> beam.Reshuffle()
-        pages = files | "ReadPages" >> beam.ParDo(ReadPages(self.settings))
-        if self.spread:
-            pages = pages | "SpreadPages" >> beam.Reshuffle()
+        files = spread(begin | "Match" >> fileio.MatchFiles(self.settings["input"]), "SpreadFiles")
+        pages = spread(files | "ReadPages" >> beam.ParDo(ReadPages(self.settings)), "SpreadPages")
         sentences = pages | "Sentences" >> beam.ParDo(PageSentences(self.settings))
         if languages:
             sentences = sentences | "Languages" >> beam.Filter(lambda s: s.language in languages)
@@ -215,9 +211,7 @@ class ExtractStage:
         self.settings = settings
 
     def __call__(self, pipeline):
-        from pipelines.options import spreads_work
-
-        return pipeline | "extract/Extract" >> ExtractSentences(self.settings, spreads_work(pipeline.options))
+        return pipeline | "extract/Extract" >> ExtractSentences(self.settings)
 
     def manifest(self, entries: list[dict]) -> dict:
         return sentences_manifest(entries)

@@ -125,6 +125,17 @@ def spreads_work(options: PipelineOptions) -> bool:
     return True
 
 
+def spread(pcoll, label: str):
+    """`pcoll` spread over the workers by a Reshuffle labelled `label` (it breaks fusion, so that the elements after
+    it go to whichever worker is free), where the pipeline's runner has several (spreads_work); `pcoll` itself where
+    it has one. Applied inside a composite's `expand`, the label is nested in the composite's."""
+    import apache_beam as beam
+
+    if spreads_work(pcoll.pipeline.options):
+        return pcoll | label >> beam.Reshuffle()
+    return pcoll
+
+
 def runs_locally(options: PipelineOptions) -> bool:
     """True when the workers share this machine's disk: the local runners, and a portable runner (the Fn API path
     that Flink and Spark use) whose SDK workers run in this process (`--environment_type LOOPBACK`), e.g. with an

@@ -33,6 +33,7 @@ from miner.knn_join import (
 )
 from miner.mining import MiningConfig
 from pipelines import layout, storage
+from pipelines.options import spread
 from pipelines.pairs.rows import GroupRows, ListRows, by_query_shard, compare_lists, in_lists, stacked
 from pipelines.pairs.shards import (
     ROW_MASK,
@@ -480,24 +481,20 @@ class KnnJoin(beam.PTransform):
     may come as two tables (its queries found in their lists, and those searched exactly)."""
 
     def __init__(self, manifest: dict, pairs: list[tuple[str, str]], config: MiningConfig, output: str,
-                 waves: int = 1, spread: bool = True):
+                 waves: int = 1):
         super().__init__()
         self.manifest, self.pairs, self.config, self.output, self.waves = manifest, pairs, config, output, waves
-        self.spread = spread
 
     def expand(self, begin):
         manifest, config = self.manifest, self.config
         languages = sorted({lang for pair in self.pairs for lang in pair})
-        # the languages' quantizers train on several workers, and the shards are assigned on several, where there
-        # are several (self.spread); with one, a spread would only group them once more
-        centroids = beam.pvalue.AsDict(begin | "Languages" >> beam.Create(languages, reshuffle=self.spread)
-                                       | "TrainQuantizer" >> beam.ParDo(TrainQuantizer(manifest, config.knn,
-                                                                                      self.output)))
+        # the languages' quantizers train, and the shards are assigned, on several workers where there are several
+        # (options.spread); reshuffle=False: the Spread is each one's only shuffle
+        trainings = spread(begin | "Languages" >> beam.Create(languages, reshuffle=False), "SpreadLanguages")
+        centroids = beam.pvalue.AsDict(trainings | "TrainQuantizer" >> beam.ParDo(TrainQuantizer(manifest, config.knn,
+                                                                                                self.output)))
         shards = [(lang, s) for lang in languages for s in range(len(manifest["languages"][lang]["shards"]))]
-        # reshuffle=False: SpreadShards is the one spread (Create's own would shuffle the same elements twice)
-        tasks = begin | "Shards" >> beam.Create(shards, reshuffle=False)
-        if self.spread:
-            tasks = tasks | "SpreadShards" >> beam.Reshuffle()
+        tasks = spread(begin | "Shards" >> beam.Create(shards, reshuffle=False), "SpreadShards")
         assigned = (tasks | "Assign" >> beam.ParDo(AssignShard(manifest, self.pairs, config.knn), centroids)
                     .with_outputs(plan.TO_QUERIES, plan.TO_DATABASE, main="memberships"))
         # a route the plan gives no direction is left out of the pipeline: at 10^4 sentences a language every

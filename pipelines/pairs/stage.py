@@ -29,13 +29,11 @@ def mining_config(settings: dict) -> MiningConfig:
 
 class MinePairs(beam.PTransform):
     """The whole stage over the embed stage's manifest: PBegin -> PCollection of per-pair summaries; the k-NN
-    join's groups in waves of at most `wave_bytes` of rows shipped (0: one wave; join_waves); `spread`: the join
-    spreads its languages and shards over the workers (options.spreads_work)."""
+    join's groups in waves of at most `wave_bytes` of rows shipped (0: one wave; join_waves)."""
 
-    def __init__(self, manifest: dict, pairs: list[tuple[str, str]], settings: dict, wave_bytes: int = 0,
-                 spread: bool = True):
+    def __init__(self, manifest: dict, pairs: list[tuple[str, str]], settings: dict, wave_bytes: int = 0):
         super().__init__()
-        self.manifest, self.pairs, self.spread = manifest, pairs, spread
+        self.manifest, self.pairs = manifest, pairs
         self.config, self.output = mining_config(settings), settings["output"]
         self.pair_filter = settings.get("pair_filter")
         float_bytes = 4 if embed_settings(settings)["dtype"] == "float32" else 2
@@ -45,8 +43,7 @@ class MinePairs(beam.PTransform):
         config, manifest = self.config, self.manifest
         refine = refined_by_rows(manifest, self.pairs)
         threshold = None if refine else config.threshold   # refined pairs meet it once their margins are final
-        neighbours = begin | "KnnJoin" >> KnnJoin(manifest, self.pairs, config, self.output, self.waves,
-                                                      self.spread)
+        neighbours = begin | "KnnJoin" >> KnnJoin(manifest, self.pairs, config, self.output, self.waves)
         pairs = (neighbours
                  | "ToMarginJoin" >> beam.FlatMap(to_margin_join)
                  | "JoinMeans" >> beam.GroupByKey()
@@ -101,11 +98,11 @@ class PairsStage:
             log.warning("no sentences in %s: no pairs with them", ", ".join(missing))
 
     def __call__(self, pipeline):
-        from pipelines.options import spreads_work, wave_bytes
+        from pipelines.options import wave_bytes
 
         setting = mining_config(self.settings).knn.wave_bytes
         budget = wave_bytes(setting, pipeline.options)
-        mine = MinePairs(self.embeddings, self.pairs, self.settings, budget, spreads_work(pipeline.options))
+        mine = MinePairs(self.embeddings, self.pairs, self.settings, budget)
         self.waves = mine.waves
         if self.waves > 1:
             log.info("pairs: the k-NN join's groups go in %d waves (knn.wave_bytes %s: %.1f GB a wave at most)",
