@@ -18,6 +18,18 @@ unrelated sentences). Consequences: a pair whose cosine is at most the floor nev
 neighbourhood, so no ratio threshold keeps it); every margin is at most 1 / floor; for fixed neighbourhoods the
 margin still grows with the cosine; and neighbourhoods above the floor (all of them on real sentence vectors: the
 lowest on the bundled sample is 0.21 at d = 512) score exactly as the unfloored ratio.
+
+Small pools. A sentence's k nearest among a few hundred sentences are further away than among thousands, so a
+neighbourhood mean taken in a small pool runs low and every margin over it runs high: on the dev pool's BUCC-style
+sets, at the threshold tuned on whole sets (2,100-3,000 sentences a language against 5,600 English), cutting the
+non-English side to 30-300 sentences took precision from 94-97% to 10-71% (bench/small_pools.py; a crawl's small
+languages, mostly misidentified fragments, mined junk this way). Where one language of a pair has fewer than
+`one_sided_below` sentences and the other at least that many, the margin takes the small language's sentences'
+neighbourhoods alone, their k nearest in the large pool (`neighbourhoods`):
+
+    margin(x, y) = f( cos(x, y), fwd(x) )    (a small source; bwd(y) for a small target)
+
+Pools both small or both large keep both means, as published: where both are small neither is the better scale.
 """
 
 from __future__ import annotations
@@ -60,6 +72,27 @@ def margin(cos: np.ndarray, mean_a: np.ndarray, mean_b: np.ndarray, kind: str = 
         raise ValueError(f"the ratio margin's floor must be positive, got {floor!r}")
     # ratio: cos / max((fwd + bwd) / 2, floor)
     return (cos / np.maximum(neighbourhood, np.float32(floor))).astype(np.float32)
+
+
+def neighbourhoods(n_src: int, n_tgt: int, one_sided_below: int | None) -> str:
+    """Whose neighbourhood means make a pair's margins: "both" (fwd(x) and bwd(y)), or "src" (fwd(x) alone) or
+    "tgt" (bwd(y) alone) where that side has fewer than `one_sided_below` sentences and the other at least that
+    many (module docstring; None or 0: always both)."""
+    if not one_sided_below or not min(n_src, n_tgt) < one_sided_below <= max(n_src, n_tgt):
+        return "both"
+    return "src" if n_src < n_tgt else "tgt"
+
+
+def pair_margins(cos: np.ndarray, src_means: np.ndarray, tgt_means: np.ndarray, kind: str = "ratio", *,
+                 floor: float, use: str = "both") -> np.ndarray:
+    """margin() of pairs from each side's neighbourhood means, `use` (neighbourhoods) saying which of them count."""
+    if use not in ("both", "src", "tgt"):
+        raise ValueError(f"neighbourhoods must be both, src or tgt, got {use!r}")
+    if use == "src":
+        tgt_means = src_means
+    elif use == "tgt":
+        src_means = tgt_means
+    return margin(cos, src_means, tgt_means, kind, floor=floor)
 
 
 def candidate_margins(sims: np.ndarray, ids: np.ndarray, own_mean: np.ndarray, other_mean: np.ndarray,

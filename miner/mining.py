@@ -16,7 +16,7 @@ import numpy as np
 
 from encoders.binary import cosine_estimate, two_way_cosine
 from miner.index import KnnConfig, knn, knn_refined, resolve_factory
-from miner.margin import MARGINS, candidate_margins, default_ratio_floor, neighbourhood_mean
+from miner.margin import MARGINS, default_ratio_floor, neighbourhood_mean, neighbourhoods, pair_margins
 from miner.selection import SELECTIONS, Candidates, Pairs, select
 from miner.vectors import check_same_dim
 
@@ -40,6 +40,9 @@ class MiningConfig:
     # The ratio margin's smallest denominator (miner/margin.py): auto is 2 / sqrt(d), the noise level of cosines in
     # d dimensions; a number sets it (e.g. the cosine the encoder gives unrelated sentences).
     ratio_floor: float | str = "auto"
+    # A pair whose one language has fewer sentences than this, and the other at least as many, takes its margins
+    # over the small language's neighbourhoods alone (miner/margin.py, "Small pools"); 0 or None: both always.
+    one_sided_below: int | None = 1000
     knn: KnnConfig = field(default_factory=KnnConfig)
 
     def __post_init__(self) -> None:
@@ -55,6 +58,9 @@ class MiningConfig:
                 raise ValueError(f"mining.{name} must be a number, got {value!r}")
             if value is not None and not math.isfinite(value):
                 raise ValueError(f"mining.{name} must be a finite number, got {value!r}")
+        below = self.one_sided_below
+        if below is not None and (isinstance(below, bool) or not isinstance(below, int) or below < 0):
+            raise ValueError(f"mining.one_sided_below must be a sentence count (0 or more), got {below!r}")
         floor = self.ratio_floor
         if floor != "auto" and (isinstance(floor, bool) or not isinstance(floor, (int, float)) or not floor > 0
                                 or not math.isfinite(floor)):
@@ -83,6 +89,7 @@ class MiningConfig:
             "threshold": self.threshold,
             "min_cosine": self.min_cosine,
             "ratio_floor": self.ratio_floor,
+            "one_sided_below": self.one_sided_below,
             "index": index,
             "nprobe": self.knn.nprobe,
         }
@@ -108,10 +115,11 @@ def score_neighbours(src: np.ndarray, tgt: np.ndarray, config: MiningConfig = Mi
             fwd_sims, bwd_sims = cosine_estimate(fwd_sims, code), cosine_estimate(bwd_sims, code)
     fwd_mean, bwd_mean = neighbourhood_mean(fwd_sims), neighbourhood_mean(bwd_sims)
     floor = config.floor_for(src.shape[1])
-    forward = Candidates(fwd_ids, candidate_margins(fwd_sims, fwd_ids, fwd_mean, bwd_mean, config.margin,
-                                                    floor=floor), fwd_sims)
-    backward = Candidates(bwd_ids, candidate_margins(bwd_sims, bwd_ids, bwd_mean, fwd_mean, config.margin,
-                                                     floor=floor), bwd_sims)
+    use = neighbourhoods(len(src), len(tgt), config.one_sided_below)
+    forward = Candidates(fwd_ids, pair_margins(fwd_sims, fwd_mean[:, None], bwd_mean[fwd_ids], config.margin,
+                                               floor=floor, use=use), fwd_sims)
+    backward = Candidates(bwd_ids, pair_margins(bwd_sims, fwd_mean[bwd_ids], bwd_mean[:, None], config.margin,
+                                                floor=floor, use=use), bwd_sims)
     log.info("k-NN and margins for %d x %d sentences in %.1fs", len(src), len(tgt), time.perf_counter() - started)
     return forward, backward
 
@@ -142,15 +150,16 @@ def refine_pairs(pairs: Pairs, forward: Candidates, backward: Candidates, rotate
     (encoders.binary.two_way_cosine), and margins over the codes' own neighbourhoods, then `min_cosine` and the
     threshold. The k-NN and the neighbourhood means stay the codes': a float row is read only for a selected pair,
     and only the other side's 1-bit code has to meet it (the pipeline's cost model, docs/pipeline.md)."""
-    from miner.margin import margin
+    from miner.margin import neighbourhoods, pair_margins
 
     for rows, ids, name in ((rotated[0], forward.ids, names[0]), (rotated[1], backward.ids, names[1])):
         if len(rows) != len(ids):
             raise ValueError(f"{name}: {len(rows)} float rows to refine pairs over {len(ids)} codes")
     cos = two_way_cosine(rotated[0][pairs.src], rotated[1][pairs.tgt])
     fwd_mean, bwd_mean = neighbourhood_mean(forward.cos), neighbourhood_mean(backward.cos)
-    margins = margin(cos, fwd_mean[pairs.src], bwd_mean[pairs.tgt], config.margin,
-                     floor=config.floor_for(rotated[0].shape[1]))
+    margins = pair_margins(cos, fwd_mean[pairs.src], bwd_mean[pairs.tgt], config.margin,
+                           floor=config.floor_for(rotated[0].shape[1]),
+                           use=neighbourhoods(len(forward.ids), len(backward.ids), config.one_sided_below))
     refined = Pairs(pairs.src, pairs.tgt, margins, cos)
     return refined.at_least_cosine(config.min_cosine).above(config.threshold).sorted()
 

@@ -79,8 +79,11 @@ def format_summary(report: dict) -> str:
     for pair, entry in report["pairs"].items():
         low_high = entry["score_range"]
         text = f"  {pair}: {entry['pairs']} pairs"
-        if entry.get("index") and entry["index"] != mining.get("index"):
-            text += f" ({entry['index']})"
+        notes = [entry["index"]] if entry.get("index") and entry["index"] != mining.get("index") else []
+        if entry.get("margin_neighbourhoods"):  # miner.margin, "Small pools"
+            notes.append(f"margins over {entry['margin_neighbourhoods']}'s neighbourhoods: a small pool")
+        if notes:
+            text += f" ({'; '.join(notes)})"
         if low_high:
             text += f", margin {low_high[0]:.3f} .. {low_high[1]:.3f}"
         if pair in gold:

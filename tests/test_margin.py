@@ -158,3 +158,47 @@ def test_in_one_neighbourhood_a_higher_cosine_never_ranks_lower(kind):
         scores = margin(cos, np.float32(mean_a), np.float32(mean_b), kind, floor=FLOOR)
         assert np.all(np.diff(scores) >= 0), (mean_a, mean_b)
         assert np.all(np.diff(scores[cos > 0]) > 0)  # strictly: the order is kept, not flattened
+
+
+@pytest.mark.parametrize("n_src,n_tgt,below,use", [
+    (3, 1220, 1000, "src"), (1220, 3, 1000, "tgt"), (999, 1000, 1000, "src"),  # one pool small, the other not
+    (500, 500, 1000, "both"), (30, 600, 1000, "both"),                         # both small: neither is the scale
+    (1000, 5000, 1000, "both"), (2900, 5600, 1000, "both"),                    # both large (the BUCC sets)
+    (3, 1220, 0, "both"), (3, 1220, None, "both")])                            # turned off
+def test_a_small_pool_beside_a_large_one_leaves_its_neighbourhood_out(n_src, n_tgt, below, use):
+    from miner.margin import neighbourhoods
+
+    assert neighbourhoods(n_src, n_tgt, below) == use
+
+
+def test_one_sided_margins_are_the_cosine_over_the_small_sides_mean():
+    from miner.margin import pair_margins
+
+    cos, src_means, tgt_means = (np.array(v, np.float32) for v in ([0.6, 0.3], [0.5, 0.4], [0.2, 0.1]))
+    assert pair_margins(cos, src_means, tgt_means, floor=FLOOR).tolist() == pytest.approx([0.6 / 0.35, 0.3 / 0.25])
+    assert pair_margins(cos, src_means, tgt_means, floor=FLOOR, use="src").tolist() == (cos / src_means).tolist()
+    assert pair_margins(cos, src_means, tgt_means, floor=FLOOR, use="tgt").tolist() == (cos / tgt_means).tolist()
+    with pytest.raises(ValueError, match="neighbourhoods must be both, src or tgt"):
+        pair_margins(cos, src_means, tgt_means, floor=FLOOR, use="fwd")
+
+
+def test_a_handful_of_unrelated_sentences_beside_a_large_pool_mine_no_junk():
+    # Seven unrelated sentences and three translations of targets against 2,000 targets: among ten sources the
+    # targets' nearest are far, so their neighbourhood means run low and every junk pair's margin ran high
+    # (1.40-1.55 here, past the default threshold); over the sources' own neighbourhoods among the 2,000, only
+    # the translations are pairs.
+    rng = np.random.default_rng(0)
+    tgt = random_unit(rng, 2000, 64)
+    translations = tgt[:3] + 0.5 * random_unit(rng, 3, 64)
+    src = np.concatenate([translations / np.linalg.norm(translations, axis=1, keepdims=True),
+                          random_unit(rng, 7, 64)]).astype(np.float32)
+    two_sided = mine(src, tgt, MiningConfig(k=4, threshold=1.35, one_sided_below=0))
+    assert len(two_sided) == 10  # every source, 7 of them with a stranger
+    pairs = mine(src, tgt, MiningConfig(k=4, threshold=1.35))
+    assert sorted(zip(pairs.src.tolist(), pairs.tgt.tolist())) == [(0, 0), (1, 1), (2, 2)]
+
+
+def test_one_sided_below_must_be_a_count():
+    for bad in (-1, 1.5, True, "1000"):
+        with pytest.raises(ValueError, match="mining.one_sided_below must be a sentence count"):
+            MiningConfig(one_sided_below=bad)

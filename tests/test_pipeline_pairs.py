@@ -34,17 +34,19 @@ def write_shards(output: str, n_shards: int) -> dict[str, list[str]]:
     return texts
 
 
-def settings_for(output: str, selection: str) -> dict:
+def settings_for(output: str, selection: str, one_sided_below: int = 1000) -> dict:
     return {"output": output, "encoder": "char-ngram", "languages": list(LANGS.values()), "pairs": "pivot",
             "pivot": "eng_Latn", "embed": {"dtype": "float32", "batch_size": 16},
-            "mining": {"k": 4, "margin": "ratio", "selection": selection, "threshold": 1.0},
+            "mining": {"k": 4, "margin": "ratio", "selection": selection, "threshold": 1.0,
+                       "one_sided_below": one_sided_below},
             "knn": {"index": "Flat"}, "pair_filter": False}
 
 
-def library_pairs(texts: dict, selection: str) -> set:
+def library_pairs(texts: dict, selection: str, one_sided_below: int = 1000) -> set:
     encoder = load_encoder("char-ngram")
     src, tgt = texts["deu_Latn"], texts["eng_Latn"]
-    pairs = mine(encoder.encode(src), encoder.encode(tgt), MiningConfig(k=4, selection=selection, threshold=1.0))
+    pairs = mine(encoder.encode(src), encoder.encode(tgt),
+                 MiningConfig(k=4, selection=selection, threshold=1.0, one_sided_below=one_sided_below))
     return {(src[s], tgt[t], round(float(m), 4)) for s, t, m in zip(pairs.src, pairs.tgt, pairs.margin)}
 
 
@@ -98,14 +100,18 @@ def test_min_cosine_keeps_no_pair_below_it(tmp_path):
     assert table["cosine"] and min(table["cosine"]) >= 0.5
 
 
-@pytest.mark.parametrize("selection, n_shards", [("max", 3), ("union", 2), ("intersect", 1)])
-def test_sharded_beam_mining_equals_the_library(tmp_path, selection, n_shards):
+@pytest.mark.parametrize("selection, n_shards, below", [("max", 3, 1000), ("union", 2, 1000), ("intersect", 1, 1000),
+                                                      ("max", 2, 40)])
+def test_sharded_beam_mining_equals_the_library(tmp_path, selection, n_shards, below):
+    # below 40: German's 32 sentences are a small pool beside English's 45 (miner.margin.neighbourhoods)
     output = str(tmp_path / "out")
     texts = write_shards(output, n_shards)
-    report = run(settings_for(output, selection), PipelineOptions([]), ["embed", "pairs"])
+    report = run(settings_for(output, selection, below), PipelineOptions([]), ["embed", "pairs"])
     table = storage.read_parquet(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0]).to_pydict()
     mined = {(s, t, round(m, 4)) for s, t, m in zip(table["src_text"], table["tgt_text"], table["score"])}
-    assert mined == library_pairs(texts, selection)
+    assert mined == library_pairs(texts, selection, below)
+    assert (mined == library_pairs(texts, selection, 0)) is (below == 1000)  # the rule changed the margins
+    assert report["pairs"]["deu_Latn-eng_Latn"].get("margin_neighbourhoods") == ("deu_Latn" if below == 40 else None)
     assert report["pairs"]["deu_Latn-eng_Latn"]["pairs"] == len(mined)
     assert table["score"] == sorted(table["score"], reverse=True)
     assert set(table) >= {"src_url", "tgt_document_id", "src_paragraph_index", "cosine"}
@@ -138,35 +144,41 @@ def test_vectors_are_stored_per_sentence_shard(tmp_path):
     np.testing.assert_allclose(vectors, load_encoder("char-ngram").encode(sentences), atol=1e-6)
 
 
-def test_beam_margins_are_the_library_margins_on_a_set_smaller_than_k():
+@pytest.mark.parametrize("sizes,below,use", [((2, 3), 1000, "both"), ((2, 3), 3, "src"), ((3, 2), 3, "tgt"),
+                                             ((2, 3), 0, "both")])
+def test_beam_margins_are_the_library_margins_on_a_set_smaller_than_k(sizes, below, use):
     # The stage's join (to_margin_join, ScoreCandidates) on 2 x 3 random vectors at k = 4, whose neighbourhood
     # means are near zero (issue 15: 1.4e5 under the old rule), gives the library's floored margins, with the
-    # floor the stage resolves from the embed manifest's dimension.
+    # floor the stage resolves from the embed manifest's dimension; with both sides' means, or one side's alone
+    # where its pool is under one_sided_below and the other's is not.
     from collections import defaultdict
 
     from miner.knn_join import Neighbours
     from miner.mining import score_neighbours
-    from pipelines.pairs.margins import ScoreCandidates, ratio_floor, to_margin_join
+    from pipelines.pairs.margins import ScoreCandidates, neighbourhoods_by_pair, ratio_floor, to_margin_join
 
     rng = np.random.default_rng(23)
-    x, y = (v / np.linalg.norm(v, axis=1, keepdims=True) for v in (rng.standard_normal((n, 512)) for n in (2, 3)))
+    x, y = (v / np.linalg.norm(v, axis=1, keepdims=True) for v in (rng.standard_normal((n, 512)) for n in sizes))
     x, y = x.astype(np.float32), y.astype(np.float32)
-    config = MiningConfig(k=4)
+    config = MiningConfig(k=4, one_sided_below=below)
     forward, backward = score_neighbours(x, y, config)
-    manifest = {"languages": {"src": {"rows": 2, "dim": 512}, "tgt": {"rows": 3, "dim": 512}}}
+    manifest = {"languages": {"src": {"rows": sizes[0], "dim": 512}, "tgt": {"rows": sizes[1], "dim": 512}}}
     pair = ("src", "tgt")
-    tables = [((pair, "src", 0), Neighbours(np.arange(2), forward.cos, forward.ids)),
-              ((pair, "tgt", 0), Neighbours(np.arange(3), backward.cos, backward.ids))]
+    uses = neighbourhoods_by_pair(manifest, [pair], config)
+    assert uses == {pair: use}
+    tables = [((pair, "src", 0), Neighbours(np.arange(sizes[0]), forward.cos, forward.ids)),
+              ((pair, "tgt", 0), Neighbours(np.arange(sizes[1]), backward.cos, backward.ids))]
     grouped = defaultdict(list)
     for table in tables:
         for key, value in to_margin_join(table):
             grouped[key].append(value)
-    scorer = ScoreCandidates("ratio", ratio_floor(config, manifest))
+    scorer = ScoreCandidates("ratio", ratio_floor(config, manifest), uses)
     beam_margins = {(side, int(q), int(r)): s for element in grouped.items()
                     for (_, side, _), block in scorer.process(element)
                     for q, r, s in zip(block.queries, block.refs, block.scores)}
-    library = {("src", i, int(j)): m for i in range(2) for j, m in zip(forward.ids[i], forward.margins[i])}
-    library |= {("tgt", j, int(i)): m for j in range(3) for i, m in zip(backward.ids[j], backward.margins[j])}
+    library = {("src", i, int(j)): m for i in range(sizes[0]) for j, m in zip(forward.ids[i], forward.margins[i])}
+    library |= {("tgt", j, int(i)): m for j in range(sizes[1])
+                for i, m in zip(backward.ids[j], backward.margins[j])}
     assert beam_margins == library  # bit for bit
     assert max(beam_margins.values()) < 1
 
@@ -181,7 +193,7 @@ def test_candidates_whose_neighbour_mean_never_arrived_are_an_error_not_a_margin
     mean = next(block for key, block in to_margin_join(((pair, "tgt", 0), Neighbours(
         np.array([0]), np.full((1, 1), 0.5, np.float32), np.array([[0]])))) if key[1] == "tgt")
     with pytest.raises(RuntimeError, match="tgt shard 0: candidates point at sentences whose neighbourhood mean"):
-        list(ScoreCandidates("ratio", 0.1).process(((pair, "tgt", 0), [*candidates, mean])))
+        list(ScoreCandidates("ratio", 0.1, {pair: "both"}).process(((pair, "tgt", 0), [*candidates, mean])))
 
 
 def test_a_query_shard_whose_candidates_arrived_in_part_is_an_error_not_a_smaller_bitext():
@@ -197,7 +209,8 @@ def test_a_query_shard_whose_candidates_arrived_in_part_is_an_error_not_a_smalle
     grouped = {}
     for key, block in blocks:
         grouped.setdefault(key, []).append(block)
-    scored = [block for key in grouped for _, block in ScoreCandidates("ratio", 0.1).process((key, grouped[key]))
+    scorer = ScoreCandidates("ratio", 0.1, {pair: "both"})
+    scored = [block for key in grouped for _, block in scorer.process((key, grouped[key]))
               if key[1] == "tgt"]  # the source queries' candidates
     best = BestCandidates(manifest)
     assert sum(len(b) for _, b in best.process(((pair, "src", 0), scored))) == 3
@@ -681,15 +694,18 @@ def test_binary_vectors_are_stored_packed_and_mined_as_the_library_mines_their_c
     assert len(expected) > 20
 
 
-def test_refined_binary_pairs_are_the_pairs_the_library_refines(tmp_path):
+@pytest.mark.parametrize("one_sided_below", [1000, 40])
+def test_refined_binary_pairs_are_the_pairs_the_library_refines(tmp_path, one_sided_below):
     """embed.binary_refine: the turned float rows kept beside the codes (float16), the codes' pairs scored again
     from them as miner.mining.refine_pairs does (two-way estimate, margins over the codes' means, then the
-    threshold), whatever the sharding; only signs travel between the shards."""
+    threshold), whatever the sharding; only signs travel between the shards. 40: German's 32 sentences beside
+    English's 45 take margins over German's means alone, in the refinement too."""
     from encoders import binary
 
     output = str(tmp_path / "out")
     texts = write_shards(output, 2)
-    settings = {**settings_for(output, "max"), "embed": {"dtype": "binary", "batch_size": 16, "binary_refine": True}}
+    settings = {**settings_for(output, "max", one_sided_below), "embed": {"dtype": "binary", "batch_size": 16,
+                                                                        "binary_refine": True}}
     report = run(settings, PipelineOptions([]), ["embed", "pairs"])
     counters = report["counters"]["pairs"]["pairs"]
     assert 0 < counters["refined"] <= counters["selected"]   # after one-to-one, before the threshold
@@ -703,7 +719,7 @@ def test_refined_binary_pairs_are_the_pairs_the_library_refines(tmp_path):
     src, tgt = texts["deu_Latn"], texts["eng_Latn"]
     codes = [binary.unit_rows(binary.pack(binary.sign_bits(v, binary.language_mean(v))), "sign")
              for v in (encoder.encode(src), encoder.encode(tgt))]
-    config = MiningConfig(k=4, selection="max", threshold=1.0)
+    config = MiningConfig(k=4, selection="max", threshold=1.0, one_sided_below=one_sided_below)
     pairs = mine(*codes, config, code="sign", refine=tuple(rows))
     expected = {(src[s], tgt[t], round(float(m), 4)) for s, t, m in zip(pairs.src, pairs.tgt, pairs.margin)}
     table = storage.read_parquet(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0]).to_pydict()

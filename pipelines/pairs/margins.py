@@ -1,6 +1,8 @@
 """Step 3 of the pairs stage: each candidate's ratio (or distance) margin, margin(x, y) = f(cos(x, y), (fwd(x) +
-bwd(y)) / 2) with fwd and bwd the means of each side's k similarities (miner.margin; METHODS §1). A candidate
-needs the other side's mean, so candidates meet the means by key: the only place the two directions meet."""
+bwd(y)) / 2) with fwd and bwd the means of each side's k similarities (miner.margin; METHODS §1), or over the
+small side's means alone where one language's pool is small and the other's is not (miner.margin, "Small pools").
+A candidate needs the other side's mean, so candidates meet the means by key: the only place the two directions
+meet."""
 
 from __future__ import annotations
 
@@ -11,8 +13,7 @@ import apache_beam as beam
 import numpy as np
 from apache_beam import typehints as th
 
-from miner.margin import margin as margin_of
-from miner.margin import neighbourhood_mean
+from miner.margin import neighbourhood_mean, neighbourhoods, pair_margins
 from miner.mining import MiningConfig
 from pipelines.pairs.blocks import CandidateBlock, MeanBlock, by_shard
 from pipelines.pairs.plan import vector_width
@@ -41,8 +42,8 @@ class ScoreCandidates(beam.DoFn):
     margins (miner.margin), keyed by the query shard they belong to. A candidate pointing at a sentence whose mean
     did not arrive is an error naming the shard, never a margin over a wrong mean."""
 
-    def __init__(self, kind: str, floor: float):
-        self.kind, self.floor = kind, floor
+    def __init__(self, kind: str, floor: float, uses: dict[tuple[str, str], str]):
+        self.kind, self.floor, self.uses = kind, floor, uses   # uses: neighbourhoods_by_pair
 
     def process(self, element):
         (pair, side, shard), blocks = element
@@ -60,11 +61,19 @@ class ScoreCandidates(beam.DoFn):
         if not len(refs) or (refs[at] != found.refs).any():
             raise RuntimeError(f"{pair} {side} shard {shard}: candidates point at sentences whose neighbourhood "
                                "mean did not arrive: the runner delivered the group incomplete")
-        scores = margin_of(found.sims, found.query_means, means[at], self.kind, floor=self.floor)
+        # the neighbours are this side's sentences, the queries the other side's
+        src_means, tgt_means = (means[at], found.query_means) if side == "src" else (found.query_means, means[at])
+        scores = pair_margins(found.sims, src_means, tgt_means, self.kind, floor=self.floor, use=self.uses[pair])
         scored = dataclasses.replace(found, scores=scores, ref_means=means[at])
         query_side = "tgt" if side == "src" else "src"
         for query_shard, rows in by_shard(scored.queries):
             yield (pair, query_side, query_shard), scored.take(rows)
+
+
+def neighbourhoods_by_pair(manifest: dict, pairs: list[tuple[str, str]], config: MiningConfig) -> dict:
+    """Each pair's miner.margin.neighbourhoods, from its two languages' sizes."""
+    rows = {lang: entry["rows"] for lang, entry in manifest["languages"].items()}
+    return {pair: neighbourhoods(rows[pair[0]], rows[pair[1]], config.one_sided_below) for pair in pairs}
 
 
 def ratio_floor(config: MiningConfig, manifest: dict) -> float:

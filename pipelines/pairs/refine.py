@@ -9,7 +9,7 @@ import numpy as np
 from apache_beam.metrics import Metrics
 
 from encoders import binary
-from miner.margin import margin as margin_of
+from miner.margin import pair_margins
 from miner.mining import MiningConfig
 from pipelines.pairs.blocks import PairBlock, by_sentence_shard
 from pipelines.pairs.shards import ROW_MASK, read_language_shard, read_rotated
@@ -31,9 +31,9 @@ class RefineSide(beam.DoFn):
     leave their own signs (`middle`), then the target's rows meet those (`last`): the pair's similarity and margin
     are final, and `min_cosine` and the threshold apply. Only signs travel: d / 8 bytes a side of a selected pair."""
 
-    def __init__(self, manifest: dict, side: str, step: str, kind: str = "ratio", floor: float = 0.0,
+    def __init__(self, manifest: dict, side: str, step: str, uses: dict, kind: str = "ratio", floor: float = 0.0,
                  min_cosine: float | None = None, threshold: float | None = None):
-        self.manifest, self.side, self.step = manifest, side, step
+        self.manifest, self.side, self.step, self.uses = manifest, side, step, uses  # uses: neighbourhoods by pair
         self.kind, self.floor, self.min_cosine, self.threshold = kind, floor, min_cosine, threshold
         self.bytes_read = Metrics.counter("pairs", "embedding_bytes_read")
         self.refined = Metrics.counter("pairs", "refined")   # pairs scored again: two sign codes travelled each
@@ -56,7 +56,8 @@ class RefineSide(beam.DoFn):
                 continue
             cos = binary.both_ways(np.asarray(pairs.carried[HALF], np.float32), half, rows.shape[1])
             self.refined.inc(len(cos))
-            score = margin_of(cos, pairs.means[:, 0], pairs.means[:, 1], self.kind, floor=self.floor)
+            score = pair_margins(cos, pairs.means[:, 0], pairs.means[:, 1], self.kind, floor=self.floor,
+                                 use=self.uses[pair])
             carried = {name: column for name, column in pairs.carried.items() if name not in (SIGNS, HALF)}
             refined = PairBlock(pairs.src, pairs.tgt, score, cos, pairs.chosen_by, carried, pairs.means)
             keep = np.ones(len(refined), dtype=bool)
@@ -73,9 +74,9 @@ class RefinePairs(beam.PTransform):
     rows against the other side's signs (miner.mining.refine_pairs, as the library does it on one machine), then
     `min_cosine` and the threshold; three groupings of the pairs, by target, source and target shard."""
 
-    def __init__(self, manifest: dict, config: MiningConfig, floor: float):
+    def __init__(self, manifest: dict, config: MiningConfig, floor: float, uses: dict):
         super().__init__()
-        self.manifest, self.config, self.floor = manifest, config, floor
+        self.manifest, self.config, self.floor, self.uses = manifest, config, floor, uses  # uses: by pair
 
     def expand(self, pairs):
         config = self.config
@@ -83,6 +84,6 @@ class RefinePairs(beam.PTransform):
             pairs = (pairs
                      | f"Refine{name}ByShard" >> beam.FlatMap(by_sentence_shard(side))
                      | f"Refine{name}Group" >> beam.GroupByKey()
-                     | f"Refine{name}" >> beam.ParDo(RefineSide(self.manifest, side, step, config.margin, self.floor,
-                                                                config.min_cosine, config.threshold)))
+                     | f"Refine{name}" >> beam.ParDo(RefineSide(self.manifest, side, step, self.uses, config.margin,
+                                                                self.floor, config.min_cosine, config.threshold)))
         return pairs

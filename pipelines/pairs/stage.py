@@ -8,12 +8,13 @@ import logging
 import apache_beam as beam
 
 from miner.knn_join import join_plan
+from miner.margin import neighbourhoods
 from miner.mining import MiningConfig
 from miner.pair_filters import PairFilter
 from pipelines import layout
 from pipelines.pairs.blocks import by_sentence_shard
 from pipelines.pairs.join import KnnJoin
-from pipelines.pairs.margins import ScoreCandidates, ratio_floor, to_margin_join
+from pipelines.pairs.margins import ScoreCandidates, neighbourhoods_by_pair, ratio_floor, to_margin_join
 from pipelines.pairs.output import AttachSide, FilterPairs, WriteBitext
 from pipelines.pairs.plan import join_waves, search_plan
 from pipelines.pairs.refine import RefinePairs, refined_by_rows
@@ -43,11 +44,12 @@ class MinePairs(beam.PTransform):
         config, manifest = self.config, self.manifest
         refine = refined_by_rows(manifest, self.pairs)
         threshold = None if refine else config.threshold   # refined pairs meet it once their margins are final
+        uses = neighbourhoods_by_pair(manifest, self.pairs, config)
         neighbours = begin | "KnnJoin" >> KnnJoin(manifest, self.pairs, config, self.output, self.waves)
         pairs = (neighbours
                  | "ToMarginJoin" >> beam.FlatMap(to_margin_join)
                  | "JoinMeans" >> beam.GroupByKey()
-                 | "Margins" >> beam.ParDo(ScoreCandidates(config.margin, ratio_floor(config, manifest)))
+                 | "Margins" >> beam.ParDo(ScoreCandidates(config.margin, ratio_floor(config, manifest), uses))
                  | "ByQueryShard" >> beam.GroupByKey()
                  | "Best" >> beam.ParDo(BestCandidates(manifest, keep_means=refine))
                  | "BySourceShard" >> beam.GroupByKey()
@@ -56,7 +58,7 @@ class MinePairs(beam.PTransform):
             pairs = (pairs | "PerLanguagePair" >> beam.GroupByKey()
                      | "OneToOne" >> beam.FlatMap(one_to_one, threshold))
         if refine:
-            pairs = pairs | "RefinePairs" >> RefinePairs(manifest, config, ratio_floor(config, manifest))
+            pairs = pairs | "RefinePairs" >> RefinePairs(manifest, config, ratio_floor(config, manifest), uses)
         for side in ("src", "tgt"):
             pairs = (pairs
                      | f"BySentenceShard{side}" >> beam.FlatMap(by_sentence_shard(side))
@@ -96,6 +98,14 @@ class PairsStage:
         missing = sorted(set(wanted) - set(found))
         if missing:
             log.warning("no sentences in %s: no pairs with them", ", ".join(missing))
+        below, rows = mining_config(settings).one_sided_below, self.embeddings["languages"]
+        for pair in self.pairs:
+            use = neighbourhoods(rows[pair[0]]["rows"], rows[pair[1]]["rows"], below)
+            if use != "both":
+                small, large = pair if use == "src" else pair[::-1]
+                log.info("%s-%s: %s has %d sentences (mining.one_sided_below %d), %s %d: margins over %s's "
+                         "neighbourhoods only", *pair, small, rows[small]["rows"], below, large, rows[large]["rows"],
+                         small)
 
     def __call__(self, pipeline):
         from pipelines.options import wave_bytes
@@ -115,6 +125,9 @@ class PairsStage:
             src, tgt = entry["pair"].split("-")
             fwd, bwd = (search_plan(config.knn, rows[lang]["rows"]) for lang in (tgt, src))
             entry["index"] = fwd if fwd == bwd else f"{fwd} (source->target), {bwd} (target->source)"
+            use = neighbourhoods(rows[src]["rows"], rows[tgt]["rows"], config.one_sided_below)
+            if use != "both":  # a small pool beside a large one: margins over the small side's neighbourhoods
+                entry["margin_neighbourhoods"] = src if use == "src" else tgt
         searched = sorted({lang for pair in self.pairs for lang in pair})  # the quantizers TrainQuantizer wrote
         quantizers = {lang: layout.quantizer_file(self.settings["output"], lang) for lang in searched
                       if join_plan(config.knn, rows[lang]["rows"])[0] > 1}
