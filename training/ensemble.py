@@ -105,10 +105,12 @@ def blend(members: list[np.ndarray], a: float) -> np.ndarray:
 
 def mining_f1(src: np.ndarray, tgt: np.ndarray, n_gold: int) -> float:
     """Best F1 (%) over thresholds when row i of src translates row i of tgt for i < n_gold and every other row
-    is a distractor: ratio margin, k = 4, max selection, as the BUCC evaluation mines."""
+    is a distractor: ratio margin, k = 4, max selection, as the BUCC evaluation mines, with both neighbourhood
+    means whatever the sizes (one_sided_below 0: the measure every share was chosen by)."""
     from miner.mining import MiningConfig, mine
 
-    pairs = mine(src, tgt, MiningConfig(k=4, margin="ratio", selection="max", threshold=None))  # best first
+    config = MiningConfig(k=4, margin="ratio", selection="max", threshold=None, one_sided_below=0)
+    pairs = mine(src, tgt, config)  # best first
     correct = np.cumsum((pairs.src == pairs.tgt) & (pairs.src < n_gold))
     extracted = np.arange(1, len(correct) + 1)
     return float(100.0 * (2 * correct / (extracted + n_gold)).max()) if len(correct) else 0.0
