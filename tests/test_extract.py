@@ -76,6 +76,51 @@ def test_article_paragraphs_in_order_without_page_furniture(extractor):
     assert tally.of("extract") == {"documents": 1, "paragraphs": len(document.paragraphs)}
 
 
+def wrapped(text: str, width: int = 40) -> str:
+    """`text` hard-wrapped at `width` columns with indented continuation lines, as editors write HTML source."""
+    import textwrap
+
+    return "\n    ".join(textwrap.wrap(text, width))
+
+
+def test_line_breaks_in_the_source_text_become_spaces_but_pre_and_textarea_keep_theirs():
+    from pipelines.text.extract import collapse_source_line_breaks
+
+    html = ("<div>\n  <p>\n    one two\r\n    three <b>four\n five</b>\n six\n  </p><p>seven<br>\neight</p>"
+            "<PRE class=x>a\n b<pre>c\nd</pre>e\nf</pre>g\nh</pre>i\nj<prefix>k\nl</prefix><textarea>m\nn")
+    assert collapse_source_line_breaks(html) == (
+        "<div> <p> one two three <b>four five</b> six </p><p>seven<br> eight</p>"   # <br> is a tag: it stays
+        "<PRE class=x>a\n b<pre>c\nd</pre>e\nf</pre>g h</pre>i j<prefix>k l</prefix><textarea>m\nn")
+
+
+def test_line_breaks_in_the_source_are_spaces_as_a_browser_shows_them(extractor):
+    # Paragraphs wrapped in the page's source read as one paragraph each; <br> and <pre> still break lines, as
+    # they do on screen (trafilatura's own path collapses the breaks; its fallbacks kept them: the next test)
+    article = BOILERPLATE_PAGE
+    for sentence in ARTICLE[:3]:
+        article = article.replace(f"<p>{sentence}</p>", f"<p>\n    {wrapped(sentence)}\n</p>")
+    article = article.replace(f"<p>{ARTICLE[3]}</p>", f"<p>{ARTICLE[3]}</p><p>Erste Zeile<br>\nzweite Zeile</p>"
+                                                        "<pre>Zeile eins\nZeile zwei</pre>")
+    assert article.count("\n    ") > 6
+    document = extractor.extract(page(article), Tally(log_skips=False))
+    assert document.paragraphs[:5] == ("Die alte Brücke", *ARTICLE)
+    assert "Erste Zeile" in document.paragraphs and "zweite Zeile" in document.paragraphs
+    assert "Zeile eins" in document.paragraphs and "Zeile zwei" in document.paragraphs
+
+
+def test_a_page_wrapped_in_its_source_gives_whole_sentences(shared_data, extractor):
+    # The web pool's joe.cat, whose paragraphs are wrapped at 80 columns in the HTML: trafilatura took it through
+    # a fallback extractor that kept every line end, and each line was a paragraph, its sentences cut mid-way
+    from pipelines.text.warc import read_pages
+
+    tally = Tally(log_skips=False)
+    pages = read_pages(str(shared_data / "web" / "warc" / "dolma" / "sample-0000.warc.gz"), tally)
+    document = extractor.extract(next(p for p in pages if p.url == "https://joe.cat/"), tally)
+    assert any(paragraph.startswith("I am a research scientist at AI2. Previously, I obtained a PhD degree from "
+                                    "the Language Technologies Institute at CMU") for paragraph in document.paragraphs)
+    assert not any(paragraph.endswith(" from") for paragraph in document.paragraphs)
+
+
 def test_the_filter_removes_what_trafilatura_keeps(extractor):
     unfiltered = Extractor(ExtractSettings(boilerplate_filter=False, time_limit_s=0))
     with_furniture = unfiltered.extract(page(BOILERPLATE_PAGE), Tally(log_skips=False)).paragraphs
