@@ -2,7 +2,8 @@
 
 Method. trafilatura (the field's standard main-content extractor) with `include_comments=False`,
 `include_tables=True` and its fallback extractors on (`fast=False`), the settings that scored best on
-trafilatura's own evaluation set (`evaluate` below; figures in the command's report). Its text output has one
+trafilatura's own evaluation set (`evaluate` below; figures in the command's report). Line breaks in the page's
+source are made spaces first, as a browser shows them (collapse_source_line_breaks). Its text output has one
 block per line (paragraph, heading, list item, table row, `<br>`-separated line); each line is one paragraph here,
 with trafilatura's list bullet ("- ") removed and table rows split into their cells. `deduplicate` stays off: it
 is an LRU cache shared by all documents of a process, so its output would depend on the order a runner feeds
