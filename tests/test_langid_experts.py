@@ -43,7 +43,7 @@ class FixedMain(Identifier):
     def covers(self, code):
         return code in self.languages
 
-    def predict(self, texts, k=1):
+    def predict(self, texts, k=1, document=None):
         self.asked += len(texts)
         return [list(self.answers.get(text, [("deu_Latn", 0.9), ("hrv_Latn", 0.1)]))[:k] for text in texts]
 

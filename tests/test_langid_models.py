@@ -112,6 +112,22 @@ def test_skipping_the_second_model_where_it_cannot_change_the_answer_changes_no_
     assert 0 < sum(combined.decided(first) for first in firsts) < len(texts)   # both paths taken
 
 
+def test_in_a_document_the_skip_changes_no_answer_the_documents_prior_gives(combined):
+    # The skip above looks at the mixture's top answer alone; in a document, the prior for the document's
+    # language (with_document) turns on that language's probability, which the second model can raise. Fragments
+    # of an English page (names, a footnote; as on the web pool's pages) that ours reads as other languages:
+    from pipelines.text.identifier import with_document
+
+    texts = ["Allen School of Computer Science & Engineering", "* denotes equal contribution",
+             "Tae Soo Kim (2022): PhD Student, KAIST Computer Science", GERMAN[0], ENGLISH[1], "Ciao amici"]
+    firsts, seconds = combined.first.predict(texts, k=10), combined.second.predict(texts, k=10)
+    always = [with_document(combined.combine(a, b)[:5], "eng_Latn")[0] for a, b in zip(firsts, seconds)]  # k = 5
+    assert [answer[0] for answer in combined.identify_sentences(texts, "eng_Latn")] == always
+    assert always[:5] == ["eng_Latn", "eng_Latn", "eng_Latn", "deu_Latn", "eng_Latn"]
+    assert any(combined.decided(first) for first in firsts[:3])   # skipped without the document: not English
+    assert not any(combined.decided(first, "eng_Latn") for first in firsts[:3])
+
+
 def test_combined_specs_and_weights_are_checked(combined):
     with pytest.raises(ValueError, match="names two models"):
         load_identifier("cmlm-lid+")

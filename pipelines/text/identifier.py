@@ -25,7 +25,10 @@ class Identifier:
 
     path = ""
 
-    def predict(self, texts: Sequence[str], k: int = 1) -> list[list[tuple[str, float]]]:
+    def predict(self, texts: Sequence[str], k: int = 1, document: str | None = None) -> list[list[tuple[str, float]]]:
+        """Up to k answers per text. `document`: the language of the document the texts come from, whose prior
+        (with_document) will weigh their answers: a combination then asks its second model wherever that prior
+        could turn the answer (CombinedIdentifier.decided); a single model's answers do not depend on it."""
         raise NotImplementedError
 
     def covers(self, code: str) -> bool:
@@ -65,11 +68,13 @@ class Identifier:
                            document_weight: float = DOCUMENT_WEIGHT, k: int = 5,
                            seen: dict[str, list[tuple[str, float]]] | None = None) -> list[tuple[str, float]]:
         """One (language, probability) per sentence, leaning to `document_language` (see the module notes);
-        sentences found in `seen` (texts already predicted with the same k) are not predicted again."""
+        sentences found in `seen` (texts already predicted with the same k, before the document's language was
+        known) are not predicted again where they answered it."""
         seen = seen or {}
-        new = [text for text in sentences if text not in seen]
-        predicted = dict(zip(new, self.predict(new, k=k))) if new else {}
-        return [with_document(seen.get(text) or predicted[text], document_language, document_weight)
+        new = [text for text in dict.fromkeys(sentences)
+               if text not in seen or (document_language and seen[text][0][0] != document_language)]
+        predicted = dict(zip(new, self.predict(new, k=k, document=document_language))) if new else {}
+        return [with_document(predicted.get(text) or seen[text], document_language, document_weight)
                 for text in sentences]
 
 
@@ -120,14 +125,14 @@ class RestrictedIdentifier(LayeredIdentifier):
     def covers(self, code: str) -> bool:
         return code in self.allowed
 
-    def predict(self, texts: Sequence[str], k: int = 1) -> list[list[tuple[str, float]]]:
+    def predict(self, texts: Sequence[str], k: int = 1, document: str | None = None) -> list[list[tuple[str, float]]]:
         """The model's k answers where they are all listed (most texts of a crawl mined for its languages), else
         the listed ones among its first RESTRICT_DEPTH: reading 50 labels a text costs about 3x reading a few."""
-        results = self.inner.predict(texts, k=k)
+        results = self.inner.predict(texts, k=k, document=document)
         deeper = [i for i, answer in enumerate(results)
                   if any(code not in self.allowed and code != UNDETERMINED for code, _ in answer)]
-        for i, prediction in zip(deeper, self.inner.predict([texts[i] for i in deeper], k=max(k, RESTRICT_DEPTH))
-                                 if deeper else []):
+        for i, prediction in zip(deeper, self.inner.predict([texts[i] for i in deeper], k=max(k, RESTRICT_DEPTH),
+                                                            document=document) if deeper else []):
             results[i] = [item for item in prediction if item[0] in self.allowed and script_fits(item[0], texts[i])
                           ][:k] or [(UNDETERMINED, 0.0)]
         return results

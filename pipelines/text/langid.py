@@ -273,8 +273,10 @@ class LanguageIdentifier(LabelledIdentifier):
         return cls(load_fasttext(path), normalization, str(path), examples=sidecar.get("examples"),
                    prior_exponent=float(sidecar.get("prior_exponent", 0.0)))
 
-    def predict(self, texts: Sequence[str], k: int = 1, threshold: float = 0.0) -> list[list[tuple[str, float]]]:
-        """Up to k (language, probability) per text, most probable first; labels that meet in one name add up."""
+    def predict(self, texts: Sequence[str], k: int = 1, threshold: float = 0.0,
+                document: str | None = None) -> list[list[tuple[str, float]]]:
+        """Up to k (language, probability) per text, most probable first; labels that meet in one name add up
+        (`document`: Identifier.predict; one model's answers do not depend on it)."""
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise TypeError(f"predict takes strings: item {i} is {type(text).__name__}")

@@ -37,7 +37,6 @@ from pipelines.text.langid import (
     Identifier,
     document_language,
     short_sentence_label,
-    with_document,
 )
 from pipelines.text.langid_data import cut_words
 
@@ -179,14 +178,20 @@ def evaluate_documents(identifier: Identifier, flores: dict[str, list[str]], doc
         own = [next(predictions) for _ in document.sentences]
         found = document_language(own, [len(s) for s in document.sentences])
         documents_right += found[0] == document.language
-        for text, prediction, gold, kind in zip(document.sentences, own, document.gold, document.kinds):
+        # the stage's path: the sentences' answers seen while the document was identified, each predicted again
+        # knowing the document's language where it is not that language (Identifier.identify_sentences)
+        seen = dict(zip(document.sentences, own))
+        informed = {w: identifier.identify_sentences(document.sentences, found[0], w, k=k, seen=seen)
+                    for w in weights}
+        truly = {w: identifier.identify_sentences(document.sentences, document.language, w, k=k, seen=seen)
+                 for w in weights}
+        for i, (text, prediction, gold, kind) in enumerate(zip(document.sentences, own, document.gold,
+                                                                document.kinds)):
             answers = [("alone", prediction[0][0])]
             for w in weights:
-                informed = with_document(prediction, found[0], w)
                 # and the pipeline's rule for sentences of 1-3 words (a dropped one counts as wrong)
-                ruled = short_sentence_label(text, informed, found)
-                answers += [(f"document_w{w:g}", informed[0]),
-                            (f"true_document_w{w:g}", with_document(prediction, document.language, w)[0]),
+                ruled = short_sentence_label(text, informed[w][i], found)
+                answers += [(f"document_w{w:g}", informed[w][i][0]), (f"true_document_w{w:g}", truly[w][i][0]),
                             (f"document+short_w{w:g}", ruled[0] if ruled else None)]
             for name, label in answers:
                 tallies[name][(kind, label == gold)] += 1

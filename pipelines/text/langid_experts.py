@@ -72,8 +72,8 @@ class ExpertIdentifier(LayeredIdentifier):
                     raise ValueError(f"{self.path}: {code} is in two expert groups")
                 self.group_of[code] = number
 
-    def predict(self, texts: Sequence[str], k: int = 1) -> list[list[tuple[str, float]]]:
-        answers = self.inner.predict(texts, k=max(k, DEPTH))
+    def predict(self, texts: Sequence[str], k: int = 1, document: str | None = None) -> list[list[tuple[str, float]]]:
+        answers = self.inner.predict(texts, k=max(k, DEPTH), document=document)
         routed: dict[int, list[int]] = defaultdict(list)
         for i, answer in enumerate(answers):
             number = self.group_of.get(answer[0][0])

@@ -47,7 +47,7 @@ class LinguaIdentifier(LabelledIdentifier):
         self.detector = (builder.with_low_accuracy_mode() if low_accuracy else builder).build()
         super().__init__(lingua_targets(Language), LINGUA_LOW if low_accuracy else LINGUA)
 
-    def predict(self, texts: Sequence[str], k: int = 1) -> list[list[tuple[str, float]]]:
+    def predict(self, texts: Sequence[str], k: int = 1, document: str | None = None) -> list[list[tuple[str, float]]]:
         normalized = [OFFICIAL.apply(text) for text in texts]
         results = []
         for text, values in zip(normalized, self.detector.compute_language_confidence_values_in_parallel(normalized)):
