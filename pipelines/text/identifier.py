@@ -71,9 +71,10 @@ class Identifier:
         sentences found in `seen` (texts already predicted with the same k, before the document's language was
         known) are not predicted again where they answered it."""
         seen = seen or {}
+        known = document_language not in (None, UNDETERMINED)
         new = [text for text in dict.fromkeys(sentences)
-               if text not in seen or (document_language and seen[text][0][0] != document_language)]
-        predicted = dict(zip(new, self.predict(new, k=k, document=document_language))) if new else {}
+               if text not in seen or (known and seen[text][0][0] != document_language)]
+        predicted = dict(zip(new, self.predict(new, k=k, document=document_language if known else None))) if new else {}
         return [with_document(predicted.get(text) or seen[text], document_language, document_weight)
                 for text in sentences]
 
