@@ -26,9 +26,9 @@ from miner.languages import language_code  # noqa: E402
 from miner.mining import MiningConfig, mine  # noqa: E402
 
 
-def corpus_vectors(bucc: str, pair: str, encoder_spec: str, cache: Path | None):
+def corpus_vectors(bucc: str, pair: str, encoder_spec: str, cache: Path | None, split: str = "dev"):
     """The corpus and both sides' vectors (cached in `cache` by encoder, pair and text)."""
-    corpus = load_corpus(bucc, pair, "dev")
+    corpus = load_corpus(bucc, pair, split)
     texts = corpus.src.texts + corpus.tgt.texts
     key = hashlib.sha256("\n".join([encoder_spec, pair, *texts]).encode()).hexdigest()[:16]
     path = cache / f"{pair}-{key}.npz" if cache else None
@@ -71,19 +71,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bucc", required=True, help="folder of BUCC-format sets (the dev pool's bucc-style)")
     parser.add_argument("--encoder", default=str(Path(__file__).resolve().parent.parent / "models" / "cmlm-ensemble"))
     parser.add_argument("--pairs", nargs="+", default=["de-en", "fr-en", "ru-en", "zh-en"])
+    parser.add_argument("--split", default="dev", help="the sets' split: <pair>.<split>.<lang> files")
     parser.add_argument("--sizes", type=int, nargs="+", default=[3, 10, 30, 100, 300, 1000, 2000, 10**9],
                         help="source sentences a draw (a size past the set's is the whole set, drawn once)")
     parser.add_argument("--draws", type=int, default=10)
     parser.add_argument("--threshold", type=float, default=1.35, help="the pipeline's mining.threshold")
     parser.add_argument("--min-cosine", type=float, default=0.29, help="the pipeline's mining.min_cosine")
     parser.add_argument("--k", type=int, default=4)
+    parser.add_argument("--one-sided-below", type=int, default=MiningConfig().one_sided_below,
+                        help="mining.one_sided_below of the rule's rows (the default's)")
     parser.add_argument("--cache", type=Path, default=None, help="a folder for the sets' vectors")
     args = parser.parse_args(argv)
-    rules = {"both means": 0, "default rule": MiningConfig().one_sided_below}
+    rules = {"both means": 0, "default rule" if args.one_sided_below == MiningConfig().one_sided_below
+             else f"one-sided below {args.one_sided_below}": args.one_sided_below}
     print("| pair | source sentences | rule | pairs | P | R | F1 | junk / 100 |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for pair in args.pairs:
-        corpus, src, tgt = corpus_vectors(args.bucc, pair, args.encoder, args.cache)
+        corpus, src, tgt = corpus_vectors(args.bucc, pair, args.encoder, args.cache, args.split)
         for n in args.sizes:
             for rule, below in rules.items():
                 config = MiningConfig(k=args.k, threshold=args.threshold, min_cosine=args.min_cosine,

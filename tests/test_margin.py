@@ -202,3 +202,23 @@ def test_one_sided_below_must_be_a_count():
     for bad in (-1, 1.5, True, "1000"):
         with pytest.raises(ValueError, match="mining.one_sided_below must be a sentence count"):
             MiningConfig(one_sided_below=bad)
+
+
+def test_the_small_pools_benchmark_runs_on_the_bundled_bucc_sample(capsys):
+    # bench/small_pools.py over the bundled de-en example (32 German, 45 English sentences): with the rule at 40,
+    # German is a small pool beside English, and the rule's rows mine no more wrong pairs than both means do
+    import importlib.util
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("small_pools", repo / "bench" / "small_pools.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--bucc", str(repo / "sample" / "bucc"), "--split", "test", "--encoder", "char-ngram",
+                       "--pairs", "de-en", "--sizes", "10", "1000", "--draws", "2", "--threshold", "1.0",
+                       "--min-cosine", "0", "--one-sided-below", "40"]) == 0
+    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if line.startswith("| de-en")]
+    assert [(row[1], row[2]) for row in rows] == [("10", "both means"), ("10", "one-sided below 40"),
+                                                  ("all 33", "both means"), ("all 33", "one-sided below 40")]
+    junk = [float(row[7].rstrip(" |")) for row in rows]
+    assert junk[1] <= junk[0] and junk[3] <= junk[2]
