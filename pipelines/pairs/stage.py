@@ -8,7 +8,6 @@ import logging
 import apache_beam as beam
 
 from miner.knn_join import join_plan
-from miner.margin import neighbourhoods
 from miner.mining import MiningConfig
 from miner.pair_filters import PairFilter
 from pipelines import layout
@@ -98,14 +97,14 @@ class PairsStage:
         missing = sorted(set(wanted) - set(found))
         if missing:
             log.warning("no sentences in %s: no pairs with them", ", ".join(missing))
-        below, rows = mining_config(settings).one_sided_below, self.embeddings["languages"]
-        for pair in self.pairs:
-            use = neighbourhoods(rows[pair[0]]["rows"], rows[pair[1]]["rows"], below)
-            if use != "both":
-                small, large = pair if use == "src" else pair[::-1]
-                log.info("%s-%s: %s has %d sentences (mining.one_sided_below %d), %s %d: margins over %s's "
-                         "neighbourhoods only", *pair, small, rows[small]["rows"], below, large, rows[large]["rows"],
-                         small)
+        # "src-tgt" -> the small language whose neighbourhoods alone make the pair's margins (miner.margin)
+        config, rows = mining_config(settings), self.embeddings["languages"]
+        self.small_pools = {"-".join(pair): pair[0] if use == "src" else pair[1]
+                            for pair, use in neighbourhoods_by_pair(self.embeddings, self.pairs, config).items()
+                            if use != "both"}
+        for name, small in self.small_pools.items():
+            log.info("%s: %s has %d sentences (mining.one_sided_below %d): margins over its neighbourhoods only",
+                     name, small, rows[small]["rows"], config.one_sided_below)
 
     def __call__(self, pipeline):
         from pipelines.options import wave_bytes
@@ -125,9 +124,8 @@ class PairsStage:
             src, tgt = entry["pair"].split("-")
             fwd, bwd = (search_plan(config.knn, rows[lang]["rows"]) for lang in (tgt, src))
             entry["index"] = fwd if fwd == bwd else f"{fwd} (source->target), {bwd} (target->source)"
-            use = neighbourhoods(rows[src]["rows"], rows[tgt]["rows"], config.one_sided_below)
-            if use != "both":  # a small pool beside a large one: margins over the small side's neighbourhoods
-                entry["margin_neighbourhoods"] = src if use == "src" else tgt
+            if entry["pair"] in self.small_pools:
+                entry["margin_neighbourhoods"] = self.small_pools[entry["pair"]]
         searched = sorted({lang for pair in self.pairs for lang in pair})  # the quantizers TrainQuantizer wrote
         quantizers = {lang: layout.quantizer_file(self.settings["output"], lang) for lang in searched
                       if join_plan(config.knn, rows[lang]["rows"])[0] > 1}
