@@ -27,6 +27,7 @@ from typing import Sequence
 import numpy as np
 
 from miner.mining import MiningConfig, mine
+from miner.thresholds import for_pair, language_name
 
 log = logging.getLogger(__name__)
 REPO = Path(__file__).resolve().parent.parent
@@ -50,6 +51,7 @@ def mine_texts(source_texts: Sequence[str], target_texts: Sequence[str], source_
     """Scored pairs, best first (module docstring). `encoder`: a loaded encoder or any spec `load_encoder` reads
     (default: models/cmlm-ensemble); languages as `deu_Latn` or `de`."""
     default = encoder is None or (isinstance(encoder, (str, Path)) and Path(encoder).resolve() == DEFAULT_ENCODER)
+    encoder_spec = encoder if isinstance(encoder, (str, Path)) else None  # a loaded encoder: no folder to read
     if encoder is None or isinstance(encoder, (str, Path)):
         from encoders import load_encoder
 
@@ -61,6 +63,10 @@ def mine_texts(source_texts: Sequence[str], target_texts: Sequence[str], source_
     sides = [_distinct(texts, name) for texts, name in ((source_texts, "source"), (target_texts, "target"))]
     if not sides[0][0] or not sides[1][0]:
         return []
+    if source_language and target_language:  # the pair's threshold (miner/thresholds.py)
+        config = for_pair(config, language_name(source_language, sides[0][0][:1000]),
+                          language_name(target_language, sides[1][0][:1000]), str(DEFAULT_ENCODER) if default
+                          else str(encoder_spec) if encoder_spec is not None else None)
     vectors = [encoder.encode(texts, language=language, show_progress=show_progress)
                for (texts, _), language in zip(sides, (source_language, target_language))]
     pairs = mine(*vectors, config)

@@ -193,6 +193,14 @@ def check_code(code: str, what: str = "language code") -> str:
     return code
 
 
+LANGUAGE_NAME = regex.compile(r"[a-z]{3}_[A-Z][a-z]{3}")  # what language_code gives: deu_Latn, zho_Hant
+
+
+def is_language_name(name: str) -> bool:
+    """Whether `name` is a language as the project names them (ISO 639-3 and ISO 15924: `deu_Latn`)."""
+    return isinstance(name, str) and LANGUAGE_NAME.fullmatch(name) is not None
+
+
 # a language's script -> the Unicode scripts its letters may be in (Chinese and Japanese mix Han with kana, Korean
 # mixes Hangul with Han); any other script is itself. ISO 15924 codes, which is how `regex` names Unicode scripts.
 SCRIPT_FAMILY = {"Hans": ("Hani",), "Hant": ("Hani",), "Jpan": ("Hani", "Hira", "Kana"), "Hang": ("Hang", "Hani"),

@@ -40,6 +40,7 @@ from miner.languages import check_code
 from miner.mining import MiningConfig, mine
 from miner.pair_filters import KEEP, PairFilter
 from miner.selection import Pairs
+from miner.thresholds import for_pair, language_name
 
 log = logging.getLogger("miner.mine")
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "mine_sample.yaml"
@@ -128,6 +129,8 @@ def run(inputs: dict, source: VectorSource, config: MiningConfig, output: Path,
     src_unique, tgt_unique = bucc.unify(src), bucc.unify(tgt)
     log.info("embedding %d + %d unique sentences with %s", len(src_unique.texts), len(tgt_unique.texts),
              source.describe())
+    config = for_pair(config, language_name(str(inputs["src_lang"]), src.texts[:1000]),
+                      language_name(str(inputs["tgt_lang"]), tgt.texts[:1000]), source.encoder_spec)
     src_vectors = source.vectors(src, src_unique.rows, inputs["src_lang"])
     tgt_vectors = source.vectors(tgt, tgt_unique.rows, inputs["tgt_lang"])
     sides = (src, src_unique.rows, inputs["src_lang"]), (tgt, tgt_unique.rows, inputs["tgt_lang"])

@@ -18,6 +18,7 @@ from encoders.binary import cosine_estimate, two_way_cosine
 from miner.index import KnnConfig, knn, knn_refined, resolve_factory
 from miner.margin import MARGINS, default_ratio_floor, neighbourhood_mean, neighbourhoods, pair_margins
 from miner.selection import SELECTIONS, Candidates, Pairs, select
+from miner.thresholds import check_offsets
 from miner.vectors import check_same_dim
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,10 @@ class MiningConfig:
     # A pair whose one language has fewer sentences than this, and the other at least as many, takes its margins
     # over the small language's neighbourhoods alone (miner/margin.py, "Small pools"); 0 or None: both always.
     one_sided_below: int | None = 1000
+    # Per-language moves of the threshold for callers that know the languages (the pipeline, miner.mine,
+    # mine_texts; miner/thresholds.py): None, "encoder" (the encoder folder's thresholds.json), a file, or a
+    # {language: offset} mapping. `mine` itself, given vectors alone, applies `threshold` as it is.
+    threshold_offsets: str | dict | None = field(default=None, hash=False)
     knn: KnnConfig = field(default_factory=KnnConfig)
 
     def __post_init__(self) -> None:
@@ -61,6 +66,12 @@ class MiningConfig:
         below = self.one_sided_below
         if below is not None and (isinstance(below, bool) or not isinstance(below, int) or below < 0):
             raise ValueError(f"mining.one_sided_below must be a sentence count (0 or more), got {below!r}")
+        offsets = self.threshold_offsets
+        if isinstance(offsets, dict):
+            check_offsets(offsets, "mining.threshold_offsets")
+        elif offsets is not None and (not isinstance(offsets, str) or not offsets):
+            raise ValueError(f"mining.threshold_offsets must be 'encoder', a file or a mapping of language to "
+                             f"offset, got {offsets!r}")
         floor = self.ratio_floor
         if floor != "auto" and (isinstance(floor, bool) or not isinstance(floor, (int, float)) or not floor > 0
                                 or not math.isfinite(floor)):
@@ -90,6 +101,7 @@ class MiningConfig:
             "min_cosine": self.min_cosine,
             "ratio_floor": self.ratio_floor,
             "one_sided_below": self.one_sided_below,
+            "threshold_offsets": self.threshold_offsets,
             "index": index,
             "nprobe": self.knn.nprobe,
         }

@@ -8,7 +8,8 @@ A stage depends on everything an earlier stage depends on, plus its own settings
   shape sentences (languages, read, extract, lid, split, filters, shards) and the LID model file;
 - embed: the encoder (a built-in's name and package version; a folder's files with their sizes and times, and an
   ensemble's members too; a cloud path as given), `encoder_options`, `embed` and the binary code it writes;
-- pairs: the pairing (`languages`, `pairs`, `pivot`) and `mining`, `knn`, `pair_filter`.
+- pairs: the pairing (`languages`, `pairs`, `pivot`) and `mining`, `knn`, `pair_filter`, and the threshold offsets'
+  values (an encoder folder's thresholds.json is read for them, and left out of the encoder's files).
 Sizes and times, not contents, identify files: reading every crawl file again to hash it would cost as much as the
 stage itself. A file rewritten with the same size within the same second is not noticed: `--rerun` is for that.
 """
@@ -25,9 +26,10 @@ from encoders.ensemble import is_ensemble, read_ensemble
 from encoders.lens import is_lens, read_lens
 from encoders.use_multilingual import PACKAGE as USE_PACKAGE
 from miner.io import folder_files
+from miner.thresholds import FILE as THRESHOLDS_FILE
 from pipelines import storage
 from pipelines.options import STAGES
-from pipelines.settings import binary_code_written
+from pipelines.settings import binary_code_written, threshold_offsets
 
 SECTIONS = {
     "extract": ("input", "languages", "read", "extract", "lid", "split", "filters", "shards"),
@@ -50,6 +52,8 @@ def stage_dependencies(stage: str, settings: dict) -> dict:
             # codes written another way (before sign codes were centred per language, say) are stale even when
             # no setting names the difference
             depends["binary code"] = binary_code_written(settings)
+        if name == "pairs":  # the values, wherever they are read from (an encoder's file is not part of its vectors)
+            depends["threshold offsets"] = threshold_offsets(settings)
     return depends
 
 
@@ -89,9 +93,15 @@ def encoder_identity(spec: str | None) -> list | dict | None:
             return {"package": None}
     if spec and not storage.is_remote(spec) and os.path.isdir(spec):
         if is_ensemble(spec):
-            return {"files": folder_files(spec),
+            return {"files": vector_files(spec),
                     "members": [encoder_identity(member) for member in read_ensemble(spec)["members"]]}
         if is_lens(spec):  # a lens reads its frozen encoder's tokens: that encoder retrained makes them stale too
-            return {"files": folder_files(spec), "encoder": encoder_identity(str(read_lens(spec).encoder))}
-        return folder_files(spec)
+            return {"files": vector_files(spec), "encoder": encoder_identity(str(read_lens(spec).encoder))}
+        return vector_files(spec)
     return spec  # char-ngram[:dim], a hub id, a cloud path: the spec is all there is to compare
+
+
+def vector_files(folder: str) -> list[list]:
+    """A model folder's files but its threshold offsets (miner/thresholds.py): they move the pairs stage's
+    threshold, never the vectors, and the pairs stage records their values."""
+    return [row for row in folder_files(folder) if row[0] != THRESHOLDS_FILE]

@@ -82,6 +82,8 @@ def format_summary(report: dict) -> str:
         notes = [entry["index"]] if entry.get("index") and entry["index"] != mining.get("index") else []
         if entry.get("margin_neighbourhoods"):  # miner.margin, "Small pools"
             notes.append(f"margins over {entry['margin_neighbourhoods']}'s neighbourhoods: a small pool")
+        if entry.get("threshold") is not None and entry["threshold"] != mining.get("threshold"):
+            notes.append(f"threshold {entry['threshold']:.3f}, the languages' offsets")  # miner/thresholds.py
         if notes:
             text += f" ({'; '.join(notes)})"
         if low_high:

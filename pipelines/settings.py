@@ -1,6 +1,7 @@
 """The job's settings: a YAML file (configs/pipeline_sample.yaml by default) plus `--set section.key=value`.
 
-Paths inside the file (input, lid.model, encoder) are relative to the file; gs:// and absolute paths are kept.
+Paths inside the file (input, lid.model, encoder, mining.threshold_offsets) are relative to the file; gs:// and
+absolute paths are kept.
 Each section is checked by the stage that uses it, so a typo fails before any data is read.
 """
 
@@ -11,6 +12,8 @@ from pathlib import Path
 
 from miner.config import ConfigError, load_config
 from miner.languages import check_code
+from miner.thresholds import FROM_ENCODER
+from pipelines import storage
 from pipelines.storage import is_remote
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "pipeline_sample.yaml"
@@ -20,7 +23,7 @@ SECTIONS = {
     "encoder": str, "encoder_options": dict, "embed": dict, "mining": dict, "knn": dict, "gold": str,
     "pair_filter": (dict, bool),
 }
-PATH_KEYS = (("input",), ("gold",), ("encoder",), ("lid", "model"))
+PATH_KEYS = (("input",), ("gold",), ("encoder",), ("lid", "model"), ("mining", "threshold_offsets"))
 PAIRINGS = ("pivot", "all")
 
 
@@ -51,6 +54,8 @@ def _resolve_paths(settings: dict, base: Path) -> None:
             node = node.get(key) or {}
         value = node.get(keys[-1])
         if not isinstance(value, str) or not value or is_remote(value) or os.path.isabs(value):
+            continue
+        if keys == ("mining", "threshold_offsets") and value == FROM_ENCODER:
             continue
         if keys == ("lid", "model"):
             node[keys[-1]] = _resolve_lid(value, base)
@@ -152,3 +157,22 @@ def binary_code_written(settings: dict) -> str | None:
     if embed_settings(settings)["dtype"] != DTYPE or not settings.get("encoder"):
         return None
     return "sign, less the language's mean" if centres_languages(settings) else code_of(settings["encoder"])
+
+
+def threshold_offsets(settings: dict) -> dict[str, float]:
+    """`mining.threshold_offsets` resolved to {language: offset} (miner/thresholds.py): `encoder` reads the encoder
+    folder's thresholds.json, local or on cloud storage, where it has one; a file is read through FileSystems."""
+    from miner.thresholds import FILE, check_offsets, parse_offsets
+
+    setting = (settings.get("mining") or {}).get("threshold_offsets")
+    if setting is None or isinstance(setting, dict):
+        return check_offsets(setting or {}, "mining.threshold_offsets")
+    path = setting
+    if setting == FROM_ENCODER:
+        encoder = settings.get("encoder")
+        path = storage.join(encoder, FILE) if encoder else None
+        if not path or not storage.exists(path):
+            return {}
+    if not storage.exists(path):
+        raise ConfigError(f"mining.threshold_offsets: {path}: file not found")
+    return parse_offsets(storage.read_bytes(path), path)

@@ -32,9 +32,10 @@ class RefineSide(beam.DoFn):
     are final, and `min_cosine` and the threshold apply. Only signs travel: d / 8 bytes a side of a selected pair."""
 
     def __init__(self, manifest: dict, side: str, step: str, uses: dict, kind: str = "ratio", floor: float = 0.0,
-                 min_cosine: float | None = None, threshold: float | None = None):
+                 min_cosine: float | None = None, thresholds: dict | None = None):
         self.manifest, self.side, self.step, self.uses = manifest, side, step, uses  # uses: neighbourhoods by pair
-        self.kind, self.floor, self.min_cosine, self.threshold = kind, floor, min_cosine, threshold
+        self.kind, self.floor, self.min_cosine = kind, floor, min_cosine
+        self.thresholds = thresholds or {}   # by pair; a pair without one keeps every refined pair
         self.bytes_read = Metrics.counter("pairs", "embedding_bytes_read")
         self.refined = Metrics.counter("pairs", "refined")   # pairs scored again: two sign codes travelled each
 
@@ -63,8 +64,9 @@ class RefineSide(beam.DoFn):
             keep = np.ones(len(refined), dtype=bool)
             if self.min_cosine is not None:
                 keep &= cos >= self.min_cosine
-            if self.threshold is not None:
-                keep &= score >= self.threshold
+            threshold = self.thresholds.get(pair)
+            if threshold is not None:
+                keep &= score >= threshold
             if keep.any():
                 yield pair, refined.take(np.flatnonzero(keep))
 
@@ -74,9 +76,10 @@ class RefinePairs(beam.PTransform):
     rows against the other side's signs (miner.mining.refine_pairs, as the library does it on one machine), then
     `min_cosine` and the threshold; three groupings of the pairs, by target, source and target shard."""
 
-    def __init__(self, manifest: dict, config: MiningConfig, floor: float, uses: dict):
+    def __init__(self, manifest: dict, config: MiningConfig, floor: float, uses: dict, thresholds: dict):
         super().__init__()
         self.manifest, self.config, self.floor, self.uses = manifest, config, floor, uses  # uses: by pair
+        self.thresholds = thresholds   # by pair
 
     def expand(self, pairs):
         config = self.config
@@ -85,5 +88,5 @@ class RefinePairs(beam.PTransform):
                      | f"Refine{name}ByShard" >> beam.FlatMap(by_sentence_shard(side))
                      | f"Refine{name}Group" >> beam.GroupByKey()
                      | f"Refine{name}" >> beam.ParDo(RefineSide(self.manifest, side, step, self.uses, config.margin,
-                                                                self.floor, config.min_cosine, config.threshold)))
+                                                                self.floor, config.min_cosine, self.thresholds)))
         return pairs

@@ -60,8 +60,8 @@ class Select(beam.DoFn):
 
     `max` keeps every candidate here; the one-to-one pass comes after, per language pair."""
 
-    def __init__(self, mode: str, threshold: float | None, min_cosine: float | None = None):
-        self.mode, self.threshold, self.min_cosine = mode, threshold, min_cosine
+    def __init__(self, mode: str, thresholds: dict, min_cosine: float | None = None):
+        self.mode, self.thresholds, self.min_cosine = mode, thresholds, min_cosine   # thresholds: by pair
         self.kept = Metrics.counter("pairs", "selected")
         self.below_floor = Metrics.counter("pairs", "below_min_cosine")
 
@@ -80,16 +80,19 @@ class Select(beam.DoFn):
             low = keep & (unique.sim < self.min_cosine)
             self.below_floor.inc(int(low.sum()))
             keep &= ~low
-        if self.mode != "max" and self.threshold is not None:
-            keep &= unique.score >= self.threshold
+        threshold = self.thresholds[pair]
+        if self.mode != "max" and threshold is not None:
+            keep &= unique.score >= threshold
         self.kept.inc(int(keep.sum()))
         if keep.any():
             yield pair, unique.take(np.flatnonzero(keep))
 
 
-def one_to_one(element, threshold: float | None) -> Iterable[tuple]:
-    """The greedy one-to-one pass of `max` selection (miner.selection) over one language pair's candidates."""
+def one_to_one(element, thresholds: dict) -> Iterable[tuple]:
+    """The greedy one-to-one pass of `max` selection (miner.selection) over one language pair's candidates, then
+    the pair's threshold (`thresholds`: by pair)."""
     pair, blocks = element
+    threshold = thresholds[pair]
     candidates = PairBlock.concat(list(blocks)).best_first()
     _, src_dense = np.unique(candidates.src, return_inverse=True)
     _, tgt_dense = np.unique(candidates.tgt, return_inverse=True)

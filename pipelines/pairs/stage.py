@@ -10,6 +10,7 @@ import apache_beam as beam
 from miner.knn_join import join_plan
 from miner.mining import MiningConfig
 from miner.pair_filters import PairFilter
+from miner.thresholds import pair_threshold
 from pipelines import layout
 from pipelines.pairs.blocks import by_sentence_shard
 from pipelines.pairs.join import KnnJoin
@@ -18,13 +19,19 @@ from pipelines.pairs.output import AttachSide, FilterPairs, WriteBitext
 from pipelines.pairs.plan import join_waves, search_plan
 from pipelines.pairs.refine import RefinePairs, refined_by_rows
 from pipelines.pairs.selection import BestCandidates, Select, one_to_one
-from pipelines.settings import embed_settings
+from pipelines.settings import embed_settings, threshold_offsets
 
 log = logging.getLogger("pipelines.pairs")
 
 
 def mining_config(settings: dict) -> MiningConfig:
     return MiningConfig.from_dict(dict(settings.get("mining") or {}), dict(settings.get("knn") or {}))
+
+
+def pair_thresholds(settings: dict, pairs: list[tuple[str, str]]) -> dict:
+    """Each pair's margin threshold: `mining.threshold` moved by its languages' offsets (miner/thresholds.py)."""
+    threshold, offsets = mining_config(settings).threshold, threshold_offsets(settings)
+    return {pair: pair_threshold(threshold, offsets, *pair) for pair in pairs}
 
 
 class MinePairs(beam.PTransform):
@@ -35,6 +42,7 @@ class MinePairs(beam.PTransform):
         super().__init__()
         self.manifest, self.pairs = manifest, pairs
         self.config, self.output = mining_config(settings), settings["output"]
+        self.thresholds = pair_thresholds(settings, pairs)
         self.pair_filter = settings.get("pair_filter")
         float_bytes = 4 if embed_settings(settings)["dtype"] == "float32" else 2
         self.waves = join_waves(manifest, pairs, self.config.knn, wave_bytes, float_bytes)
@@ -42,7 +50,8 @@ class MinePairs(beam.PTransform):
     def expand(self, begin):
         config, manifest = self.config, self.manifest
         refine = refined_by_rows(manifest, self.pairs)
-        threshold = None if refine else config.threshold   # refined pairs meet it once their margins are final
+        # refined pairs meet their threshold once their margins are final
+        thresholds = {pair: None for pair in self.pairs} if refine else self.thresholds
         uses = neighbourhoods_by_pair(manifest, self.pairs, config)
         neighbours = begin | "KnnJoin" >> KnnJoin(manifest, self.pairs, config, self.output, self.waves)
         pairs = (neighbours
@@ -52,12 +61,13 @@ class MinePairs(beam.PTransform):
                  | "ByQueryShard" >> beam.GroupByKey()
                  | "Best" >> beam.ParDo(BestCandidates(manifest, keep_means=refine))
                  | "BySourceShard" >> beam.GroupByKey()
-                 | "Select" >> beam.ParDo(Select(config.selection, threshold, config.min_cosine)))
+                 | "Select" >> beam.ParDo(Select(config.selection, thresholds, config.min_cosine)))
         if config.selection == "max":
             pairs = (pairs | "PerLanguagePair" >> beam.GroupByKey()
-                     | "OneToOne" >> beam.FlatMap(one_to_one, threshold))
+                     | "OneToOne" >> beam.FlatMap(one_to_one, thresholds))
         if refine:
-            pairs = pairs | "RefinePairs" >> RefinePairs(manifest, config, ratio_floor(config, manifest), uses)
+            pairs = pairs | "RefinePairs" >> RefinePairs(manifest, config, ratio_floor(config, manifest), uses,
+                                                          self.thresholds)
         for side in ("src", "tgt"):
             pairs = (pairs
                      | f"BySentenceShard{side}" >> beam.FlatMap(by_sentence_shard(side))
@@ -102,6 +112,12 @@ class PairsStage:
         self.small_pools = {"-".join(pair): pair[0] if use == "src" else pair[1]
                             for pair, use in neighbourhoods_by_pair(self.embeddings, self.pairs, config).items()
                             if use != "both"}
+        self.thresholds = pair_thresholds(settings, self.pairs)
+        moved = {pair: value for pair, value in self.thresholds.items() if value != config.threshold}
+        if moved:
+            listed = ", ".join(f"{'-'.join(pair)} {value:.3f}" for pair, value in sorted(moved.items()))
+            log.info("mining.threshold_offsets: %d of %d pairs mined at their own threshold (%s)", len(moved),
+                     len(self.pairs), listed)
         for name, small in self.small_pools.items():
             log.info("%s: %s has %d sentences (mining.one_sided_below %d): margins over its neighbourhoods only",
                      name, small, rows[small]["rows"], config.one_sided_below)
@@ -126,6 +142,7 @@ class PairsStage:
             entry["index"] = fwd if fwd == bwd else f"{fwd} (source->target), {bwd} (target->source)"
             if entry["pair"] in self.small_pools:
                 entry["margin_neighbourhoods"] = self.small_pools[entry["pair"]]
+            entry["threshold"] = self.thresholds[(src, tgt)]
         searched = sorted({lang for pair in self.pairs for lang in pair})  # the quantizers TrainQuantizer wrote
         quantizers = {lang: layout.quantizer_file(self.settings["output"], lang) for lang in searched
                       if join_plan(config.knn, rows[lang]["rows"])[0] > 1}
