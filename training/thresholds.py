@@ -5,12 +5,13 @@
 The held-out sets are the ones the ensemble's shares were chosen on (training.ensemble's `long` sets): NTREX-128's
 held-out documents in every language, hidden among `--source-distractors` other sentences of the language and
 `--target-distractors` English ones, set up as BUCC is. Each language is mined against English as BUCC is
-evaluated (ratio margin, k = 4, `max` selection, both neighbourhood means) and its best-F1 threshold t*(L) taken by
-the BUCC rule (the midpoint between the best-F1 score and the next: miner.bucc.tune_threshold). The offset is
-t*(L) less the mean t* of the `--reference` languages: the ones the pipeline's shared threshold was tuned on, which
-keep it (offset 0). Measured 2026-11-29, their own offsets (+0.010 to +0.020, and -0.046 for Chinese) moved their
-dev BUCC F1 by -0.8 to 0 points at a fixed threshold: the shared threshold already fits them, and a few hundred
-held-out pairs cannot tell a few hundredths apart. The dev pool is never read.
+evaluated (ratio margin, k = `--k`: 4, the shipped threshold's; `max` selection, both neighbourhood means) and its
+best-F1 threshold t*(L) taken by the BUCC rule (the midpoint between the best-F1 score and the next:
+miner.bucc.tune_threshold). The offset is t*(L) less the mean t* of the `--reference` languages: the ones the
+pipeline's shared threshold was tuned on, which keep it (offset 0). Measured 2026-11-29, their own offsets
+(+0.010 to +0.020, and -0.046 for Chinese) moved their dev BUCC F1 by -0.8 to 0 points at a fixed threshold: the
+shared threshold already fits them, and a few hundred held-out pairs cannot tell a few hundredths apart. The dev
+pool is never read.
 
 The offsets take `--scale` of each measured move (0.5 by default). Best F1 is what BUCC scores, but it buys recall
 with precision where an encoder separates a language poorly. Chosen on a second split of the train pool, the WMT
@@ -45,12 +46,12 @@ REFERENCE = ("deu_Latn", "fra_Latn", "rus_Cyrl", "zho_Hans")  # the dev pool's B
 SCALE = 0.5  # the part of each measured move taken (module docstring)
 
 
-def best_threshold(src: np.ndarray, tgt: np.ndarray, n_gold: int) -> tuple[float, float]:
+def best_threshold(src: np.ndarray, tgt: np.ndarray, n_gold: int, k: int = 4) -> tuple[float, float]:
     """(t*, its F1 in %) when row i of src translates row i of tgt for i < n_gold and every other row is a
     distractor: BUCC's mining and threshold rule (module docstring)."""
     from miner.mining import MiningConfig, mine
 
-    config = MiningConfig(k=4, margin="ratio", selection="max", threshold=None, one_sided_below=0)
+    config = MiningConfig(k=k, margin="ratio", selection="max", threshold=None, one_sided_below=0)
     pairs = mine(src, tgt, config)  # best first; rows are unique ids here
     candidates = ScoredCandidates([(str(s), str(t)) for s, t in zip(pairs.src.tolist(), pairs.tgt.tolist())],
                                   pairs.margin.astype(np.float64), frozenset((str(i), str(i)) for i in range(n_gold)))
@@ -70,7 +71,7 @@ def offsets_from(best: dict[str, tuple[float, float]], reference: list[str], sca
             for language, (t, _) in sorted(best.items()) if math.isfinite(t)}
 
 
-def measure(encoder_spec: str, train_pool: Path, source_distractors: int, target_distractors: int
+def measure(encoder_spec: str, train_pool: Path, source_distractors: int, target_distractors: int, k: int = 4
             ) -> dict[str, tuple[float, float]]:
     """Each held-out language's (t*, best F1) against English with the encoder."""
     from encoders import load_encoder
@@ -82,7 +83,7 @@ def measure(encoder_spec: str, train_pool: Path, source_distractors: int, target
     languages = sorted(language for language in texts if language != ENGLISH)
     with _quiet("miner.mining"), _quiet("miner.index"):
         for done, language in enumerate(languages, 1):
-            best[language] = best_threshold(encoder.encode(texts[language], language=language), english, n_gold)
+            best[language] = best_threshold(encoder.encode(texts[language], language=language), english, n_gold, k)
             if done % 20 == 0 or done == len(languages):
                 log.info("%d of %d languages measured", done, len(languages))
     return best
@@ -98,13 +99,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="languages whose mean t* is the shared threshold's (offset 0 on average)")
     parser.add_argument("--source-distractors", type=int, default=700)
     parser.add_argument("--target-distractors", type=int, default=1000)
+    parser.add_argument("--k", type=int, default=4, help="neighbours per sentence, as the pipeline will mine (its "
+                        "threshold and these offsets belong to a k)")
     parser.add_argument("--scale", type=float, default=SCALE,
                         help="the part of each measured move the offsets take (module docstring)")
     parser.add_argument("--output", type=Path, help="default: <encoder>/thresholds.json")
     args = parser.parse_args(argv)
     if not Path(args.encoder).is_dir():
         parser.error(f"--encoder {args.encoder}: not a local folder (the offsets are written beside its files)")
-    best = measure(args.encoder, args.train_pool, args.source_distractors, args.target_distractors)
+    best = measure(args.encoder, args.train_pool, args.source_distractors, args.target_distractors, args.k)
     if not 0 <= args.scale <= 1:
         parser.error(f"--scale must be within [0, 1], got {args.scale}")
     offsets = offsets_from(best, args.reference, args.scale)
@@ -113,8 +116,10 @@ def main(argv: list[str] | None = None) -> int:
         "format": FORMAT, "reference": args.reference, "scale": args.scale, "offsets": offsets,
         "measured": {"sets": f"NTREX-128 held-out documents among {args.source_distractors} / "
                              f"{args.target_distractors} distractors (training.ensemble's long sets)",
-                     "mining": "ratio margin, k = 4, max selection, both neighbourhood means; BUCC threshold rule",
-                     "command": f"python -m training.thresholds --encoder {args.encoder} --scale {args.scale}",
+                     "mining": f"ratio margin, k = {args.k}, max selection, both neighbourhood means; BUCC "
+                               "threshold rule",
+                     "command": f"python -m training.thresholds --encoder {args.encoder} --k {args.k} "
+                                f"--scale {args.scale}",
                      "best": {language: {"threshold": round(t, 4), "f1": round(f1, 1)}
                               for language, (t, f1) in sorted(best.items())}}})
     for language, offset in sorted(offsets.items(), key=lambda item: item[1]):
