@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import sys
 import time
 
@@ -42,13 +43,17 @@ def run_stage(name: str, build, settings: dict, options: PipelineOptions) -> dic
     dofn_inspection.install()  # each DoFn inspected once, not seven times: a third of a small stage's cost
     pipeline = beam.Pipeline(runner=pipeline_runner(options), options=options)
     entries_file = storage.join(layout.stage_dir(output, name), manifests.ENTRIES_FILE)
-    # the entries gathered by one key: 3 transforms where ToList's global combine is 8 (pre-combine, merge, the
-    # default for an empty input ...), each built, turned into protos and run: 5% of a stage at 10^3 sentences
-    (build(pipeline)
-     | f"{name}/Keyed" >> beam.Map(lambda entry: (None, entry))
-     | f"{name}/Collect" >> beam.GroupByKey()
-     | f"{name}/Save" >> beam.MapTuple(lambda _, entries: storage.write_json(entries_file,
-                                                                               {"entries": list(entries)})))
+    try:
+        # the entries gathered by one key: 3 transforms where ToList's global combine is 8 (pre-combine, merge,
+        # the default for an empty input ...), each built, turned into protos and run: 5% of a stage at 10^3
+        (build(pipeline)
+         | f"{name}/Keyed" >> beam.Map(lambda entry: (None, entry))
+         | f"{name}/Collect" >> beam.GroupByKey()
+         | f"{name}/Save" >> beam.MapTuple(lambda _, entries: storage.write_json(entries_file,
+                                                                                   {"entries": list(entries)})))
+    except BaseException:  # Beam removes the pipeline's temporary folder in run(): one never run would leave it
+        shutil.rmtree(pipeline.local_tempdir, ignore_errors=True)
+        raise
     result = pipeline.run()
     result.wait_until_finish()
     # no file: the stage emitted no entry (a grouping of nothing has no group); a failed Save failed the run

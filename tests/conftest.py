@@ -178,3 +178,22 @@ def dask_clusters_closed():
     close_clients()
     yield
     close_clients()
+
+
+@pytest.fixture
+def unrun_pipeline():
+    """`beam.Pipeline(...)` for a test that builds a pipeline and inspects it without running it: Beam makes a
+    temporary folder for each pipeline and removes it only in `run`."""
+    import shutil
+
+    import apache_beam as beam
+
+    made = []
+
+    def make(*args, **kwargs):
+        made.append(beam.Pipeline(*args, **kwargs))
+        return made[-1]
+
+    yield make
+    for pipeline in made:
+        shutil.rmtree(pipeline.local_tempdir, ignore_errors=True)

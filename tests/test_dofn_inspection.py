@@ -104,11 +104,12 @@ def test_a_function_whose_defaults_change_is_inspected_again(installed):
     assert core.get_function_args_defaults(f) == (["x", "y", "z"], [1, 2])
 
 
-def test_each_dofn_is_inspected_once_as_a_pipeline_is_built_and_turned_into_protos(installed, monkeypatch):
+def test_each_dofn_is_inspected_once_as_a_pipeline_is_built_and_turned_into_protos(installed, monkeypatch,
+                                                                                     unrun_pipeline):
     inspected = []
     beams = dofn_inspection._beams_specs
     monkeypatch.setattr(dofn_inspection, "_beams_specs", lambda dofn: inspected.append(type(dofn)) or beams(dofn))
-    pipeline = beam.Pipeline()
+    pipeline = unrun_pipeline()
     (pipeline | beam.Create([1, 2], reshuffle=False) | "A" >> beam.ParDo(Plain()) | "B" >> beam.ParDo(Plain()))
     pipeline.to_runner_api()
     pipeline.to_runner_api()

@@ -317,3 +317,20 @@ def test_a_stage_gets_every_entry_it_emits_and_none_when_it_emits_none(tmp_path,
     manifest = run_stage("pairs", EntriesStage(entries), settings(tmp_path), PipelineOptions([]))
     assert manifest["entries"] == entries
     assert not os.path.exists(os.path.join(tmp_path, "pairs", manifests.ENTRIES_FILE))
+
+
+def test_a_stage_that_fails_while_built_leaves_no_temporary_folder(tmp_path, monkeypatch):
+    import tempfile
+
+    from pipelines.job import run_stage
+
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+
+    def build(pipeline):
+        raise ValueError("a stage that cannot be built")
+
+    with pytest.raises(ValueError, match="cannot be built"):
+        run_stage("pairs", build, {"output": str(tmp_path / "out")}, PipelineOptions([]))
+    assert not list(temporary.iterdir())   # Beam's folder for the pipeline, made before the stage was built

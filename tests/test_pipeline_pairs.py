@@ -899,14 +899,14 @@ def test_wave_bytes_auto_is_a_quarter_of_a_dask_clusters_memory_and_one_wave_els
 @pytest.mark.parametrize("argv,spreads", [([], False), (["--runner=DirectRunner"], False),
                                           (["--direct_num_workers=2"], True), (["--direct_num_workers=0"], True),
                                           (["--runner=DaskRunner"], True), (["--runner=DataflowRunner"], True)])
-def test_the_join_spreads_its_work_where_there_is_more_than_one_worker(argv, spreads):
+def test_the_join_spreads_its_work_where_there_is_more_than_one_worker(argv, spreads, unrun_pipeline):
     import apache_beam as beam
 
     from pipelines.options import spread, spreads_work
 
     assert spreads_work(PipelineOptions(argv)) is spreads
     # spread() adds a Reshuffle (its first leaf keys by random) exactly there, and hands the input back elsewhere
-    pipeline = beam.Pipeline(runner="DirectRunner", options=PipelineOptions(argv))  # built, not run
+    pipeline = unrun_pipeline(runner="DirectRunner", options=PipelineOptions(argv))  # built, not run
     made = pipeline | beam.Create([1, 2], reshuffle=False)
     spread_out = spread(made, "Spread")
     leaves = []
