@@ -1,6 +1,7 @@
 """Mining F1 per language at the shared threshold and at each language's (miner/thresholds.py), beside the best
 threshold's (oracle), on sets built as BUCC is: n sentences of a language, of which g have their English
-translation hidden among 2n English sentences.
+translation hidden among 2n English sentences (`--ratio`: another multiple of n, as a crawl's English outnumbers
+its other languages).
 
     python bench/threshold_offsets.py --wmt ../shared/data/train/wmt-news          # train pool: WMT/TICO test sets
     python bench/threshold_offsets.py --flores ../shared/data/dev/flores200-devtest/devtest \
@@ -99,14 +100,15 @@ def vectors(encoder_spec: str, texts: list[str], language: str, cache: Path | No
 
 
 def measure(src: np.ndarray, english: np.ndarray, gold_rows: np.ndarray, excluded: np.ndarray, n: int, g: int,
-            thresholds: dict[str, float], config: MiningConfig, draws: int) -> dict[str, list[int]]:
+            thresholds: dict[str, float], config: MiningConfig, draws: int, ratio: float = 2.0
+            ) -> dict[str, list[int]]:
     """Counts (extracted, correct, gold) at each named threshold and at each draw's best-F1 threshold."""
     counts = {name: [0, 0, 0] for name in [*thresholds, "oracle"]}
     pool = np.setdiff1d(np.arange(len(english)), excluded)
     for draw in range(draws):
         rng = np.random.default_rng(draw)
         rows = rng.choice(len(src), n, replace=False)
-        targets = np.concatenate([gold_rows[rows[:g]], rng.choice(pool, 2 * n - g, replace=False)])
+        targets = np.concatenate([gold_rows[rows[:g]], rng.choice(pool, int(ratio * n) - g, replace=False)])
         pairs = mine(src[rows], english[targets], config)
         correct = (pairs.src == pairs.tgt) & (pairs.src < g)
         f1 = 2 * np.cumsum(correct) / (np.arange(1, len(correct) + 1) + g)
@@ -134,6 +136,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threshold", type=float, default=1.35, help="the pipeline's mining.threshold")
     parser.add_argument("--min-cosine", type=float, default=0.29, help="the pipeline's mining.min_cosine")
     parser.add_argument("--draws", type=int, default=3)
+    parser.add_argument("--ratio", type=float, default=2.0,
+                        help="English sentences per sentence of the language (BUCC's is about 2; a crawl's 10-1000)")
+    parser.add_argument("--one-sided-below", type=int, default=MiningConfig().one_sided_below,
+                        help="mining.one_sided_below (0: both neighbourhood means at every size)")
+    parser.add_argument("--max-sentences", type=int, default=2000, help="n at most")
     parser.add_argument("--min-pairs", type=int, default=500, help="languages with fewer pairs are left out")
     parser.add_argument("--cache", type=Path, default=None, help="a folder for the sets' vectors")
     args = parser.parse_args(argv)
@@ -143,19 +150,21 @@ def main(argv: list[str] | None = None) -> int:
     pairs, english_texts = wmt_pairs(args.wmt, 2000) if args.wmt else flores_pairs(args.flores, args.english)
     english = vectors(args.encoder, english_texts, ENGLISH, args.cache)
     position = {text: row for row, text in enumerate(english_texts)}
-    config = MiningConfig(k=4, margin="ratio", selection="max", threshold=None, min_cosine=args.min_cosine)
+    config = MiningConfig(k=4, margin="ratio", selection="max", threshold=None, min_cosine=args.min_cosine,
+                          one_sided_below=args.one_sided_below)
     print("| language | offset | shared threshold P / R / F1 | the language's P / R / F1 | best threshold's F1 |")
     print("| --- | --- | --- | --- | --- |")
     means: dict[str, list[float]] = {"shared": [], "offset": [], "oracle": []}
     for language, rows in sorted(pairs.items()):
-        if language not in offsets or min(len(rows), (len(english_texts) - len(rows)) // 2) < args.min_pairs:
+        room = int((len(english_texts) - len(rows)) / args.ratio)   # room for ratio * n - g distractors
+        if language not in offsets or min(len(rows), room) < args.min_pairs:
             continue
-        n = min(len(rows), 2000, (len(english_texts) - len(rows)) // 2)   # room for 2n - g distractors
+        n = min(len(rows), args.max_sentences, room)
         g = min(200, n // 10)
         src = vectors(args.encoder, [x for x, _ in rows], language, args.cache)
         gold_rows = np.array([position[e] for _, e in rows])
         thresholds = {"shared": args.threshold, "offset": pair_threshold(args.threshold, offsets, language, ENGLISH)}
-        counts = measure(src, english, gold_rows, gold_rows, n, g, thresholds, config, args.draws)
+        counts = measure(src, english, gold_rows, gold_rows, n, g, thresholds, config, args.draws, args.ratio)
         found = {name: prf(*count) for name, count in counts.items()}
         for name in means:
             means[name].append(found[name][2])
