@@ -20,6 +20,7 @@ encoder's offsets. Rows: P / R / F1 pooled over the draws; the means over the la
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import hashlib
 import re
@@ -85,14 +86,20 @@ def flores_pairs(root: Path, english_file: Path) -> tuple[dict[str, list[tuple[s
     return pairs, sorted(flores_english) + sorted(text for text in others if text)
 
 
+@functools.cache
+def loaded(encoder_spec: str):
+    """The encoder, loaded once for every set this run embeds."""
+    from encoders import load_encoder
+
+    return load_encoder(encoder_spec)
+
+
 def vectors(encoder_spec: str, texts: list[str], language: str, cache: Path | None) -> np.ndarray:
     key = hashlib.sha256("\n".join([encoder_spec, language, *texts]).encode()).hexdigest()[:16]
     path = cache / f"{language}-{key}.npy" if cache else None
     if path and path.exists():
         return np.load(path, allow_pickle=False)
-    from encoders import load_encoder
-
-    found = load_encoder(encoder_spec).encode(texts, language=language)
+    found = loaded(encoder_spec).encode(texts, language=language)
     if path:
         cache.mkdir(parents=True, exist_ok=True)
         np.save(path, found)
