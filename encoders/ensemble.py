@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -56,9 +55,6 @@ def is_ensemble(folder: str | Path) -> bool:
     return (Path(folder) / FILE).is_file()
 
 
-LANGUAGE_KEY = re.compile(r"[a-z]{3}_[A-Z][a-z]{3}")  # what miner.languages.language_code gives: deu_Latn
-
-
 def read_ensemble(folder: str | Path) -> dict:
     """The checked contents of `folder/ensemble.json`, member folders resolved against it."""
     path = Path(folder) / FILE
@@ -69,7 +65,9 @@ def read_ensemble(folder: str | Path) -> dict:
     dims = spec.get("dims")
     if not isinstance(dims, list) or len(dims) != len(members) or not all(isinstance(d, int) and d > 0 for d in dims):
         raise EnsembleError(f"{path}: 'dims' must give each member's vector size ({len(members)} positive integers)")
-    unnamed = [k for k in (spec.get("languages") or {}) if not isinstance(k, str) or not LANGUAGE_KEY.fullmatch(k)]
+    from miner.languages import is_language_name
+
+    unnamed = [k for k in (spec.get("languages") or {}) if not is_language_name(k)]
     if unnamed:  # a key no caller can pass would keep its shares unused, silently
         raise EnsembleError(f"{path}: 'languages' keys must be codes such as deu_Latn (ISO 639-3 and script), got "
                             f"{', '.join(repr(k) for k in unnamed[:5])}")

@@ -51,7 +51,8 @@ def mine_texts(source_texts: Sequence[str], target_texts: Sequence[str], source_
     """Scored pairs, best first (module docstring). `encoder`: a loaded encoder or any spec `load_encoder` reads
     (default: models/cmlm-ensemble); languages as `deu_Latn` or `de`."""
     default = encoder is None or (isinstance(encoder, (str, Path)) and Path(encoder).resolve() == DEFAULT_ENCODER)
-    encoder_spec = encoder if isinstance(encoder, (str, Path)) else None  # a loaded encoder: no folder to read
+    # where the encoder's threshold offsets are (miner/thresholds.py); a loaded encoder: no folder to read
+    encoder_spec = str(encoder or DEFAULT_ENCODER) if encoder is None or isinstance(encoder, (str, Path)) else None
     if encoder is None or isinstance(encoder, (str, Path)):
         from encoders import load_encoder
 
@@ -65,8 +66,7 @@ def mine_texts(source_texts: Sequence[str], target_texts: Sequence[str], source_
         return []
     if source_language and target_language:  # the pair's threshold (miner/thresholds.py)
         config = for_pair(config, language_name(source_language, sides[0][0][:1000]),
-                          language_name(target_language, sides[1][0][:1000]), str(DEFAULT_ENCODER) if default
-                          else str(encoder_spec) if encoder_spec is not None else None)
+                          language_name(target_language, sides[1][0][:1000]), encoder_spec)
     vectors = [encoder.encode(texts, language=language, show_progress=show_progress)
                for (texts, _), language in zip(sides, (source_language, target_language))]
     pairs = mine(*vectors, config)

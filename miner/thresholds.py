@@ -25,6 +25,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
+import posixpath
 from pathlib import Path
 
 from miner.languages import is_language_name, language_code
@@ -62,35 +64,31 @@ def parse_offsets(content: bytes | str, where: str) -> dict[str, float]:
     return check_offsets(data.get("offsets"), where)
 
 
-def read_offsets(path: str | Path) -> dict[str, float]:
-    """The offsets of a local `thresholds.json` file, checked."""
+def read_offsets(path: str | Path, exists=os.path.isfile, read=lambda path: Path(path).read_bytes()
+                 ) -> dict[str, float]:
+    """The offsets of a `thresholds.json` file, checked; `exists` and `read` reach it (local files by default, the
+    pipeline's FileSystems for cloud storage)."""
+    if not exists(str(path)):
+        raise ThresholdOffsetsError(f"{path}: file not found")
     try:
-        content = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise ThresholdOffsetsError(f"{path}: file not found") from None
+        content = read(str(path))
     except OSError as error:
         raise ThresholdOffsetsError(f"{path}: cannot be read ({error})") from None
     return parse_offsets(content, str(path))
 
 
-def encoder_offsets_file(encoder_spec: str | None) -> Path | None:
-    """The offsets file beside a local encoder folder's files, or None (a built-in, a hub id, no file)."""
-    if not encoder_spec:
-        return None
-    path = Path(encoder_spec) / FILE
-    return path if path.is_file() else None
-
-
-def resolve_offsets(setting, encoder_spec: str | None) -> dict[str, float]:
+def resolve_offsets(setting, encoder_spec: str | None, exists=os.path.isfile,
+                    read=lambda path: Path(path).read_bytes()) -> dict[str, float]:
     """`mining.threshold_offsets` -> {language: offset}: None or {} (none), `encoder` (the encoder folder's file
-    where it has one, else none), a path to such a file, or the mapping itself."""
+    where it has one, else none: a built-in, a hub id), a path to such a file, or the mapping itself; `exists` and
+    `read` as read_offsets'."""
     if setting is None:
         return {}
     if setting == FROM_ENCODER:
-        path = encoder_offsets_file(encoder_spec)
-        return read_offsets(path) if path else {}
+        path = posixpath.join(str(encoder_spec), FILE) if encoder_spec else None
+        return read_offsets(path, exists, read) if path and exists(path) else {}
     if isinstance(setting, str):
-        return read_offsets(setting)
+        return read_offsets(setting, exists, read)
     return check_offsets(setting, "mining.threshold_offsets")
 
 

@@ -160,19 +160,9 @@ def binary_code_written(settings: dict) -> str | None:
 
 
 def threshold_offsets(settings: dict) -> dict[str, float]:
-    """`mining.threshold_offsets` resolved to {language: offset} (miner/thresholds.py): `encoder` reads the encoder
-    folder's thresholds.json, local or on cloud storage, where it has one; a file is read through FileSystems."""
-    from miner.thresholds import FILE, check_offsets, parse_offsets
+    """`mining.threshold_offsets` resolved to {language: offset} (miner.thresholds.resolve_offsets), files read
+    through FileSystems: an encoder folder staged on cloud storage holds its thresholds.json there."""
+    from miner.thresholds import resolve_offsets
 
-    setting = (settings.get("mining") or {}).get("threshold_offsets")
-    if setting is None or isinstance(setting, dict):
-        return check_offsets(setting or {}, "mining.threshold_offsets")
-    path = setting
-    if setting == FROM_ENCODER:
-        encoder = settings.get("encoder")
-        path = storage.join(encoder, FILE) if encoder else None
-        if not path or not storage.exists(path):
-            return {}
-    if not storage.exists(path):
-        raise ConfigError(f"mining.threshold_offsets: {path}: file not found")
-    return parse_offsets(storage.read_bytes(path), path)
+    return resolve_offsets((settings.get("mining") or {}).get("threshold_offsets"), settings.get("encoder"),
+                           storage.exists, storage.read_bytes)
