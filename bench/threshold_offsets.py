@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import gzip
 import hashlib
 import re
 import sys
@@ -31,6 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from miner.io import read_lines  # noqa: E402
 from miner.languages import language_code  # noqa: E402
 from miner.mining import MiningConfig, mine  # noqa: E402
 from miner.thresholds import FILE, pair_threshold, read_offsets  # noqa: E402
@@ -38,12 +38,6 @@ from miner.thresholds import FILE, pair_threshold, read_offsets  # noqa: E402
 ENGLISH = "eng_Latn"
 # WMT's directory names (xxx-eng) whose language the project names otherwise, or whose sets are not news
 SKIP = ("multi30k",)
-
-
-def read_text(path: Path) -> list[str]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as handle:
-        return [line.rstrip("\n") for line in handle]
 
 
 def wmt_pairs(root: Path, limit: int) -> tuple[dict[str, list[tuple[str, str]]], list[str]]:
@@ -59,7 +53,7 @@ def wmt_pairs(root: Path, limit: int) -> tuple[dict[str, list[tuple[str, str]]],
         english_file = index.get(f"testsets/{found.group(1)}-eng/{found.group(2)}.eng")
         if not english_file:
             continue
-        xs, es = read_text(root / stored), read_text(root / english_file)
+        xs, es = read_lines(root / stored), read_lines(root / english_file)
         if len(xs) != len(es):
             continue
         language = language_code(found.group(3), xs[:200])
@@ -78,11 +72,11 @@ def wmt_pairs(root: Path, limit: int) -> tuple[dict[str, list[tuple[str, str]]],
 
 def flores_pairs(root: Path, english_file: Path) -> tuple[dict[str, list[tuple[str, str]]], list[str]]:
     """Per FLORES language, its 1,012 sentences with their English; the distractor English (not FLORES)."""
-    flores_english = [line.strip() for line in read_text(root / f"{ENGLISH}.devtest.gz")]
-    pairs = {path.name.split(".")[0]: list(zip((line.strip() for line in read_text(path)), flores_english))
+    flores_english = [line.strip() for line in read_lines(root / f"{ENGLISH}.devtest.gz")]
+    pairs = {path.name.split(".")[0]: list(zip((line.strip() for line in read_lines(path)), flores_english))
              for path in sorted(root.glob("*.devtest.gz")) if not path.name.startswith(ENGLISH)}
     known = set(flores_english)
-    others = {line.split("\t", 1)[-1].strip() for line in read_text(english_file)} - known
+    others = {line.split("\t", 1)[-1].strip() for line in read_lines(english_file)} - known
     return pairs, sorted(flores_english) + sorted(text for text in others if text)
 
 
