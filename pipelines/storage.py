@@ -6,6 +6,7 @@ killed run leaves finished files or none, never a partial one; a rerun overwrite
 
 from __future__ import annotations
 
+import atexit
 import io
 import json
 import logging
@@ -135,13 +136,21 @@ def stage_folder(local: str, remote: str) -> str:
     return remote
 
 
+def _download_folder() -> str:
+    """A temporary folder for a process's downloads, removed when the process exits (they are its cache, and a
+    worker or test session that made many would otherwise leave them all in the temporary directory)."""
+    folder = tempfile.mkdtemp(prefix="cmlm-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
 def local_folder(path: str, cache: dict[str, str] = {}) -> str:  # noqa: B006 - one cache per process on purpose
     """A local folder holding the files under `path`: the path itself when local, else a download (once per
     process) into a temporary folder, for libraries that only read local files (faiss, fastText, transformers)."""
     if not is_remote(path):
         return path
     if path not in cache:
-        folder = tempfile.mkdtemp(prefix="cmlm-")
+        folder = _download_folder()
         prefix = path.rstrip("/") + "/"
         for remote in match(prefix + "**"):
             target = os.path.join(folder, posixpath.relpath(remote, prefix))
@@ -157,7 +166,7 @@ def local_file(path: str, cache: dict[str, str] = {}) -> str:  # noqa: B006
     if not is_remote(path):
         return path
     if path not in cache:
-        folder = tempfile.mkdtemp(prefix="cmlm-")
+        folder = _download_folder()
         target = os.path.join(folder, posixpath.basename(path))
         with open(target, "wb") as handle:
             handle.write(read_bytes(path))

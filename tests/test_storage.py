@@ -41,3 +41,21 @@ def test_remote_folder_is_copied_once_for_local_libraries(gcs_bucket, tmp_path):
     assert storage.local_folder(remote) == local
     assert (np.load(f"{local}/sub/w.npy") == np.arange(3)).all()
     assert open(f"{local}/config.json").read() == "{}"
+
+
+def test_downloaded_copies_are_removed_when_the_process_exits(gcs_bucket, tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    remote = storage.stage_folder(str(model), gcs_bucket + "/staged/model")
+    script = ("from pipelines import storage; import sys; "
+              "print(storage.local_folder(sys.argv[1])); print(storage.local_file(sys.argv[1] + '/config.json'))")
+    done = subprocess.run([sys.executable, "-c", script, remote], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).resolve().parent.parent)
+    folder, file = done.stdout.split()
+    assert Path(folder).name.startswith("cmlm-") and Path(file).name == "config.json"  # copies, not the remote
+    assert not Path(folder).exists() and not Path(file).exists()
