@@ -177,7 +177,7 @@ def choose_shares(vectors: list[dict[str, np.ndarray]], texts: dict[str, list[st
 
     sets = {"long": (long_languages, long_score), "short": (list(short), short_score)}
     sets = {name: value for name, value in sets.items() if value[0]}
-    with _quiet("miner"):
+    with quiet_logger("miner"):
         both = {a: float(np.mean([np.mean([score(lang, a, a) for lang in langs]) for langs, score in sets.values()]))
                 for a in grid}
         default = max(grid, key=lambda a: (both[a], -a))
@@ -259,7 +259,7 @@ def short_sets(folder: Path, limit: int, min_pairs: int) -> dict[str, tuple[list
 
 
 @contextlib.contextmanager
-def _quiet(name: str):
+def quiet_logger(name: str):
     """The grid mines thousands of small sets: keep the miner's per-call INFO lines out of the log."""
     logger = logging.getLogger(name)
     level = logger.level
@@ -364,7 +364,7 @@ def short_test_scores(vectors: list[dict[str, np.ndarray]], sets: dict, chosen: 
     for language, texts in sets.items():
         share = chosen["languages"].get(language, chosen["default"])
         sides = [[v[short_key("test", language, side)] for v in vectors] for side in (None, ENGLISH)]
-        with _quiet("miner"):
+        with quiet_logger("miner"):
             rows = {a: xsim_outcomes(blend(sides[0], a), blend(sides[1], chosen["default"]), *texts)
                     for a in dict.fromkeys((1.0, 0.0, share))}
         accuracy = {a: outcome_accuracy(r) for a, r in rows.items()}

@@ -39,7 +39,7 @@ import numpy as np
 from miner.bucc import ScoredCandidates, sweep, tune_threshold
 from miner.io import write_json
 from miner.thresholds import FILE, FORMAT
-from training.ensemble import ENGLISH, _quiet, mining_sets
+from training.ensemble import ENGLISH, mining_sets, quiet_logger
 
 log = logging.getLogger("training.thresholds")
 REFERENCE = ("deu_Latn", "fra_Latn", "rus_Cyrl", "zho_Hans")  # the dev pool's BUCC-style pairs: mining.threshold's
@@ -81,7 +81,7 @@ def measure(encoder_spec: str, train_pool: Path, source_distractors: int, target
     english = encoder.encode(texts[ENGLISH], language=ENGLISH)
     best = {}
     languages = sorted(language for language in texts if language != ENGLISH)
-    with _quiet("miner.mining"), _quiet("miner.index"):
+    with quiet_logger("miner.mining"), quiet_logger("miner.index"):
         for done, language in enumerate(languages, 1):
             best[language] = best_threshold(encoder.encode(texts[language], language=language), english, n_gold, k)
             if done % 20 == 0 or done == len(languages):
