@@ -1,6 +1,7 @@
 """Mining where one language has few sentences: the dev pool's BUCC-style sets with the non-English side cut to n
 sentences (drawn at random, English whole), mined at the pipeline's threshold with both neighbourhood means
-(`mining.one_sided_below 0`, the margin as published) and with the default rule (miner/margin.py, "Small pools").
+(`mining.one_sided_below 0`, `one_sided_ratio 0`: the margin as published) and with the default rules (miner/margin.py,
+"Small pools", "Unequal pools").
 
     python bench/small_pools.py --bucc ../shared/data/dev/bucc-style                 # de/fr/ru/zh-en, 10 draws a size
     python bench/small_pools.py --bucc ../shared/data/dev/bucc-style --pairs de-en fr-en --sizes 30 100 1000 2000
@@ -82,16 +83,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="mining.one_sided_below of the rule's rows (the default's)")
     parser.add_argument("--cache", type=Path, default=None, help="a folder for the sets' vectors")
     args = parser.parse_args(argv)
-    rules = {"both means": 0, "default rule" if args.one_sided_below == MiningConfig().one_sided_below
-             else f"one-sided below {args.one_sided_below}": args.one_sided_below}
+    default = MiningConfig()
+    rules = {"both means": {"one_sided_below": 0, "one_sided_ratio": 0},
+             "default rule" if args.one_sided_below == default.one_sided_below
+             else f"one-sided below {args.one_sided_below}": {"one_sided_below": args.one_sided_below}}
     print("| pair | source sentences | rule | pairs | P | R | F1 | junk / 100 |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for pair in args.pairs:
         corpus, src, tgt = corpus_vectors(args.bucc, pair, args.encoder, args.cache, args.split)
         for n in args.sizes:
-            for rule, below in rules.items():
-                config = MiningConfig(k=args.k, threshold=args.threshold, min_cosine=args.min_cosine,
-                                      one_sided_below=below)
+            for rule, sides in rules.items():
+                config = MiningConfig(k=args.k, threshold=args.threshold, min_cosine=args.min_cosine, **sides)
                 r = measure(corpus, src, tgt, n, args.draws, config)
                 size = n if n < len(src) else f"all {len(src)}"
                 print(f"| {pair} | {size} | {rule} | {r['pairs']} | {100 * r['precision']:.1f} | "

@@ -12,9 +12,11 @@ min(2,000, pairs), g = min(200, n / 10), the English distractors drawn from ever
 none of the language's sentences; 3 draws. A second split for the offsets, which were measured on NTREX-128's
 held-out documents (training.thresholds): other sentences, other domains, other set sizes.
 --flores: FLORES-200 devtest, n = 1,012 a language, g = 101 drawn per draw; English distractors from `--english`
-lines (BUCC-format `id<TAB>text`, or plain) that are not FLORES devtest sentences.
-Mining is the pipeline's (ratio margin, k = 4, `max`, `mining.min_cosine`), the threshold `--threshold` moved by the
-encoder's offsets. Rows: P / R / F1 pooled over the draws; the means over the languages the offsets name.
+lines (BUCC-format `id<TAB>text`, or plain; one file or several) that are not FLORES devtest sentences.
+Mining is the pipeline's (ratio margin, k = 4, `max`, `mining.min_cosine`, one-sided margins where English outnumbers
+the language `--one-sided-ratio` times), the threshold `--threshold` moved by the encoder's offsets and, for one-sided
+margins, by the English pool's size (`--pool-slope`). Rows: P / R / F1 pooled over the draws; the means over the
+languages the offsets name.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from miner.index import KnnConfig  # noqa: E402
 from miner.io import read_lines  # noqa: E402
 from miner.languages import language_code  # noqa: E402
 from miner.mining import MiningConfig, mine  # noqa: E402
@@ -70,13 +73,13 @@ def wmt_pairs(root: Path, limit: int) -> tuple[dict[str, list[tuple[str, str]]],
     return pairs, sorted(english)
 
 
-def flores_pairs(root: Path, english_file: Path) -> tuple[dict[str, list[tuple[str, str]]], list[str]]:
+def flores_pairs(root: Path, english_files: list[Path]) -> tuple[dict[str, list[tuple[str, str]]], list[str]]:
     """Per FLORES language, its 1,012 sentences with their English; the distractor English (not FLORES)."""
     flores_english = [line.strip() for line in read_lines(root / f"{ENGLISH}.devtest.gz")]
     pairs = {path.name.split(".")[0]: list(zip((line.strip() for line in read_lines(path)), flores_english))
              for path in sorted(root.glob("*.devtest.gz")) if not path.name.startswith(ENGLISH)}
     known = set(flores_english)
-    others = {line.split("\t", 1)[-1].strip() for line in read_lines(english_file)} - known
+    others = {line.split("\t", 1)[-1].strip() for path in english_files for line in read_lines(path)} - known
     return pairs, sorted(flores_english) + sorted(text for text in others if text)
 
 
@@ -132,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--wmt", type=Path, help="the train pool's wmt-news folder")
     source.add_argument("--flores", type=Path, help="the dev pool's FLORES-200 devtest folder (measuring only)")
-    parser.add_argument("--english", type=Path, help="with --flores: English distractor lines")
+    parser.add_argument("--english", type=Path, nargs="+", help="with --flores: English distractor lines (files)")
     parser.add_argument("--encoder", default=str(Path(__file__).resolve().parent.parent / "models" / "cmlm-ensemble"))
     parser.add_argument("--threshold", type=float, default=1.35, help="the pipeline's mining.threshold")
     parser.add_argument("--min-cosine", type=float, default=0.29, help="the pipeline's mining.min_cosine")
@@ -141,6 +144,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="English sentences per sentence of the language (BUCC's is about 2; a crawl's 10-1000)")
     parser.add_argument("--one-sided-below", type=int, default=MiningConfig().one_sided_below,
                         help="mining.one_sided_below (0: both neighbourhood means at every size)")
+    parser.add_argument("--one-sided-ratio", type=float, default=MiningConfig().one_sided_ratio,
+                        help="mining.one_sided_ratio (0: off, the rule before 2026-11-30)")
+    parser.add_argument("--pool-slope", type=float, default=MiningConfig().pool_slope,
+                        help="mining.pool_slope (0: one-sided thresholds do not follow the pool's size)")
+    parser.add_argument("--index", default="auto", help="knn.index (Flat: exact search, faster here than training "
+                                                         "an IVF index per draw)")
     parser.add_argument("--max-sentences", type=int, default=2000, help="n at most")
     parser.add_argument("--min-pairs", type=int, default=500, help="languages with fewer pairs are left out")
     parser.add_argument("--cache", type=Path, default=None, help="a folder for the sets' vectors")
@@ -152,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     english = vectors(args.encoder, english_texts, ENGLISH, args.cache)
     position = {text: row for row, text in enumerate(english_texts)}
     config = MiningConfig(k=4, margin="ratio", selection="max", threshold=None, min_cosine=args.min_cosine,
-                          one_sided_below=args.one_sided_below)
+                          one_sided_below=args.one_sided_below, one_sided_ratio=args.one_sided_ratio,
+                          pool_slope=args.pool_slope, knn=KnnConfig(index=args.index))
     print("| language | offset | shared threshold P / R / F1 | the language's P / R / F1 | best threshold's F1 |")
     print("| --- | --- | --- | --- | --- |")
     means: dict[str, list[float]] = {"shared": [], "offset": [], "oracle": []}
@@ -165,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
         src = vectors(args.encoder, [x for x, _ in rows], language, args.cache)
         gold_rows = np.array([position[e] for _, e in rows])
         thresholds = {"shared": args.threshold, "offset": pair_threshold(args.threshold, offsets, language, ENGLISH)}
+        # as the pipeline mines the pair: moved for the pool one-sided margins are taken in (miner.margin.pool_shift)
+        thresholds = {name: config.pool_threshold(value, n, int(args.ratio * n)) for name, value in thresholds.items()}
         counts = measure(src, english, gold_rows, gold_rows, n, g, thresholds, config, args.draws, args.ratio)
         found = {name: prf(*count) for name, count in counts.items()}
         for name in means:

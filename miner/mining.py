@@ -16,7 +16,7 @@ import numpy as np
 
 from encoders.binary import cosine_estimate, two_way_cosine
 from miner.index import KnnConfig, knn, knn_refined, resolve_factory
-from miner.margin import MARGINS, default_ratio_floor, neighbourhood_mean, neighbourhoods, pair_margins
+from miner.margin import MARGINS, default_ratio_floor, neighbourhood_mean, neighbourhoods, pair_margins, pool_shift
 from miner.selection import SELECTIONS, Candidates, Pairs, select
 from miner.thresholds import check_offsets
 from miner.vectors import check_same_dim
@@ -44,9 +44,17 @@ class MiningConfig:
     # A pair whose one language has fewer sentences than this, and the other at least as many, takes its margins
     # over the small language's neighbourhoods alone (miner/margin.py, "Small pools"); 0 or None: both always.
     one_sided_below: int | None = 1000
+    # ... and so does a pair whose other language has at least this many times its sentences (and at least
+    # one_sided_below): a crawl's English beside its other languages (miner/margin.py, "Unequal pools"); 0 or None: off.
+    # Above the BUCC sets' 1.9-2.7, so pools of like size keep both means.
+    one_sided_ratio: float | None = 4.0
+    # One-sided margins' threshold moves by pool_slope * ln(L / L0), L the large pool's sentences held within
+    # pool_sizes = [L0, L1] (miner.margin.pool_shift; measured on the train pool's WMT sets up to L1)
+    pool_slope: float = -0.035
+    pool_sizes: tuple[int, int] = (2000, 60000)
     # Per-language moves of the threshold for callers that know the languages (the pipeline, miner.mine,
     # mine_texts; miner/thresholds.py): None, "encoder" (the encoder folder's thresholds.json), a file, or a
-    # {language: offset} mapping. `mine` itself, given vectors alone, applies `threshold` as it is.
+    # {language: offset} mapping. `mine` itself, given vectors alone, applies no offset (only pool_threshold).
     threshold_offsets: str | dict | None = field(default=None, hash=False)
     knn: KnnConfig = field(default_factory=KnnConfig)
 
@@ -66,6 +74,18 @@ class MiningConfig:
         below = self.one_sided_below
         if below is not None and (isinstance(below, bool) or not isinstance(below, int) or below < 0):
             raise ValueError(f"mining.one_sided_below must be a sentence count (0 or more), got {below!r}")
+        ratio = self.one_sided_ratio
+        if ratio is not None and (isinstance(ratio, bool) or not isinstance(ratio, (int, float))
+                                  or not (ratio == 0 or ratio > 1) or not math.isfinite(ratio)):
+            raise ValueError(f"mining.one_sided_ratio must be a number above 1 (0 or None: off), got {ratio!r}")
+        slope = self.pool_slope
+        if isinstance(slope, bool) or not isinstance(slope, (int, float)) or not math.isfinite(slope):
+            raise ValueError(f"mining.pool_slope must be a finite number, got {slope!r}")
+        sizes = self.pool_sizes
+        if (not isinstance(sizes, (list, tuple)) or len(sizes) != 2
+                or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in sizes) or sizes[0] > sizes[1]):
+            raise ValueError(f"mining.pool_sizes must be two sentence counts [L0, L1], 1 <= L0 <= L1, got {sizes!r}")
+        object.__setattr__(self, "pool_sizes", tuple(sizes))   # a YAML list, kept hashable
         offsets = self.threshold_offsets
         if isinstance(offsets, dict):
             check_offsets(offsets, "mining.threshold_offsets")
@@ -80,6 +100,19 @@ class MiningConfig:
     def floor_for(self, dim: int) -> float:
         """The ratio margin's floor for vectors of `dim` dimensions."""
         return default_ratio_floor(dim) if self.ratio_floor == "auto" else float(self.ratio_floor)
+
+    def neighbourhoods(self, n_src: int, n_tgt: int) -> str:
+        """Whose neighbourhood means make the margins of n_src x n_tgt sentences (miner.margin.neighbourhoods)."""
+        return neighbourhoods(n_src, n_tgt, self.one_sided_below, self.one_sided_ratio)
+
+    def pool_threshold(self, threshold: float | None, n_src: int, n_tgt: int) -> float | None:
+        """`threshold` (this config's, or a pair's) moved for the pool one-sided margins were taken in
+        (miner.margin.pool_shift); None stays None. A small pool (under one_sided_below) keeps it: in a crawl
+        those are mostly misidentified fragments, where precision is what the threshold is for."""
+        if threshold is None or min(n_src, n_tgt) < (self.one_sided_below or 0):
+            return threshold
+        use = self.neighbourhoods(n_src, n_tgt)
+        return float(threshold) + pool_shift(n_src, n_tgt, use, self.pool_slope, self.pool_sizes)
 
     @classmethod
     def from_dict(cls, mining: dict, knn_settings: dict | None = None) -> MiningConfig:
@@ -101,6 +134,9 @@ class MiningConfig:
             "min_cosine": self.min_cosine,
             "ratio_floor": self.ratio_floor,
             "one_sided_below": self.one_sided_below,
+            "one_sided_ratio": self.one_sided_ratio,
+            "pool_slope": self.pool_slope,
+            "pool_sizes": list(self.pool_sizes),
             "threshold_offsets": self.threshold_offsets,
             "index": index,
             "nprobe": self.knn.nprobe,
@@ -127,7 +163,7 @@ def score_neighbours(src: np.ndarray, tgt: np.ndarray, config: MiningConfig = Mi
             fwd_sims, bwd_sims = cosine_estimate(fwd_sims, code), cosine_estimate(bwd_sims, code)
     fwd_mean, bwd_mean = neighbourhood_mean(fwd_sims), neighbourhood_mean(bwd_sims)
     floor = config.floor_for(src.shape[1])
-    use = neighbourhoods(len(src), len(tgt), config.one_sided_below)
+    use = config.neighbourhoods(len(src), len(tgt))
     forward = Candidates(fwd_ids, pair_margins(fwd_sims, fwd_mean[:, None], bwd_mean[fwd_ids], config.margin,
                                                floor=floor, use=use), fwd_sims)
     backward = Candidates(bwd_ids, pair_margins(bwd_sims, fwd_mean[bwd_ids], bwd_mean[:, None], config.margin,
@@ -145,14 +181,15 @@ def mine(src: np.ndarray, tgt: np.ndarray, config: MiningConfig = MiningConfig()
     float vectors the codes were made from); the selected pairs' similarities then become the two-way estimate
     (refine_pairs) before the threshold."""
     forward, backward = score_neighbours(src, tgt, config, names, code, exact, candidates)
+    threshold = config.pool_threshold(config.threshold, len(src), len(tgt))
     if refine is None:
-        pairs = select(forward, backward, config.selection, config.threshold, config.min_cosine)
+        pairs = select(forward, backward, config.selection, threshold, config.min_cosine)
     else:
         if code != "sign":
             raise ValueError(f"refining selected pairs needs sign codes, not {code or 'float vectors'}")
         pairs = refine_pairs(select(forward, backward, config.selection, None, config.min_cosine),
                              forward, backward, refine, config, names)
-    log.info("%s selection kept %d pairs (threshold %s)", config.selection, len(pairs), config.threshold)
+    log.info("%s selection kept %d pairs (threshold %s)", config.selection, len(pairs), threshold)
     return pairs
 
 
@@ -162,8 +199,6 @@ def refine_pairs(pairs: Pairs, forward: Candidates, backward: Candidates, rotate
     (encoders.binary.two_way_cosine), and margins over the codes' own neighbourhoods, then `min_cosine` and the
     threshold. The k-NN and the neighbourhood means stay the codes': a float row is read only for a selected pair,
     and only the other side's 1-bit code has to meet it (the pipeline's cost model, docs/pipeline.md)."""
-    from miner.margin import neighbourhoods, pair_margins
-
     for rows, ids, name in ((rotated[0], forward.ids, names[0]), (rotated[1], backward.ids, names[1])):
         if len(rows) != len(ids):
             raise ValueError(f"{name}: {len(rows)} float rows to refine pairs over {len(ids)} codes")
@@ -171,9 +206,10 @@ def refine_pairs(pairs: Pairs, forward: Candidates, backward: Candidates, rotate
     fwd_mean, bwd_mean = neighbourhood_mean(forward.cos), neighbourhood_mean(backward.cos)
     margins = pair_margins(cos, fwd_mean[pairs.src], bwd_mean[pairs.tgt], config.margin,
                            floor=config.floor_for(rotated[0].shape[1]),
-                           use=neighbourhoods(len(forward.ids), len(backward.ids), config.one_sided_below))
+                           use=config.neighbourhoods(len(forward.ids), len(backward.ids)))
     refined = Pairs(pairs.src, pairs.tgt, margins, cos)
-    return refined.at_least_cosine(config.min_cosine).above(config.threshold).sorted()
+    threshold = config.pool_threshold(config.threshold, len(forward.ids), len(backward.ids))
+    return refined.at_least_cosine(config.min_cosine).above(threshold).sorted()
 
 
 def _check_keys(settings: dict, cls: type, section: str, exclude: set = frozenset()) -> None:

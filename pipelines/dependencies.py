@@ -9,7 +9,8 @@ A stage depends on everything an earlier stage depends on, plus its own settings
 - embed: the encoder (a built-in's name and package version; a folder's files with their sizes and times, and an
   ensemble's members too; a cloud path as given), `encoder_options`, `embed` and the binary code it writes;
 - pairs: the pairing (`languages`, `pairs`, `pivot`) and `mining`, `knn`, `pair_filter`, and the threshold offsets'
-  values (an encoder folder's thresholds.json is read for them, and left out of the encoder's files).
+  values (an encoder folder's thresholds.json is read for them, and left out of the encoder's files), and the
+  mining settings with their defaults filled in (a default that changes is a setting that changes).
 Sizes and times, not contents, identify files: reading every crawl file again to hash it would cost as much as the
 stage itself. A file rewritten with the same size within the same second is not noticed: `--rerun` is for that.
 """
@@ -26,6 +27,7 @@ from encoders.ensemble import is_ensemble, read_ensemble
 from encoders.lens import is_lens, read_lens
 from encoders.use_multilingual import PACKAGE as USE_PACKAGE
 from miner.io import folder_files
+from miner.mining import MiningConfig
 from miner.thresholds import FILE as THRESHOLDS_FILE
 from pipelines import storage
 from pipelines.options import STAGES
@@ -54,6 +56,9 @@ def stage_dependencies(stage: str, settings: dict) -> dict:
             depends["binary code"] = binary_code_written(settings)
         if name == "pairs":  # the values, wherever they are read from (an encoder's file is not part of its vectors)
             depends["threshold offsets"] = threshold_offsets(settings)
+            # with the defaults filled in: a release that changes a default mines again what it would mine otherwise
+            depends["mining, resolved"] = MiningConfig.from_dict(dict(settings.get("mining") or {}),
+                                                                 dict(settings.get("knn") or {})).describe()
     return depends
 
 

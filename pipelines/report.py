@@ -81,9 +81,12 @@ def format_summary(report: dict) -> str:
         text = f"  {pair}: {entry['pairs']} pairs"
         notes = [entry["index"]] if entry.get("index") and entry["index"] != mining.get("index") else []
         if entry.get("margin_neighbourhoods"):  # miner.margin, "Small pools"
-            notes.append(f"margins over {entry['margin_neighbourhoods']}'s neighbourhoods: a small pool")
+            notes.append(f"margins over {entry['margin_neighbourhoods']}'s neighbourhoods: the smaller pool")
         if entry.get("threshold") is not None and entry["threshold"] != mining.get("threshold"):
-            notes.append(f"threshold {entry['threshold']:.3f}, the languages' offsets")  # miner/thresholds.py
+            # miner/thresholds.py; miner.margin.pool_shift
+            moves = {"offsets": "the languages' offsets", "pool": "the pool's size"}
+            why = [f"{moves[name]} {by:+.3f}" for name, by in (entry.get("threshold_moves") or {}).items()]
+            notes.append(f"threshold {entry['threshold']:.3f}" + (f": {', '.join(why)}" if why else ""))
         if notes:
             text += f" ({'; '.join(notes)})"
         if low_high:

@@ -171,6 +171,60 @@ def test_a_small_pool_beside_a_large_one_leaves_its_neighbourhood_out(n_src, n_t
     assert neighbourhoods(n_src, n_tgt, below) == use
 
 
+@pytest.mark.parametrize("n_src,n_tgt,below,ratio,use", [
+    (1000, 5000, 1000, 4, "src"), (40000, 2000, 1000, 4, "tgt"),    # English outnumbers the other language
+    (2900, 5600, 1000, 4, "both"), (1000, 3999, 1000, 4, "both"),     # the BUCC sets; under the ratio
+    (30, 600, 1000, 4, "both"),                                      # both small: the large side under 1,000
+    (30, 600, 0, 4, "src"), (0, 600, 0, 4, "both"),                  # no size rule; an empty side
+    (1000, 5000, 1000, 0, "both"), (1000, 5000, 1000, None, "both")])  # turned off
+def test_a_pool_many_times_smaller_leaves_the_large_sides_neighbourhood_out(n_src, n_tgt, below, ratio, use):
+    from miner.margin import neighbourhoods
+
+    assert neighbourhoods(n_src, n_tgt, below, ratio) == use
+
+
+def test_one_sided_thresholds_move_with_the_log_of_the_large_pool_within_the_measured_sizes():
+    from miner.margin import pool_shift
+
+    shift = [pool_shift(1000, pool, "src", -0.035, (2000, 60000)) for pool in (500, 2000, 20000, 60000, 10**9)]
+    assert shift == pytest.approx([0.0, 0.0, -0.035 * np.log(10), -0.035 * np.log(30), -0.035 * np.log(30)])
+    assert pool_shift(20000, 1000, "tgt", -0.035, (2000, 60000)) == pytest.approx(-0.035 * np.log(10))
+    assert pool_shift(1000, 20000, "both", -0.035, (2000, 60000)) == 0.0   # both means: no shift
+    config = MiningConfig(threshold=1.35)
+    assert config.pool_threshold(1.30, 1000, 20000) == pytest.approx(1.30 - 0.035 * np.log(10))
+    assert config.pool_threshold(1.30, 2900, 5600) == 1.30 and config.pool_threshold(None, 1000, 20000) is None
+    assert config.pool_threshold(1.30, 300, 20000) == 1.30   # a small pool (mostly fragments in a crawl) keeps it
+
+
+def test_mine_applies_the_pools_threshold():
+    rng = np.random.default_rng(3)
+    tgt = random_unit(rng, 400, 32)
+    src = (tgt[:50] + 0.6 * random_unit(rng, 50, 32)).astype(np.float32)
+    src /= np.linalg.norm(src, axis=1, keepdims=True)
+    rule = dict(k=4, one_sided_below=0, one_sided_ratio=4, pool_slope=-0.2, pool_sizes=(100, 1000))
+    everything = mine(src, tgt, MiningConfig(**rule))
+    moved = 1.75 - 0.2 * np.log(4)   # a pool of 400 against L0 = 100
+    assert mine(src, tgt, MiningConfig(threshold=1.75, **rule)).margin.tolist() == \
+        everything.margin[everything.margin >= np.float32(moved)].tolist()
+    assert (everything.margin >= 1.75).sum() < (everything.margin >= moved).sum()  # the move kept more pairs
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"one_sided_ratio": 1}, "mining.one_sided_ratio must be a number above 1"),
+    ({"one_sided_ratio": "4"}, "mining.one_sided_ratio"), ({"pool_slope": float("nan")}, "mining.pool_slope"),
+    ({"pool_sizes": [2000]}, "mining.pool_sizes"), ({"pool_sizes": [5000, 2000]}, "mining.pool_sizes"),
+    ({"pool_sizes": [0, 10]}, "mining.pool_sizes")])
+def test_the_pool_rules_settings_are_checked(bad, message):
+    with pytest.raises(ValueError, match=message):
+        MiningConfig(**bad)
+
+
+def test_pool_sizes_from_yaml_are_kept_hashable_and_described():
+    config = MiningConfig.from_dict({"pool_sizes": [1000, 50000], "one_sided_ratio": 8})
+    assert config.pool_sizes == (1000, 50000) and hash(config)
+    assert config.describe()["pool_sizes"] == [1000, 50000] and config.describe()["one_sided_ratio"] == 8
+
+
 def test_one_sided_margins_are_the_cosine_over_the_small_sides_mean():
     from miner.margin import pair_margins
 
@@ -192,7 +246,7 @@ def test_a_handful_of_unrelated_sentences_beside_a_large_pool_mine_no_junk():
     translations = tgt[:3] + 0.5 * random_unit(rng, 3, 64)
     src = np.concatenate([translations / np.linalg.norm(translations, axis=1, keepdims=True),
                           random_unit(rng, 7, 64)]).astype(np.float32)
-    two_sided = mine(src, tgt, MiningConfig(k=4, threshold=1.35, one_sided_below=0))
+    two_sided = mine(src, tgt, MiningConfig(k=4, threshold=1.35, one_sided_below=0, one_sided_ratio=0))
     assert len(two_sided) == 10  # every source, 7 of them with a stranger
     pairs = mine(src, tgt, MiningConfig(k=4, threshold=1.35))
     assert sorted(zip(pairs.src.tolist(), pairs.tgt.tolist())) == [(0, 0), (1, 1), (2, 2)]

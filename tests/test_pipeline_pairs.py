@@ -34,19 +34,19 @@ def write_shards(output: str, n_shards: int) -> dict[str, list[str]]:
     return texts
 
 
-def settings_for(output: str, selection: str, one_sided_below: int = 1000) -> dict:
+def settings_for(output: str, selection: str, one_sided_below: int = 1000, **mining) -> dict:
     return {"output": output, "encoder": "char-ngram", "languages": list(LANGS.values()), "pairs": "pivot",
             "pivot": "eng_Latn", "embed": {"dtype": "float32", "batch_size": 16},
             "mining": {"k": 4, "margin": "ratio", "selection": selection, "threshold": 1.0,
-                       "one_sided_below": one_sided_below},
+                       "one_sided_below": one_sided_below, **mining},
             "knn": {"index": "Flat"}, "pair_filter": False}
 
 
-def library_pairs(texts: dict, selection: str, one_sided_below: int = 1000) -> set:
+def library_pairs(texts: dict, selection: str, one_sided_below: int = 1000, **mining) -> set:
     encoder = load_encoder("char-ngram")
     src, tgt = texts["deu_Latn"], texts["eng_Latn"]
     pairs = mine(encoder.encode(src), encoder.encode(tgt),
-                 MiningConfig(k=4, selection=selection, threshold=1.0, one_sided_below=one_sided_below))
+                 MiningConfig(k=4, selection=selection, threshold=1.0, one_sided_below=one_sided_below, **mining))
     return {(src[s], tgt[t], round(float(m), 4)) for s, t, m in zip(pairs.src, pairs.tgt, pairs.margin)}
 
 
@@ -115,6 +115,24 @@ def test_sharded_beam_mining_equals_the_library(tmp_path, selection, n_shards, b
     assert report["pairs"]["deu_Latn-eng_Latn"]["pairs"] == len(mined)
     assert table["score"] == sorted(table["score"], reverse=True)
     assert set(table) >= {"src_url", "tgt_document_id", "src_paragraph_index", "cosine"}
+
+
+def test_an_outnumbered_pool_is_mined_as_the_library_mines_it_at_its_pools_threshold(tmp_path):
+    """English's 45 sentences outnumber German's 32 by more than one_sided_ratio: German's neighbourhoods alone,
+    and the threshold moved for a pool of 45 (miner.margin.pool_shift; pool sizes scaled down to the example)."""
+    output = str(tmp_path / "out")
+    texts = write_shards(output, 2)
+    rule = {"one_sided_ratio": 1.3, "pool_slope": -0.1, "pool_sizes": [10, 100]}
+    report = run(settings_for(output, "max", 0, **rule), PipelineOptions([]), ["embed", "pairs"])
+    table = storage.read_parquet(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0]).to_pydict()
+    mined = {(s, t, round(m, 4)) for s, t, m in zip(table["src_text"], table["tgt_text"], table["score"])}
+    assert mined == library_pairs(texts, "max", 0, **rule)
+    entry = report["pairs"]["deu_Latn-eng_Latn"]
+    assert entry["margin_neighbourhoods"] == "deu_Latn"
+    assert entry["threshold"] == pytest.approx(1.0 - 0.1 * np.log(45 / 10))
+    assert entry["threshold_moves"] == {"pool": pytest.approx(-0.1 * np.log(45 / 10), abs=1e-6)}
+    unmoved = library_pairs(texts, "max", 0, **{**rule, "pool_slope": 0.0})
+    assert len(unmoved) < len(mined)  # the lower threshold kept more pairs
 
 
 def test_rerun_is_byte_identical_and_skips_finished_stages(tmp_path):

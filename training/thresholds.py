@@ -51,7 +51,8 @@ def best_threshold(src: np.ndarray, tgt: np.ndarray, n_gold: int, k: int = 4) ->
     distractor: BUCC's mining and threshold rule (module docstring)."""
     from miner.mining import MiningConfig, mine
 
-    config = MiningConfig(k=k, margin="ratio", selection="max", threshold=None, one_sided_below=0)
+    config = MiningConfig(k=k, margin="ratio", selection="max", threshold=None, one_sided_below=0,
+                          one_sided_ratio=0)
     pairs = mine(src, tgt, config)  # best first; rows are unique ids here
     candidates = ScoredCandidates([(str(s), str(t)) for s, t in zip(pairs.src.tolist(), pairs.tgt.tolist())],
                                   pairs.margin.astype(np.float64), frozenset((str(i), str(i)) for i in range(n_gold)))

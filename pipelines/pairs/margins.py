@@ -1,6 +1,7 @@
 """Step 3 of the pairs stage: each candidate's ratio (or distance) margin, margin(x, y) = f(cos(x, y), (fwd(x) +
 bwd(y)) / 2) with fwd and bwd the means of each side's k similarities (miner.margin; METHODS §1), or over the
-small side's means alone where one language's pool is small and the other's is not (miner.margin, "Small pools").
+small side's means alone where one language's pool is small, or many times smaller, and the other's is not
+(miner.margin, "Small pools", "Unequal pools").
 A candidate needs the other side's mean, so candidates meet the means by key: the only place the two directions
 meet."""
 
@@ -13,7 +14,7 @@ import apache_beam as beam
 import numpy as np
 from apache_beam import typehints as th
 
-from miner.margin import neighbourhood_mean, neighbourhoods, pair_margins
+from miner.margin import neighbourhood_mean, pair_margins
 from miner.mining import MiningConfig
 from pipelines.pairs.blocks import CandidateBlock, MeanBlock, by_shard
 from pipelines.pairs.plan import vector_width
@@ -73,7 +74,7 @@ class ScoreCandidates(beam.DoFn):
 def neighbourhoods_by_pair(manifest: dict, pairs: list[tuple[str, str]], config: MiningConfig) -> dict:
     """Each pair's miner.margin.neighbourhoods, from its two languages' sizes."""
     rows = {lang: entry["rows"] for lang, entry in manifest["languages"].items()}
-    return {pair: neighbourhoods(rows[pair[0]], rows[pair[1]], config.one_sided_below) for pair in pairs}
+    return {pair: config.neighbourhoods(rows[pair[0]], rows[pair[1]]) for pair in pairs}
 
 
 def ratio_floor(config: MiningConfig, manifest: dict) -> float:

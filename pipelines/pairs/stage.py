@@ -28,10 +28,27 @@ def mining_config(settings: dict) -> MiningConfig:
     return MiningConfig.from_dict(dict(settings.get("mining") or {}), dict(settings.get("knn") or {}))
 
 
-def pair_thresholds(settings: dict, pairs: list[tuple[str, str]]) -> dict:
-    """Each pair's margin threshold: `mining.threshold` moved by its languages' offsets (miner/thresholds.py)."""
-    threshold, offsets = mining_config(settings).threshold, threshold_offsets(settings)
-    return {pair: pair_threshold(threshold, offsets, *pair) for pair in pairs}
+def threshold_moves(settings: dict, pairs: list[tuple[str, str]], manifest: dict) -> dict:
+    """How far each pair's margin threshold moves from `mining.threshold`: by its languages' offsets
+    (miner/thresholds.py) and, for one-sided margins, by the size of the pool their neighbourhoods were taken in
+    (miner.margin.pool_shift); {} for every pair where there is no threshold."""
+    config, offsets = mining_config(settings), threshold_offsets(settings)
+    if config.threshold is None:
+        return {pair: {} for pair in pairs}
+    rows = {lang: entry["rows"] for lang, entry in manifest["languages"].items()}
+    moves = {}
+    for src, tgt in pairs:
+        moved = pair_threshold(config.threshold, offsets, src, tgt)
+        moves[(src, tgt)] = {"offsets": moved - config.threshold,
+                             "pool": config.pool_threshold(moved, rows[src], rows[tgt]) - moved}
+    return moves
+
+
+def pair_thresholds(settings: dict, pairs: list[tuple[str, str]], manifest: dict) -> dict:
+    """Each pair's margin threshold: `mining.threshold` and its `threshold_moves` (None: every selected pair)."""
+    threshold = mining_config(settings).threshold
+    return {pair: None if threshold is None else threshold + moves["offsets"] + moves["pool"]
+            for pair, moves in threshold_moves(settings, pairs, manifest).items()}
 
 
 class MinePairs(beam.PTransform):
@@ -42,7 +59,7 @@ class MinePairs(beam.PTransform):
         super().__init__()
         self.manifest, self.pairs = manifest, pairs
         self.config, self.output = mining_config(settings), settings["output"]
-        self.thresholds = pair_thresholds(settings, pairs)
+        self.thresholds = pair_thresholds(settings, pairs, manifest)
         self.pair_filter = settings.get("pair_filter")
         float_bytes = 4 if embed_settings(settings)["dtype"] == "float32" else 2
         self.waves = join_waves(manifest, pairs, self.config.knn, wave_bytes, float_bytes)
@@ -112,15 +129,18 @@ class PairsStage:
         self.small_pools = {"-".join(pair): pair[0] if use == "src" else pair[1]
                             for pair, use in neighbourhoods_by_pair(self.embeddings, self.pairs, config).items()
                             if use != "both"}
-        self.thresholds = pair_thresholds(settings, self.pairs)
+        self.moves = threshold_moves(settings, self.pairs, self.embeddings)
+        self.thresholds = pair_thresholds(settings, self.pairs, self.embeddings)
         moved = {pair: value for pair, value in self.thresholds.items() if value != config.threshold}
         if moved:
             listed = ", ".join(f"{'-'.join(pair)} {value:.3f}" for pair, value in sorted(moved.items()))
-            log.info("mining.threshold_offsets: %d of %d pairs mined at their own threshold (%s)", len(moved),
-                     len(self.pairs), listed)
+            log.info("%d of %d pairs mined at their own threshold (%s): mining.threshold_offsets, and one-sided "
+                     "margins' pool sizes", len(moved), len(self.pairs), listed)
         for name, small in self.small_pools.items():
-            log.info("%s: %s has %d sentences (mining.one_sided_below %d): margins over its neighbourhoods only",
-                     name, small, rows[small]["rows"], config.one_sided_below)
+            large = rows[next(lang for lang in name.split("-") if lang != small)]["rows"]
+            log.info("%s: %s has %d sentences against %d (mining.one_sided_below %s, one_sided_ratio %s): margins "
+                     "over its neighbourhoods only", name, small, rows[small]["rows"], large, config.one_sided_below,
+                     config.one_sided_ratio)
 
     def __call__(self, pipeline):
         from pipelines.options import wave_bytes
@@ -143,6 +163,7 @@ class PairsStage:
             if entry["pair"] in self.small_pools:
                 entry["margin_neighbourhoods"] = self.small_pools[entry["pair"]]
             entry["threshold"] = self.thresholds[(src, tgt)]
+            entry["threshold_moves"] = {why: round(by, 6) for why, by in self.moves[(src, tgt)].items() if by}
         searched = sorted({lang for pair in self.pairs for lang in pair})  # the quantizers TrainQuantizer wrote
         quantizers = {lang: layout.quantizer_file(self.settings["output"], lang) for lang in searched
                       if join_plan(config.knn, rows[lang]["rows"])[0] > 1}
