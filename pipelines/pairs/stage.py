@@ -44,11 +44,14 @@ def threshold_moves(settings: dict, pairs: list[tuple[str, str]], manifest: dict
     return moves
 
 
+def moved_thresholds(threshold: float | None, moves: dict) -> dict:
+    """Each pair's margin threshold: `threshold` and the pair's `threshold_moves` (None: every selected pair)."""
+    return {pair: None if threshold is None else threshold + by["offsets"] + by["pool"] for pair, by in moves.items()}
+
+
 def pair_thresholds(settings: dict, pairs: list[tuple[str, str]], manifest: dict) -> dict:
-    """Each pair's margin threshold: `mining.threshold` and its `threshold_moves` (None: every selected pair)."""
-    threshold = mining_config(settings).threshold
-    return {pair: None if threshold is None else threshold + moves["offsets"] + moves["pool"]
-            for pair, moves in threshold_moves(settings, pairs, manifest).items()}
+    """Each pair's margin threshold from the settings (moved_thresholds of threshold_moves)."""
+    return moved_thresholds(mining_config(settings).threshold, threshold_moves(settings, pairs, manifest))
 
 
 class MinePairs(beam.PTransform):
@@ -130,7 +133,7 @@ class PairsStage:
                             for pair, use in neighbourhoods_by_pair(self.embeddings, self.pairs, config).items()
                             if use != "both"}
         self.moves = threshold_moves(settings, self.pairs, self.embeddings)
-        self.thresholds = pair_thresholds(settings, self.pairs, self.embeddings)
+        self.thresholds = moved_thresholds(config.threshold, self.moves)
         moved = {pair: value for pair, value in self.thresholds.items() if value != config.threshold}
         if moved:
             listed = ", ".join(f"{'-'.join(pair)} {value:.3f}" for pair, value in sorted(moved.items()))
