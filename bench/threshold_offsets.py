@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--one-sided-below", type=int, default=MiningConfig().one_sided_below,
                         help="mining.one_sided_below (0: both neighbourhood means at every size)")
     parser.add_argument("--one-sided-ratio", type=float, default=MiningConfig().one_sided_ratio,
-                        help="mining.one_sided_ratio (0: off, the rule before 2026-11-30)")
+                        help="mining.one_sided_ratio (0: off, as before the rule)")
     parser.add_argument("--pool-slope", type=float, default=MiningConfig().pool_slope,
                         help="mining.pool_slope (0: one-sided thresholds do not follow the pool's size)")
     parser.add_argument("--index", default="auto", help="knn.index (Flat: exact search, faster here than training "
