@@ -160,3 +160,19 @@ def test_the_same_on_cloud_storage(finished, gcs_bucket):
         run(settings, PipelineOptions([]), ["pairs"], rerun=True)
     run(settings, PipelineOptions([]), ["embed", "pairs"], rerun=True)
     assert tuple(storage.read_bytes(p) for p in layout.bitext_files(remote, *PAIR)) == bitext(finished)
+
+
+def test_a_changed_default_of_the_mining_settings_makes_the_bitext_stale(tmp_path):
+    """The pairs stage depends on the mining settings with their defaults filled in: bitext mined by a release
+    whose defaults differ (the pool rules, say) is mined again, though the YAML did not change."""
+    from miner.mining import MiningConfig
+    from pipelines.dependencies import changed_keys, stage_dependencies
+    from tests.test_pipeline_pairs import settings_for
+
+    settings = settings_for(str(tmp_path / "out"), "max")
+    assert "pool_slope" not in settings["mining"]
+    depends = stage_dependencies("pairs", settings)
+    assert depends["mining, resolved"]["pool_slope"] == MiningConfig().pool_slope
+    older = {**depends, "mining, resolved": {**depends["mining, resolved"], "one_sided_ratio": None}}
+    assert changed_keys(older, depends) == ["mining, resolved"]
+    assert changed_keys(depends, stage_dependencies("pairs", settings)) == []
