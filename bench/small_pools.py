@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from miner.bucc import load_corpus, split_pair  # noqa: E402
 from miner.languages import language_code  # noqa: E402
-from miner.mining import MiningConfig, mine  # noqa: E402
+from miner.mining import BOTH_MEANS, MiningConfig, mine  # noqa: E402
 
 
 def corpus_vectors(bucc: str, pair: str, encoder_spec: str, cache: Path | None, split: str = "dev"):
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=None, help="a folder for the sets' vectors")
     args = parser.parse_args(argv)
     default = MiningConfig()
-    rules = {"both means": {"one_sided_below": 0, "one_sided_ratio": 0},
+    rules = {"both means": BOTH_MEANS,
              "default rule" if args.one_sided_below == default.one_sided_below
              else f"one-sided below {args.one_sided_below}": {"one_sided_below": args.one_sided_below}}
     print("| pair | source sentences | rule | pairs | P | R | F1 | junk / 100 |")

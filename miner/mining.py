@@ -28,6 +28,11 @@ log = logging.getLogger(__name__)
 RESCORE_CANDIDATES = 16
 
 
+# MiningConfig(..., **BOTH_MEANS): both neighbourhood means at every size, as the margin was published; the size
+# rules (one_sided_below, one_sided_ratio) off, for measures that must not depend on the sets' sizes
+BOTH_MEANS = {"one_sided_below": 0, "one_sided_ratio": 0}
+
+
 @dataclass(frozen=True)
 class MiningConfig:
     k: int = 4  # neighbours per sentence (4 is the reference BUCC setting; web miners use 16)

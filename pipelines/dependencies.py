@@ -27,11 +27,10 @@ from encoders.ensemble import is_ensemble, read_ensemble
 from encoders.lens import is_lens, read_lens
 from encoders.use_multilingual import PACKAGE as USE_PACKAGE
 from miner.io import folder_files
-from miner.mining import MiningConfig
 from miner.thresholds import FILE as THRESHOLDS_FILE
 from pipelines import storage
 from pipelines.options import STAGES
-from pipelines.settings import binary_code_written, threshold_offsets
+from pipelines.settings import binary_code_written, mining_config, threshold_offsets
 
 SECTIONS = {
     "extract": ("input", "languages", "read", "extract", "lid", "split", "filters", "shards"),
@@ -57,8 +56,7 @@ def stage_dependencies(stage: str, settings: dict) -> dict:
         if name == "pairs":  # the values, wherever they are read from (an encoder's file is not part of its vectors)
             depends["threshold offsets"] = threshold_offsets(settings)
             # with the defaults filled in: a release that changes a default mines again what it would mine otherwise
-            depends["mining, resolved"] = MiningConfig.from_dict(dict(settings.get("mining") or {}),
-                                                                 dict(settings.get("knn") or {})).describe()
+            depends["mining, resolved"] = mining_config(settings).describe()
     return depends
 
 

@@ -159,6 +159,13 @@ def binary_code_written(settings: dict) -> str | None:
     return "sign, less the language's mean" if centres_languages(settings) else code_of(settings["encoder"])
 
 
+def mining_config(settings: dict):
+    """The `mining` and `knn` sections as a miner.mining.MiningConfig, defaults filled in and checked."""
+    from miner.mining import MiningConfig
+
+    return MiningConfig.from_dict(section(settings, "mining"), section(settings, "knn"))
+
+
 def threshold_offsets(settings: dict) -> dict[str, float]:
     """`mining.threshold_offsets` resolved to {language: offset} (miner.thresholds.resolve_offsets), files read
     through FileSystems: an encoder folder staged on cloud storage holds its thresholds.json there."""

@@ -106,11 +106,10 @@ def blend(members: list[np.ndarray], a: float) -> np.ndarray:
 def mining_f1(src: np.ndarray, tgt: np.ndarray, n_gold: int) -> float:
     """Best F1 (%) over thresholds when row i of src translates row i of tgt for i < n_gold and every other row
     is a distractor: ratio margin, k = 4, max selection, as the BUCC evaluation mines, with both neighbourhood
-    means whatever the sizes (one_sided_below and one_sided_ratio 0: the measure every share was chosen by)."""
-    from miner.mining import MiningConfig, mine
+    means whatever the sizes (BOTH_MEANS: the measure every share was chosen by)."""
+    from miner.mining import BOTH_MEANS, MiningConfig, mine
 
-    config = MiningConfig(k=4, margin="ratio", selection="max", threshold=None, one_sided_below=0,
-                          one_sided_ratio=0)
+    config = MiningConfig(k=4, margin="ratio", selection="max", threshold=None, **BOTH_MEANS)
     pairs = mine(src, tgt, config)  # best first
     correct = np.cumsum((pairs.src == pairs.tgt) & (pairs.src < n_gold))
     extracted = np.arange(1, len(correct) + 1)

@@ -49,10 +49,9 @@ SCALE = 0.5  # the part of each measured move taken (module docstring)
 def best_threshold(src: np.ndarray, tgt: np.ndarray, n_gold: int, k: int = 4) -> tuple[float, float]:
     """(t*, its F1 in %) when row i of src translates row i of tgt for i < n_gold and every other row is a
     distractor: BUCC's mining and threshold rule (module docstring)."""
-    from miner.mining import MiningConfig, mine
+    from miner.mining import BOTH_MEANS, MiningConfig, mine
 
-    config = MiningConfig(k=k, margin="ratio", selection="max", threshold=None, one_sided_below=0,
-                          one_sided_ratio=0)
+    config = MiningConfig(k=k, margin="ratio", selection="max", threshold=None, **BOTH_MEANS)
     pairs = mine(src, tgt, config)  # best first; rows are unique ids here
     candidates = ScoredCandidates([(str(s), str(t)) for s, t in zip(pairs.src.tolist(), pairs.tgt.tolist())],
                                   pairs.margin.astype(np.float64), frozenset((str(i), str(i)) for i in range(n_gold)))

@@ -8,7 +8,6 @@ import logging
 import apache_beam as beam
 
 from miner.knn_join import join_plan
-from miner.mining import MiningConfig
 from miner.pair_filters import PairFilter
 from miner.thresholds import pair_threshold
 from pipelines import layout
@@ -19,39 +18,25 @@ from pipelines.pairs.output import AttachSide, FilterPairs, WriteBitext
 from pipelines.pairs.plan import join_waves, search_plan
 from pipelines.pairs.refine import RefinePairs, refined_by_rows
 from pipelines.pairs.selection import BestCandidates, Select, one_to_one
-from pipelines.settings import embed_settings, threshold_offsets
+from pipelines.settings import embed_settings, mining_config, threshold_offsets
 
 log = logging.getLogger("pipelines.pairs")
 
 
-def mining_config(settings: dict) -> MiningConfig:
-    return MiningConfig.from_dict(dict(settings.get("mining") or {}), dict(settings.get("knn") or {}))
-
-
-def threshold_moves(settings: dict, pairs: list[tuple[str, str]], manifest: dict) -> dict:
-    """How far each pair's margin threshold moves from `mining.threshold`: by its languages' offsets
-    (miner/thresholds.py) and, for one-sided margins, by the size of the pool their neighbourhoods were taken in
-    (miner.margin.pool_shift); {} for every pair where there is no threshold."""
+def pair_thresholds(settings: dict, pairs: list[tuple[str, str]], manifest: dict) -> tuple[dict, dict]:
+    """Each pair's margin threshold, as the library's `mine` takes it: `mining.threshold` moved by the languages'
+    offsets (miner/thresholds.py) and, for one-sided margins, by the size of the pool their neighbourhoods were
+    taken in (MiningConfig.pool_threshold); None: every selected pair. With it, how far each of the two moved it
+    ({} without a threshold), for the manifest."""
     config, offsets = mining_config(settings), threshold_offsets(settings)
-    if config.threshold is None:
-        return {pair: {} for pair in pairs}
     rows = {lang: entry["rows"] for lang, entry in manifest["languages"].items()}
-    moves = {}
+    thresholds, moves = {}, {}
     for src, tgt in pairs:
         moved = pair_threshold(config.threshold, offsets, src, tgt)
-        moves[(src, tgt)] = {"offsets": moved - config.threshold,
-                             "pool": config.pool_threshold(moved, rows[src], rows[tgt]) - moved}
-    return moves
-
-
-def moved_thresholds(threshold: float | None, moves: dict) -> dict:
-    """Each pair's margin threshold: `threshold` and the pair's `threshold_moves` (None: every selected pair)."""
-    return {pair: None if threshold is None else threshold + by["offsets"] + by["pool"] for pair, by in moves.items()}
-
-
-def pair_thresholds(settings: dict, pairs: list[tuple[str, str]], manifest: dict) -> dict:
-    """Each pair's margin threshold from the settings (moved_thresholds of threshold_moves)."""
-    return moved_thresholds(mining_config(settings).threshold, threshold_moves(settings, pairs, manifest))
+        thresholds[(src, tgt)] = config.pool_threshold(moved, rows[src], rows[tgt])
+        moves[(src, tgt)] = {} if moved is None else {"offsets": moved - config.threshold,
+                                                      "pool": thresholds[(src, tgt)] - moved}
+    return thresholds, moves
 
 
 class MinePairs(beam.PTransform):
@@ -62,7 +47,7 @@ class MinePairs(beam.PTransform):
         super().__init__()
         self.manifest, self.pairs = manifest, pairs
         self.config, self.output = mining_config(settings), settings["output"]
-        self.thresholds = pair_thresholds(settings, pairs, manifest)
+        self.thresholds, _ = pair_thresholds(settings, pairs, manifest)
         self.pair_filter = settings.get("pair_filter")
         float_bytes = 4 if embed_settings(settings)["dtype"] == "float32" else 2
         self.waves = join_waves(manifest, pairs, self.config.knn, wave_bytes, float_bytes)
@@ -132,8 +117,7 @@ class PairsStage:
         self.small_pools = {"-".join(pair): pair[0] if use == "src" else pair[1]
                             for pair, use in neighbourhoods_by_pair(self.embeddings, self.pairs, config).items()
                             if use != "both"}
-        self.moves = threshold_moves(settings, self.pairs, self.embeddings)
-        self.thresholds = moved_thresholds(config.threshold, self.moves)
+        self.thresholds, self.moves = pair_thresholds(settings, self.pairs, self.embeddings)
         moved = {pair: value for pair, value in self.thresholds.items() if value != config.threshold}
         if moved:
             listed = ", ".join(f"{'-'.join(pair)} {value:.3f}" for pair, value in sorted(moved.items()))
