@@ -70,3 +70,25 @@ def test_bad_settings_fail_before_any_data_is_read(section, value, message):
     settings[section] = value
     with pytest.raises(ValueError, match=message):
         TextStage.check_settings(settings)
+
+
+def test_routine_skips_are_all_counted_and_a_sample_logged(monkeypatch, caplog):
+    from pipelines.text import records
+
+    monkeypatch.setattr(records, "_routine_logged", records.Counter())
+    tally = Tally()
+    with caplog.at_level("DEBUG", logger="pipelines.text"):
+        for i in range(records.ROUTINE_LOG_SAMPLE + 3):
+            tally.skip("lid", "too-short", f"crawl.warc.gz#{i}", "Home")
+        tally.skip("read", "malformed", "crawl.warc.gz#99", "bad header")
+    assert tally.of("lid") == {"skipped:too-short": records.ROUTINE_LOG_SAMPLE + 3}
+    info = [r.getMessage() for r in caplog.records if r.levelname == "INFO"]
+    assert info[:records.ROUTINE_LOG_SAMPLE] == [f"crawl.warc.gz#{i}: lid skipped (too-short): Home"
+                                                for i in range(records.ROUTINE_LOG_SAMPLE)]
+    assert len(info) == records.ROUTINE_LOG_SAMPLE + 1 and "further too-short skips" in info[-1]
+    debug = [r.getMessage() for r in caplog.records if r.levelname == "DEBUG"]
+    assert debug == [f"crawl.warc.gz#{i}: lid skipped (too-short): Home"
+                     for i in range(records.ROUTINE_LOG_SAMPLE, records.ROUTINE_LOG_SAMPLE + 3)]
+    # damaged input is logged every time, at WARNING
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+        "crawl.warc.gz#99: read skipped (malformed): bad header"]

@@ -13,6 +13,11 @@ from dataclasses import dataclass, field
 
 log = logging.getLogger("pipelines.text")
 ROUTINE_SKIPS = {"not-200", "not-html", "no-content", "empty", "url-scheme", "too-short"}   # dns: records are routine
+# Routine skips logged at INFO per stage and reason in one process, the rest at DEBUG (`--verbose`): a crawl file
+# holds tens of thousands of them (about three a page on the web pool), and a log line each is a log no one reads
+# (and, on Dataflow, Cloud Logging's bill). Every one is still counted in the stage's report.
+ROUTINE_LOG_SAMPLE = 5
+_routine_logged: Counter = Counter()
 
 
 @dataclass(frozen=True)
@@ -90,12 +95,22 @@ class Tally:
             self.on_count(stage, what, n)
 
     def skip(self, stage: str, reason: str, where: str, detail: str = "") -> None:
-        """A record left out: counted as `skipped:<reason>` and logged (file#record, reason, detail); at INFO for
-        what every crawl is full of (redirects, images), at WARNING for damaged or pathological input."""
+        """A record left out: counted as `skipped:<reason>` and logged (file#record, reason, detail): each one at
+        WARNING for damaged or pathological input; for what every crawl is full of (redirects, images, fragments)
+        the first ROUTINE_LOG_SAMPLE of a stage and reason at INFO, then a line saying the rest go to DEBUG."""
         self.count(stage, f"skipped:{reason}")
-        if self.log_skips:
-            level = logging.INFO if reason in ROUTINE_SKIPS else logging.WARNING
-            log.log(level, "%s: %s skipped (%s)%s", where, stage, reason, f": {detail}" if detail else "")
+        if not self.log_skips:
+            return
+        line = ("%s: %s skipped (%s)%s", where, stage, reason, f": {detail}" if detail else "")
+        if reason not in ROUTINE_SKIPS:
+            log.warning(*line)
+            return
+        _routine_logged[stage, reason] += 1
+        seen = _routine_logged[stage, reason]
+        log.log(logging.INFO if seen <= ROUTINE_LOG_SAMPLE else logging.DEBUG, *line)
+        if seen == ROUTINE_LOG_SAMPLE:
+            log.info("%s: further %s skips are counted in the report, not logged (DEBUG logs each: "
+                     "pipelines.mine --verbose)", stage, reason)
 
     def of(self, stage: str) -> dict[str, int]:
         return {what: n for (s, what), n in sorted(self.counts.items()) if s == stage}
