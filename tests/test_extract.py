@@ -181,6 +181,15 @@ def test_paragraphs_of_trafilatura_text():
     assert paragraphs_of(text) == ["Title", "first item", "second item", "cell a", "cell b", "Plain line."]
 
 
+def test_a_wide_gap_in_a_line_separates_the_elements_it_joined():
+    # the header cells of a real page's table (web pool, resiliparse#26), a title and its date, a footer's links
+    text = ("von  bis  Liga  Team   Stagiaire\nHaving Trouble Keeping Up with Group Chat?  - Nov 5, 2018\n"
+            "- Impressum  Datenschutz\nOne space between words. Two after a full stop.  The next sentence.\n")
+    assert paragraphs_of(text) == [
+        "von", "bis", "Liga", "Team", "Stagiaire", "Having Trouble Keeping Up with Group Chat?", "- Nov 5, 2018",
+        "Impressum", "Datenschutz", "One space between words. Two after a full stop.", "The next sentence."]
+
+
 @pytest.mark.parametrize("line", ["Read more: Looted colonial art", "© AFP / MARCO BERTORELLO", "Quelle: dpa",
                                   "Zum Newsletter anmelden", "Alle Rechte vorbehalten.", "Teilen | Twitter | Facebook",
                                   "Aktualisiert am 17.01.2021.", "3:59 PM", "Lea más: Juan propone legalizar"])

@@ -5,9 +5,10 @@ Method. trafilatura (the field's standard main-content extractor) with `include_
 trafilatura's own evaluation set (`evaluate` below; figures in the command's report). Line breaks in the page's
 source are made spaces first, as a browser shows them (collapse_source_line_breaks). Its text output has one
 block per line (paragraph, heading, list item, table row, `<br>`-separated line); each line is one paragraph here,
-with trafilatura's list bullet ("- ") removed and table rows split into their cells. `deduplicate` stays off: it
-is an LRU cache shared by all documents of a process, so its output would depend on the order a runner feeds
-pages in, and reruns would differ. WET text records are split into lines the same way, without extraction.
+with trafilatura's list bullet ("- ") removed, table rows split into their cells and a line cut where a gap of
+spaces joins elements (ELEMENT_GAP). `deduplicate` stays off: it is an LRU cache shared by all documents of a
+process, so its output would depend on the order a runner feeds pages in, and reruns would differ. WET text
+records are split into lines, without extraction (their spacing is Common Crawl's converter's, not trafilatura's).
 
 Bounded work per record:
 - cheap checks before the page leaves this process: at most `max_html_chars` characters and at most
@@ -159,17 +160,21 @@ def extract_document(page: Page, tally: Tally, settings: ExtractSettings = Extra
 
 # --- paragraphs -------------------------------------------------------------------------------------------------
 
+# trafilatura makes the white space within an element's text one space, so a wider gap inside a line is where it
+# joined elements without a separator: a table's header cells ("von  bis  Liga  Team"), a title and its date
+ELEMENT_GAP = re.compile(r"[ \t]{2,}")
+
+
 def paragraphs_of(text: str) -> list[str]:
-    """trafilatura's text output as paragraphs: one per line, list bullets removed, table rows split into cells."""
+    """trafilatura's text output as paragraphs: one per line, list bullets removed, table rows split into cells,
+    and a line split where an ELEMENT_GAP joins separate elements."""
     out = []
     for line in _lines(text):
         if line.startswith("|") and line.endswith("|"):
-            out.extend(cell.strip() for cell in line.strip("|").split(" | ") if cell.strip())
-        elif line.startswith("- "):
-            out.append(line[2:].strip())
-        else:
-            out.append(line)
-    return [p for p in out if p]
+            out.extend(cell.strip() for cell in line.strip("|").split(" | "))
+            continue
+        out.extend(ELEMENT_GAP.split(line[2:] if line.startswith("- ") else line))
+    return [p.strip() for p in out if p.strip()]
 
 
 def _lines(text: str) -> list[str]:
