@@ -107,10 +107,11 @@ def main(argv: list[str] | None = None) -> int:
                             chunk_lines=args.chunk_lines, show_progress=sys.stderr.isatty())
             seconds = time.perf_counter() - started
             log.info("%s: %d sentences -> %s (%.1fs, %.0f sentences/s)", source, n, output, seconds, n / seconds)
-        stats = getattr(encoder, "stats", None)
-        if stats:
-            log.info("truncated to the model's maximum length: %d of %d sentences", stats["truncated"],
-                     stats["sentences"])
+        stats = getattr(encoder, "stats", {})
+        for key in sorted(k for k in stats if k.startswith("truncated")):
+            member = key.partition(":")[2]
+            log.info("truncated to the %s maximum length: %d of %d sentences", f"member {member}'s" if member
+                     else "model's", stats[key], stats[key.replace("truncated", "sentences", 1)])
 
     return exit_status(command)
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -114,6 +115,13 @@ class EnsembleEncoder:
 
     def describe(self) -> dict:
         return {"encoder": self.name, "dim": self.dim, "members": self.spec["members"]}
+
+    @property
+    def stats(self) -> Counter:
+        """The members' counts (sentences, truncated ...), each named for its member (`truncated:cmlm-distilled`):
+        the members cut sentences at their own lengths, and a member with no share for a language never sees it."""
+        return Counter({f"{key}:{Path(self.spec['members'][i]).name}": n for i, member in self._members.items()
+                        for key, n in getattr(member, "stats", {}).items()})
 
     def shares(self, language: str | None, sentences: Sequence[str] = ()) -> np.ndarray:
         """The members' shares for `language` (any of the names `miner.languages.language_code` reads)."""

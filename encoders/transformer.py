@@ -130,7 +130,9 @@ class TransformerEncoder(SentenceEncoder):
         truncated = sum(1 for i, encoding in enumerate(encodings) if encoding.overflowing or i in clipped)
         self.stats.update(sentences=len(texts), truncated=truncated)
         if truncated:
-            log.info("%d of %d sentences truncated to %d tokens", truncated, len(texts), self.max_seq_length)
+            # at DEBUG: a call is a batch, and a crawl has thousands; callers report `stats` (the embed stage's
+            # `embed/truncated` counter, encoders.encode's last line)
+            log.debug("%d of %d sentences truncated to %d tokens", truncated, len(texts), self.max_seq_length)
         out = np.empty((len(texts), self.model_dim), dtype=np.float32)
         batches = token_budget_batches([len(row) for row in ids], self.token_budget, self.batch_size)
         from tqdm.auto import tqdm

@@ -58,8 +58,11 @@ class EncoderModelHandler(ModelHandler[list, PredictionResult, object]):
                       ) -> Iterable[PredictionResult]:
         """Each element is (language, texts): the language reaches encoders that use it (an ensemble's shares,
         per-language PCR)."""
+        truncated_before = truncated_counts(model)
         results = [PredictionResult(len(texts), model.encode(list(texts), language=language, dtype=self.dtype))
                    for language, texts in batch]
+        for name, n in truncated_counts(model).items():
+            Metrics.counter("embed", name).inc(n - truncated_before.get(name, 0))
         if self._progress is None:
             self._progress = Progress(log, "embed", "sentences", every_s=self.progress_every_s)
         self._progress.add(sum(len(texts) for _, texts in batch))
@@ -73,6 +76,12 @@ class EncoderModelHandler(ModelHandler[list, PredictionResult, object]):
 
     def get_metrics_namespace(self) -> str:
         return "embed"
+
+
+def truncated_counts(model) -> dict[str, int]:
+    """The encoder's running counts of sentences cut at its maximum length (`truncated`; an ensemble's by member,
+    `truncated:<member>`): the embed stage's counters of the same names, in the report."""
+    return {k: n for k, n in getattr(model, "stats", {}).items() if k.startswith("truncated")}
 
 
 def handler_from_settings(settings: dict) -> KeyedModelHandler:

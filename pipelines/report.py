@@ -70,6 +70,12 @@ def format_summary(report: dict) -> str:
     sentences = report["sentences"]
     if sentences:
         lines.append("  sentences: " + ", ".join(f"{lang} {n}" for lang, n in sentences.items()))
+    embed = report.get("counters", {}).get("embed", {}).get("embed", {})
+    cut = {name.partition(":")[2] or "the encoder": n for name, n in embed.items()
+           if name.startswith("truncated") and n}
+    if cut:  # a cut sentence is embedded from its first tokens only: worth a line where it happens
+        lines.append(f"  embedded: {embed.get('sentences', 0)} sentences, cut at the maximum length: "
+                     + ", ".join(f"{n} by {name}" for name, n in sorted(cut.items())))
     mining = report.get("mining") or {}
     if mining:
         lines.append(f"  mining: k={mining['k']} margin={mining['margin']} selection={mining['selection']} "

@@ -306,3 +306,18 @@ def test_a_blend_that_gains_on_long_sentences_needs_no_test_on_short_ones():
                                 long_scores=long_scores) == (0.5, "the default")
     assert never_below_a_member([long_scores, short_scores], GRID, 0.5, 1.0, short_rows=short_rows,
                                 blend_alpha=0.05)[0] == 0.0  # the long gain unknown: the short test decides
+
+
+def test_the_members_cuts_are_counted_by_member_for_the_embed_stage(tmp_path, tiny_encoder_dir):
+    from pipelines.embed import EncoderModelHandler, truncated_counts
+
+    folder = write_ensemble(tmp_path / "e", members=[str(tiny_encoder_dir), "char-ngram:32"],
+                            dims=[load_encoder(str(tiny_encoder_dir)).dim, 32])
+    handler = EncoderModelHandler(str(folder))
+    model = handler.load_model()
+    long_sentence = " ".join(["Marktplatz"] * 200)  # far past the tiny model's 32 tokens
+    handler.run_inference([("fra_Latn", [long_sentence, "Bonjour."])], model)
+    assert truncated_counts(model) == {f"truncated:{tiny_encoder_dir.name}": 1}
+    assert model.stats[f"sentences:{tiny_encoder_dir.name}"] == 2
+    handler.run_inference([("hin_Deva", [long_sentence])], model)  # no share for the transformer: it never sees it
+    assert truncated_counts(model) == {f"truncated:{tiny_encoder_dir.name}": 1}

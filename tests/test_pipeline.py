@@ -16,6 +16,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import layout, manifests, storage
 from pipelines.mine import main, run
+from pipelines.report import format_summary
 from pipelines.settings import load_settings
 from tests.conftest import REPO
 from tests.warc_files import WarcBuilder, gzip_bomb, html_page
@@ -59,6 +60,9 @@ def test_the_sample_is_mined_with_its_known_translations(sample_run):
         assert report["gold"]["pairs"][pair]["correct"] > 0, pair
     counters = report["counters"]["extract"]
     assert counters["read"]["skipped:not-200"] == 2 and counters["read"]["skipped:not-html"] == 2
+    # each member's sentences cut at its maximum length are counted (none in the sample)
+    embedded = report["counters"]["embed"]["embed"]
+    assert embedded["truncated:cmlm-distilled"] == embedded["truncated:use-multilingual"] == 0
     assert (output / "report.json").exists()
 
 
@@ -78,6 +82,14 @@ def test_the_command_prints_a_summary(sample_run, tmp_path, capsys):
     assert status == 0
     printed = capsys.readouterr().out
     assert "pages: 30 kept of 69 records" in printed and "deu_Latn" in printed
+
+
+def test_the_summary_names_sentences_an_encoder_cut(sample_run):
+    _, report = sample_run
+    assert "cut at the maximum length" not in format_summary(report)
+    cut = {**report, "counters": {**report["counters"], "embed": {"embed": {
+        **report["counters"]["embed"]["embed"], "truncated:cmlm-distilled": 7}}}}
+    assert "embedded: 273 sentences, cut at the maximum length: 7 by cmlm-distilled" in format_summary(cut)
 
 
 def test_several_processes_give_the_same_bytes(sample_run, tmp_path):
