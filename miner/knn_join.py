@@ -51,7 +51,7 @@ TRAIN_ROWS_PER_LIST = 64
 # From this many lists, a quantizer's lists are numbered cell by cell (list_order).
 CELL_ORDER_LISTS = 4096
 # Floats of one similarity block (queries x database rows) in list_topk: bounds its memory to ~64 MB (twice that
-# while _argmax_topk picks from a copy).
+# where _argmax_topk picks from a reordered copy).
 BLOCK_FLOATS = 1 << 24
 # The same on a device (torch): 1 GB of similarities per block, a few percent of a data-centre GPU's memory.
 DEVICE_BLOCK_FLOATS = 1 << 28
@@ -383,8 +383,7 @@ def _numpy_candidates(unit_queries: np.ndarray, unit_database: np.ndarray, refs:
         block = slice(start, min(start + step, len(unit_queries)))
         sims = unit_queries[block] @ unit_database.T
         if close and fetch <= ARGMAX_MAX_K and fetch < sims.shape[1]:  # the usual case: best first, and the next
-            top, runner_up = _argmax_topk(sims, refs, fetch, runner_up=True)
-            values = np.take_along_axis(sims, top, axis=1)
+            top, values, runner_up = _argmax_topk_in_place(sims, refs, fetch)
             floor = values[:, -1:] - np.float32(close)
             crowded = np.flatnonzero(runner_up >= floor[:, 0])
         else:
@@ -528,6 +527,26 @@ def _argmax_topk(sims: np.ndarray, refs: np.ndarray, k: int, smallest: bool = Fa
         left[rows, best] = taken
     top = top if order is None else order[top]
     return (top, left.min(axis=1) if smallest else left.max(axis=1)) if runner_up else top
+
+
+def _argmax_topk_in_place(sims: np.ndarray, refs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """_argmax_topk(..., runner_up=True) on a float block it may write, with the picked values: (columns, their
+    values, the best value left). The passes mark the block itself and put the picked values back after, which
+    spares a copy of the block (a tenth of the picking); where columns are not in reference order the picking
+    works on the reordered copy it makes anyway."""
+    if np.any(refs[1:] < refs[:-1]):
+        top, runner_up = _argmax_topk(sims, refs, k, runner_up=True)
+        return top, np.take_along_axis(sims, top, axis=1), runner_up
+    rows = np.arange(len(sims))
+    top = np.empty((len(sims), k), dtype=np.int64)
+    values = np.empty((len(sims), k), dtype=sims.dtype)
+    for place in range(k):
+        best = sims.argmax(axis=1)
+        top[:, place], values[:, place] = best, sims[rows, best]
+        sims[rows, best] = -np.inf
+    runner_up = sims.max(axis=1)
+    sims[rows[:, None], top] = values
+    return top, values, runner_up
 
 
 def _extreme(dtype: np.dtype, largest: bool):

@@ -29,7 +29,7 @@ from miner.knn_join import (
     spatial_order,
     train_quantizer,
 )
-from miner.knn_join import _topk_rows
+from miner.knn_join import _argmax_topk, _argmax_topk_in_place, _topk_rows
 
 
 def clustered(rng, n, d=32, centres=20):
@@ -196,6 +196,26 @@ def test_candidates_are_each_rows_best_then_smaller_reference_on_every_selection
     picked = _topk_rows(sims, refs, k)
     want = np.array([np.sort(np.lexsort((refs, -row))[:k]) for row in sims])
     np.testing.assert_array_equal(np.sort(picked, axis=1), want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.sampled_from([9, 17, 160]), st.sampled_from([1, 4, 8]),
+       st.sampled_from([2, 5, 1000]), st.booleans())
+def test_picking_in_the_block_gives_the_copys_picks_and_leaves_the_block_as_it_was(seed, rows, columns, k, levels,
+                                                                                     sorted_refs):
+    """The join's usual path marks the product block itself instead of a copy: the same columns, values (bits,
+    -0.0 included) and runner-up as picking from a copy, and the block's bytes as they were afterwards (fewer places
+    than columns, as the join asks)."""
+    rng = np.random.default_rng(seed)
+    sims = (rng.integers(-levels, levels + 1, (rows, columns)) / levels).astype(np.float32)
+    sims[rng.random(sims.shape) < 0.05] = -0.0
+    refs = np.arange(columns, dtype=np.int64) * 3 if sorted_refs else rng.permutation(columns * 3)[:columns]
+    before = sims.copy()
+    want_top, want_runner_up = _argmax_topk(sims, refs, k, runner_up=True)
+    top, values, runner_up = _argmax_topk_in_place(sims, refs, k)
+    np.testing.assert_array_equal(top, want_top)
+    assert values.tobytes() == np.take_along_axis(before, want_top, axis=1).tobytes()
+    assert runner_up.tobytes() == want_runner_up.tobytes() and sims.tobytes() == before.tobytes()
 
 
 @settings(max_examples=60, deadline=None)
