@@ -47,6 +47,8 @@ INSTALL_REQUIRES = [
 
 
 LINGUA = "lingua-language-detector>=2.1"
+# extract.extractor: resiliparse, Webis' C++ main-content extraction: 10x trafilatura's pages a CPU-second
+RESILIPARSE = "resiliparse>=0.15"
 DASK = "dask[distributed]>=2024.8"
 ATHERIS = "atheris>=2.3; platform_system == 'Linux' and platform_machine == 'x86_64'"
 
@@ -55,6 +57,7 @@ EXTRAS_REQUIRE = {
     "plot": ["matplotlib>=3.8"],
     # lingua (Rust, 75 languages, high-accuracy mode): the peer pipelines.text.langid_eval measures against
     "lingua": [LINGUA],
+    "resiliparse": [RESILIPARSE],
     "gcp": ["apache-beam[gcp]>=2.60"],
     # --runner DaskRunner (pipelines/dask_runner.py): a dask.distributed cluster, local or remote
     "dask": [DASK],
@@ -66,7 +69,7 @@ EXTRAS_REQUIRE = {
     # atheris: a short coverage-guided run of the WARC reader in the suite (wheels exist for Linux x86_64 only; the
     # run is skipped elsewhere, and the hypothesis property tests cover the reader everywhere).
     "test": ["pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100", "matplotlib>=3.8", "sentence-transformers>=3.0",
-             "gcp-storage-emulator>=2024.8", LINGUA, DASK, ATHERIS],
+             "gcp-storage-emulator>=2024.8", LINGUA, DASK, RESILIPARSE, ATHERIS],
     # the long coverage-guided run of the WARC reader: python -m tests.fuzz_warc -max_total_time=300
     "fuzz": [ATHERIS],
 }

@@ -106,6 +106,8 @@ def main() -> None:
     parser.add_argument("--lid-model", help="a fastText LID model instead of the configured one")
     parser.add_argument("--also-lid", default="", help="comma-separated lid.model values (cmlm-lid, lid.176, "
                         "combined, paths) run as further systems: their CPU against the text stage's, same run")
+    parser.add_argument("--also-extractor", default="", help="comma-separated extract.extractor values "
+                        "(resiliparse) run as further systems: their CPU against the text stage's, same run")
     parser.add_argument("--every", type=int, default=1, help="every N-th annotated page (quick runs)")
     parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "text.json")
     args = parser.parse_args()
@@ -126,6 +128,9 @@ def main() -> None:
                "text stage, extraction in process (no time limit)": lambda chunk: ours(inline, chunk)}
     others = {f"text stage, lid.model={model}": TextStage({**settings, "lid": {**settings["lid"], "model": model}})
               for model in filter(None, args.also_lid.split(","))}
+    others.update({f"text stage, extract.extractor={name}":
+                   TextStage({**settings, "extract": {**(settings.get("extract") or {}), "extractor": name}})
+                   for name in filter(None, args.also_extractor.split(","))})
     systems.update({name: functools.partial(ours, other) for name, other in others.items()})
     produced = {name: run(pages) for name, run in systems.items()}  # warm-up: imports, LID model, the child
     chunks = [pages[start:start + args.chunk] for start in range(0, len(pages), args.chunk)]

@@ -76,6 +76,29 @@ def test_article_paragraphs_in_order_without_page_furniture(extractor):
     assert tally.of("extract") == {"documents": 1, "paragraphs": len(document.paragraphs)}
 
 
+@pytest.mark.parametrize("time_limit_s", [10.0, 0.0])
+def test_resiliparse_extracts_the_article_too(time_limit_s):
+    """extract.extractor: resiliparse, in the extraction process or in this one: the article's paragraphs in order,
+    the navigation, the aside and the footer left out (its heuristics keep the furniture lines the line filter
+    drops)."""
+    with Extractor(ExtractSettings(extractor="resiliparse", time_limit_s=time_limit_s)) as resiliparse:
+        tally = Tally(log_skips=False)
+        document = resiliparse.extract(page(BOILERPLATE_PAGE), tally)
+    assert document.paragraphs == ("Die alte Brücke", *ARTICLE)
+    assert tally.of("extract") == {"documents": 1, "paragraphs": len(ARTICLE) + 1}
+
+
+def test_an_unknown_or_missing_extractor_is_named_before_any_page(monkeypatch):
+    with pytest.raises(ValueError, match="extract.extractor: 'boilerpipe'; choose from trafilatura, resiliparse"):
+        ExtractSettings(extractor="boilerpipe")
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "resiliparse" else real(name, *a))
+    with pytest.raises(ValueError, match=r"pip install -e '\.\[resiliparse\]'"):
+        ExtractSettings(extractor="resiliparse")
+
+
 def wrapped(text: str, width: int = 40) -> str:
     """`text` hard-wrapped at `width` columns with indented continuation lines, as editors write HTML source."""
     import textwrap

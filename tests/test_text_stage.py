@@ -14,9 +14,11 @@ from tests.conftest import REPO
 SAMPLE = REPO / "sample" / "web"
 
 
-@pytest.fixture(scope="module")
-def sample_sentences():
+@pytest.fixture(scope="module", params=["trafilatura", "resiliparse"])
+def sample_sentences(request):
+    """The sample's sentences with each main-content extractor (extract.extractor)."""
     settings = load_settings()
+    settings["extract"] = {**(settings.get("extract") or {}), "extractor": request.param}
     stage = TextStage(settings)
     tally = Tally(log_skips=False)
     try:
@@ -60,6 +62,7 @@ def test_order_and_counts(sample_sentences):
 @pytest.mark.parametrize("section, value, message", [
     ("read", {"max_bytes": 1}, "read: unknown setting"),
     ("extract", {"time_limit": 3}, "extract: unknown setting"),
+    ("extract", {"extractor": "boilerpipe"}, "extract.extractor"),
     ("filters", {"lenght": {}}, "unknown filter"),
     ("lid", {"model": None}, "lid.model"),
     ("lid", {"model": "combined", "short_words": -1}, "lid.short_words"),

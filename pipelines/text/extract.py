@@ -47,6 +47,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import importlib.util
 import json
 import logging
 import os
@@ -62,10 +63,17 @@ from pipelines.text.records import Document, Page, Tally
 STAGE = "extract"
 
 
+EXTRACTORS = ("trafilatura", "resiliparse")
+
+
 @dataclass(frozen=True)
 class ExtractSettings:
-    """trafilatura's options and the bounds on one record's extraction."""
+    """The main-content extractor, its options and the bounds on one record's extraction."""
 
+    # trafilatura (the default: the best F1 measured) or resiliparse (`pip install -e '.[resiliparse]'`: 10x the
+    # pages a CPU-second at a lower precision; docs/text.md). The options below them are trafilatura's, but
+    # include_comments, which both take.
+    extractor: str = "trafilatura"
     include_tables: bool = True
     include_comments: bool = False     # reader comments are not the page's main content
     favor_precision: bool = False
@@ -81,6 +89,20 @@ class ExtractSettings:
     max_elements: int = 200_000        # counted as "<" characters: an upper bound on tags, at C speed
     memory_limit_mb: int = 4096        # address space of the extraction process; 0: no cap
     start_timeout_s: float = 120.0     # for a child to start and import trafilatura (not part of the time limit)
+
+    def __post_init__(self):
+        if self.extractor not in EXTRACTORS:
+            raise ValueError(f"extract.extractor: {self.extractor!r}; choose from {', '.join(EXTRACTORS)}")
+        if self.extractor == "resiliparse" and importlib.util.find_spec("resiliparse") is None:
+            # here, before any page is read, rather than in the extraction process when it starts
+            raise ValueError("extract.extractor: resiliparse needs the resiliparse package: "
+                             "pip install -e '.[resiliparse]'")
+
+    def extractor_options(self) -> dict:
+        """What the extraction process is told: the extractor and its options."""
+        if self.extractor == "resiliparse":
+            return {"extractor": "resiliparse", "include_comments": self.include_comments}
+        return {"extractor": "trafilatura", **self.trafilatura_options()}
 
     def trafilatura_options(self) -> dict:
         return {"include_tables": self.include_tables, "include_comments": self.include_comments,
@@ -134,7 +156,7 @@ class Extractor:
     def _run(self, html: str, url: str) -> str | None:
         if self._child is not None:
             return self._child.extract(html, url)
-        return _trafilatura_text(html, url, self.settings.trafilatura_options())
+        return main_content_text(html, url, self.settings.extractor_options())
 
     def close(self) -> None:
         if self._child is not None:
@@ -229,7 +251,31 @@ def check_html_size(html: str, settings: ExtractSettings) -> None:
         raise _Skip("too-many-elements", f"{tags} tags > {settings.max_elements}")
 
 
-# --- trafilatura, in this process or a child --------------------------------------------------------------------
+# --- the extractors, in this process or a child -----------------------------------------------------------------
+
+def main_content_text(html: str, url: str, options: dict) -> str | None:
+    """The extractor's text for one page, one block per line (ExtractSettings.extractor_options)."""
+    options = dict(options)
+    if options.pop("extractor", "trafilatura") == "resiliparse":
+        return _resiliparse_text(html, options)
+    return _trafilatura_text(html, url, options)
+
+
+def _resiliparse_text(html: str, options: dict) -> str | None:
+    """Resiliparse's main content (Lexbor's parser and its heuristics, in C++): blocks a line apart, no list bullets
+    or alternative texts (neither is the page's prose); `_Skip` when the library fails."""
+    try:
+        from resiliparse.extract.html2text import extract_plain_text
+    except ImportError as err:
+        raise ImportError("extract.extractor: resiliparse needs the resiliparse package: "
+                          "pip install -e '.[resiliparse]'") from err
+    try:
+        text = extract_plain_text(html, preserve_formatting=True, main_content=True, list_bullets=False,
+                                  alt_texts=False, comments=options.get("include_comments", False))
+    except Exception as err:  # a library failure on one page is that page's skip, not the file's end
+        raise _Skip("error", f"resiliparse: {type(err).__name__}: {err}") from None
+    return text or None
+
 
 def _trafilatura_text(html: str, url: str, options: dict) -> str | None:
     """trafilatura's text for one page; `_Skip` when libxml2 hit its depth limit or the library failed."""
@@ -327,7 +373,7 @@ def serve(request_fd: int, response_fd: int, options_json: str, memory_limit_mb:
     _cap_memory(memory_limit_mb)
     logging.getLogger("trafilatura").setLevel(logging.CRITICAL)
     options = json.loads(options_json)
-    _trafilatura_text(_WARM_UP_PAGE, "", options)   # imports and caches paid before "ready", not by the first page
+    main_content_text(_WARM_UP_PAGE, "", options)   # imports and caches paid before "ready", not by the first page
     requests, responses = Connection(request_fd, writable=False), Connection(response_fd, readable=False)
     responses.send_bytes(b"ready")
     while True:
@@ -336,7 +382,7 @@ def serve(request_fd: int, response_fd: int, options_json: str, memory_limit_mb:
         except (EOFError, OSError):
             return
         try:
-            text = _trafilatura_text(html, url, options)
+            text = main_content_text(html, url, options)
             status, value = ("ok", text) if text is not None else ("none", "")
         except _Skip as skip:
             status, value = skip.reason, skip.detail
@@ -403,7 +449,7 @@ class _ChildExtractor:
         request_read, request_write = os.pipe()
         response_read, response_write = os.pipe()
         code = (f"from pipelines.text.extract import serve; serve({request_read}, {response_write}, "
-                f"{json.dumps(json.dumps(self.settings.trafilatura_options()))}, {self.settings.memory_limit_mb})")
+                f"{json.dumps(json.dumps(self.settings.extractor_options()))}, {self.settings.memory_limit_mb})")
         path = os.pathsep.join(p or os.getcwd() for p in sys.path)     # find this package as the parent does
         try:
             self.process = subprocess.Popen([sys.executable, "-c", code], pass_fds=(request_read, response_write),
