@@ -71,8 +71,8 @@ class ExtractSettings:
     """The main-content extractor, its options and the bounds on one record's extraction."""
 
     # trafilatura (the default: the best F1 measured) or resiliparse (`pip install -e '.[resiliparse]'`: 10x the
-    # pages a CPU-second at a lower precision; docs/text.md). The options below them are trafilatura's, but
-    # include_comments, which both take.
+    # pages a CPU-second in extraction, 2.2x in the whole text stage, at a lower precision; docs/text.md). The
+    # options below it are trafilatura's, but include_comments, which both take.
     extractor: str = "trafilatura"
     include_tables: bool = True
     include_comments: bool = False     # reader comments are not the page's main content
@@ -184,11 +184,12 @@ def extract_document(page: Page, tally: Tally, settings: ExtractSettings = Extra
 
 # trafilatura makes the white space within an element's text one space, so a wider gap inside a line is where it
 # joined elements without a separator: a table's header cells ("von  bis  Liga  Team"), a title and its date
+# (resiliparse, which collapses white space too, puts two tabs between a table's cells)
 ELEMENT_GAP = re.compile(r"[ \t]{2,}")
 
 
 def paragraphs_of(text: str) -> list[str]:
-    """trafilatura's text output as paragraphs: one per line, list bullets removed, table rows split into cells,
+    """The extractor's text output as paragraphs: one per line, list bullets removed, table rows split into cells,
     and a line split where an ELEMENT_GAP joins separate elements."""
     out = []
     for line in _lines(text):
