@@ -37,8 +37,8 @@ PARTS = [
     (extract, "_trafilatura_text", "trafilatura, with its parse and the depth check"),
     (extract, "dense_script", NESTED + "the dense-script check"),
     (extract, "_kept", "extraction: the furniture filter"),
-    (langid.LanguageIdentifier, "identify_document", "LID: the document"),
-    (langid.LanguageIdentifier, "identify_sentences", "LID: every sentence"),
+    (None, "identify_document", "LID: the document"),       # None: the stage's identifier's own class (the
+    (None, "identify_sentences", "LID: every sentence"),     # default's combined+experts layers, or a plain one)
     (sentences.SentenceSplitter, "split", "sentence splitting"),
     (dedup, "dedup_key", "dedup: normalising and hashing"),
 ]
@@ -76,7 +76,7 @@ def main() -> None:
     bench_text.peer(pages[:50])
     times: dict[str, float] = defaultdict(float)
     for owner, name, part in PARTS:
-        timed_calls(times, owner, name, part)
+        timed_calls(times, type(stage.lid) if owner is None else owner, name, part)
     for filter_ in stage.filters:
         timed_calls(times, type(filter_), "__call__", f"filter: {filter_.name}")
     chunks = [pages[start:start + args.chunk] for start in range(0, len(pages), args.chunk)]
