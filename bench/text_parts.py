@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO / "bench"))
 import bench_text  # noqa: E402
 
 from pipelines.settings import load_settings  # noqa: E402
-from pipelines.text import dedup, extract, langid, sentences  # noqa: E402
+from pipelines.text import dedup, extract, sentences  # noqa: E402
 from pipelines.text.stage import TextStage  # noqa: E402
 
 NESTED = "  of which: "   # a part inside the one above it (not added again to the total)
