@@ -1,6 +1,6 @@
 """How the pairs stage's cost grows with the crawl: k-NN as a join on the DirectRunner or on Dask worker
 processes, per size, beside faiss's own big_batch_search (the same IVF join on one machine, k-NN only) and the
-mining library on one machine (miner.mine: faiss IVF search, margins, selection) as peers.
+mining library on one machine (miner.mine: IVF k-NN, margins, selection) as peers.
 
     python bench/bench_pairs_scaling.py                                    # N = 10k, 40k, 160k, 640k per language
     python bench/bench_pairs_scaling.py --sizes 10000 40000                # -> bench/results/pairs_scaling.json
@@ -238,7 +238,8 @@ def median_run(n: int, seed: int, args, dtype: str, repeats: int) -> dict:
 
 
 def library_peer(src: np.ndarray, tgt: np.ndarray, planted: dict, nlist: int, args) -> dict:
-    """miner.mine on this process over the same float16 vectors and settings: faiss IVF k-NN both ways, margins and
+    """miner.mine on this process over the same float16 vectors and settings: IVF k-NN both ways (since 2026-11-30 by
+    the join's comparisons on one machine, miner.knn_join.knn_by_lists; faiss's IVF search before), margins and
     `max` selection on arrays; the stage's arithmetic without Beam."""
     from miner.index import KnnConfig
     from miner.knn_join import training_rows

@@ -128,6 +128,10 @@ def default_factory(n_database: int) -> str:
     return next(factory for limit, factory in INDEX_BY_DATABASE_SIZE if n_database < limit)
 
 
+# The factories knn answers by the join's comparisons (the lists' raw vectors, an exact coarse quantizer)
+JOINED_FACTORY = re.compile(r"IVF\d+,Flat")
+
+
 def ivf_lists(factory: str) -> int | None:
     match = re.search(r"IVF(\d+)", factory)
     return int(match.group(1)) if match else None
@@ -294,8 +298,23 @@ def knn(
     if k < 1:
         raise IndexConfigError(f"k must be at least 1, got {k}")
     k = min(k, database.shape[0])
+    factory = resolve_factory(config, database.shape[0])
+    if JOINED_FACTORY.fullmatch(factory) and not use_gpu(config):
+        return _knn_by_lists(queries, database, k, factory, config, names)
     index = build_index(database, config, names[1])
     return search(index, queries, database, k, config, names)
+
+
+def _knn_by_lists(queries: np.ndarray, database: np.ndarray, k: int, factory: str, config: KnnConfig,
+                  names: tuple[str, str]) -> tuple[np.ndarray, np.ndarray]:
+    """knn for `IVF<n>,Flat` without faiss's list scan: the index's coarse quantizer trained as build_index trains
+    it, then the join's comparisons (miner.knn_join.knn_by_lists)."""
+    from miner.knn_join import knn_by_lists
+
+    index = trained_index(database.shape[1], factory, config, _training_sample(database, factory, config, names[1]))
+    centroids = faiss.extract_index_ivf(index).quantizer.reconstruct_n(0, ivf_lists(factory))
+    return knn_by_lists(queries, unit_rows(database, names[1]), k, centroids, resolve_nprobe(config, factory),
+                        config.batch_size, names[0])
 
 
 def search(

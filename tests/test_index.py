@@ -19,6 +19,7 @@ from miner.index import (
     two_level_centroids,
     use_gpu,
 )
+from miner.vectors import unit_rows
 
 
 def unit(a):
@@ -94,6 +95,32 @@ def test_ivf_queries_with_too_few_neighbours_in_their_lists_are_searched_again()
     sims, ids = knn(q, db, 20, KnnConfig(index="IVF8,Flat", nprobe=1))
     assert (ids >= 0).all()
     assert (ids == brute_force(q, db, 20)[1]).all()
+
+
+@given(st.integers(0, 10_000), st.sampled_from([8, 32]), st.integers(60, 400), st.sampled_from([1, 4, 9]),
+       st.sampled_from([2, 8, 16]), st.sampled_from([1, 3, 8]), st.sampled_from([7, 1000]))
+def test_ivf_flat_gives_each_querys_best_among_the_rows_of_its_lists_whatever_its_batch(seed, d, n, k, nlist,
+                                                                                     nprobe, batch_size):
+    """knn answers `IVF<n>,Flat` by the join's comparisons (miner.knn_join.knn_by_lists): each query's k best by
+    exact similarity (rescore's bits, ties to the smaller id) among the rows of the nprobe lists nearest it, or
+    among all rows where those lists hold fewer than k; the same in batches of 7 as in one (faiss's IVF search,
+    used before, searched a whole batch over every list when one of its queries was short of neighbours)."""
+    rng = np.random.default_rng(seed)
+    q, db = clustered(rng, 50, d), clustered(rng, n, d)
+    q[::7] = db[rng.integers(0, n, len(q[::7]))]  # exact copies: ties at the top
+    config = KnnConfig(index=f"IVF{nlist},Flat", nprobe=nprobe, batch_size=batch_size)
+    sims, ids = knn(q, db, k, config)
+    unit_q, unit_db = unit_rows(q, "q"), unit_rows(db, "db")
+    index = trained_index(d, f"IVF{nlist},Flat", config, unit_db)  # held: the quantizer is the index's
+    quantizer = faiss.extract_index_ivf(index).quantizer
+    db_lists = quantizer.search(unit_db, 1)[1][:, 0]
+    probes = quantizer.search(unit_q, nprobe)[1]
+    for i in range(len(q)):
+        rows = np.flatnonzero(np.isin(db_lists, probes[i]))
+        rows = rows if len(rows) >= k else np.arange(n)
+        row_sims = rescore(unit_q[i:i + 1], unit_db, rows[None], unit=True)[0]
+        best = np.lexsort((rows, -row_sims))[:k]
+        assert ids[i].tolist() == rows[best].tolist() and sims[i].tobytes() == row_sims[best].tobytes()
 
 
 index_cases = st.tuples(
