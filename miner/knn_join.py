@@ -802,8 +802,9 @@ def knn_by_lists(queries: np.ndarray, unit_database: np.ndarray, k: int, centroi
                  batch_rows: int, name: str = "queries") -> tuple[np.ndarray, np.ndarray]:
     """IVF k-NN on one machine by the join's comparisons: each list's queries against its rows in one product
     (list_topk), merged into a table per batch of `batch_rows` queries (SmallestKeys). miner.index.knn's way for
-    `IVF<n>,Flat`, 3.4-3.6x faster than faiss's IVF search, which scans a list for each query one vector at a
-    time (10^4 and 10^5 queries at nprobe 16, docs/benchmarks.md). A query whose lists hold fewer than k rows is
+    `IVF<n>,Flat` with lists of JOIN_MIN_ROWS_PER_LIST rows or more, where it beats faiss's IVF search (which
+    scans a list for each query one vector at a time) by a product a list: 3.4-3.6x at 156-195 rows a list of
+    256-d vectors, 1.2x at 58-98 of 1,024-d ones (docs/benchmarks.md). A query whose lists hold fewer than k rows is
     searched over all rows (that search searched its whole batch again, so a query's neighbours depended on the
     batch it came in). Returns (similarities, row ids) [n_queries, k], best first, ties to the smaller id; the
     same neighbours and bits as the Beam stage's join over the same centroids. Queries are made unit rows a

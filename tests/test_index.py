@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from miner.index import (
+    JOIN_MIN_ROWS_PER_LIST,
     IndexConfigError,
     KnnConfig,
     default_factory,
@@ -19,6 +20,7 @@ from miner.index import (
     two_level_centroids,
     use_gpu,
 )
+from miner.knn_join import knn_by_lists
 from miner.vectors import unit_rows
 
 
@@ -97,19 +99,26 @@ def test_ivf_queries_with_too_few_neighbours_in_their_lists_are_searched_again()
     assert (ids == brute_force(q, db, 20)[1]).all()
 
 
-@given(st.integers(0, 10_000), st.sampled_from([8, 32]), st.integers(60, 400), st.sampled_from([1, 4, 9]),
-       st.sampled_from([2, 8, 16]), st.sampled_from([1, 3, 8]), st.sampled_from([7, 1000]))
+@given(st.integers(0, 10_000), st.sampled_from([8, 32]), st.integers(60, 800), st.sampled_from([1, 4, 9]),
+       st.sampled_from([2, 8, 16]), st.sampled_from([1, 3, 8]), st.sampled_from([7, 1000]), st.booleans())
 def test_ivf_flat_gives_each_querys_best_among_the_rows_of_its_lists_whatever_its_batch(seed, d, n, k, nlist,
-                                                                                     nprobe, batch_size):
-    """knn answers `IVF<n>,Flat` by the join's comparisons (miner.knn_join.knn_by_lists): each query's k best by
-    exact similarity (rescore's bits, ties to the smaller id) among the rows of the nprobe lists nearest it, or
-    among all rows where those lists hold fewer than k; the same in batches of 7 as in one (faiss's IVF search,
-    used before, searched a whole batch over every list when one of its queries was short of neighbours)."""
+                                                                                     nprobe, batch_size, spread):
+    """knn answers `IVF<n>,Flat` with lists of JOIN_MIN_ROWS_PER_LIST rows or more by the join's comparisons
+    (miner.knn_join.knn_by_lists), which knn_by_lists gives at any list size: each query's k best by exact
+    similarity (rescore's bits, ties to the smaller id) among the rows of the nprobe lists nearest it, or among all
+    rows where those lists hold fewer than k; the same in batches of 7 as in one (faiss's IVF search, used before
+    and for smaller lists, searches a whole batch over every list when one of its queries is short of neighbours).
+    `spread`: clusters far apart, so that lists hold few rows and queries fall short."""
     rng = np.random.default_rng(seed)
-    q, db = clustered(rng, 50, d), clustered(rng, n, d)
+    q, db = clustered(rng, 50, d, noise=0.05 if spread else 0.3), clustered(rng, n, d)
     q[::7] = db[rng.integers(0, n, len(q[::7]))]  # exact copies: ties at the top
     config = KnnConfig(index=f"IVF{nlist},Flat", nprobe=nprobe, batch_size=batch_size)
-    sims, ids = knn(q, db, k, config)
+    if n >= JOIN_MIN_ROWS_PER_LIST * nlist:
+        sims, ids = knn(q, db, k, config)
+    else:  # below the size knn takes the join at: the join itself
+        index = trained_index(d, f"IVF{nlist},Flat", config, unit_rows(db, "db"))  # held: its quantizer is its own
+        centroids = faiss.extract_index_ivf(index).quantizer.reconstruct_n(0, nlist)
+        sims, ids = knn_by_lists(q, unit_rows(db, "db"), k, centroids, nprobe, batch_size)
     unit_q, unit_db = unit_rows(q, "q"), unit_rows(db, "db")
     index = trained_index(d, f"IVF{nlist},Flat", config, unit_db)  # held: the quantizer is the index's
     quantizer = faiss.extract_index_ivf(index).quantizer
