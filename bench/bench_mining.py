@@ -29,7 +29,8 @@ import miner  # noqa: F401  (first: it chooses the OpenBLAS kernels faiss loads,
 import faiss  # noqa: E402, I001
 import numpy as np
 
-from miner.index import KnnConfig, build_index, default_factory, default_nprobe, ivf_lists, knn, search
+from miner.index import KnnConfig, build_index, default_factory, default_nprobe, ivf_lists, search
+from miner.neighbours import knn
 from miner.margin import candidate_margins, default_ratio_floor, neighbourhood_mean
 from miner.selection import Candidates, select
 

@@ -9,6 +9,8 @@ margin is a ratio of small differences between similarities. So candidates from 
 rescored exactly against the original vectors and re-ranked before anyone computes a margin from them.
 
 Queries are searched in batches and the database is added in batches, so memory is the index plus one batch.
+Callers ask miner.neighbours.knn, which answers `IVF<n>,Flat` by the join's comparisons (miner.knn_join) where
+its lists are large enough, and every other index here.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import faiss
 import numpy as np
 from tqdm.auto import tqdm
 
-from miner.vectors import check_same_dim, iter_unit_batches, unit_rows
+from miner.vectors import iter_unit_batches, unit_rows
 
 log = logging.getLogger(__name__)
 
@@ -128,14 +130,6 @@ def default_factory(n_database: int) -> str:
     return next(factory for limit, factory in INDEX_BY_DATABASE_SIZE if n_database < limit)
 
 
-# The factories knn answers by the join's comparisons (the lists' raw vectors, an exact coarse quantizer), where
-# the lists average at least JOIN_MIN_ROWS_PER_LIST rows: a list's product then outweighs its call. On the default
-# encoder's 1,024-d vectors (IVF1024, nprobe 16, training included) the join took 1.06x faiss's IVF search's CPU at
-# 29 rows a list, 0.96x at 44, 0.84x at 58 and 0.86x at 98; on 256-d vectors 0.29x at 156 and 195.
-JOINED_FACTORY = re.compile(r"IVF\d+,Flat")
-JOIN_MIN_ROWS_PER_LIST = 48
-
-
 def ivf_lists(factory: str) -> int | None:
     match = re.search(r"IVF(\d+)", factory)
     return int(match.group(1)) if match else None
@@ -180,7 +174,7 @@ def use_gpu(config: KnnConfig) -> bool:
 def build_index(database: np.ndarray, config: KnnConfig, name: str = "database") -> faiss.Index:
     """Train (on a bounded sample) and populate an inner-product index over the unit rows of `database`."""
     factory = resolve_factory(config, database.shape[0])
-    index = trained_index(database.shape[1], factory, config, _training_sample(database, factory, config, name))
+    index = trained_index(database.shape[1], factory, config, training_sample(database, factory, config, name))
     return populate(index, database, factory, config, name)
 
 
@@ -286,42 +280,6 @@ def populate(index: faiss.Index, database: np.ndarray, factory: str, config: Knn
     return index
 
 
-def knn(
-    queries: np.ndarray,
-    database: np.ndarray,
-    k: int,
-    config: KnnConfig = KnnConfig(),
-    names: tuple[str, str] = ("queries", "database"),
-) -> tuple[np.ndarray, np.ndarray]:
-    """The k nearest database rows of every query row by cosine.
-
-    Returns (similarities float32 [n_queries, k'], ids int64 [n_queries, k']) with k' = min(k, n_database),
-    each row sorted by similarity descending, ties broken by smaller id. Similarities are exact for every index.
-    """
-    check_same_dim(queries, names[0], database, names[1])
-    if k < 1:
-        raise IndexConfigError(f"k must be at least 1, got {k}")
-    k = min(k, database.shape[0])
-    factory = resolve_factory(config, database.shape[0])
-    if (JOINED_FACTORY.fullmatch(factory) and database.shape[0] >= JOIN_MIN_ROWS_PER_LIST * ivf_lists(factory)
-            and not use_gpu(config)):
-        return _knn_by_lists(queries, database, k, factory, config, names)
-    index = build_index(database, config, names[1])
-    return search(index, queries, database, k, config, names)
-
-
-def _knn_by_lists(queries: np.ndarray, database: np.ndarray, k: int, factory: str, config: KnnConfig,
-                  names: tuple[str, str]) -> tuple[np.ndarray, np.ndarray]:
-    """knn for `IVF<n>,Flat` without faiss's list scan: the index's coarse quantizer trained as build_index trains
-    it, then the join's comparisons (miner.knn_join.knn_by_lists)."""
-    from miner.knn_join import knn_by_lists
-
-    index = trained_index(database.shape[1], factory, config, _training_sample(database, factory, config, names[1]))
-    centroids = faiss.extract_index_ivf(index).quantizer.reconstruct_n(0, ivf_lists(factory))
-    return knn_by_lists(queries, unit_rows(database, names[1]), k, centroids, resolve_nprobe(config, factory),
-                        config.batch_size, names[0])
-
-
 def search(
     index: faiss.Index,
     queries: np.ndarray,
@@ -350,28 +308,10 @@ def search(
             batch_sims, batch_ids = _search_all_lists(index, rows, fetch, factory, config)
         if not exact:
             batch_sims = rescore(rows, database, batch_ids, names[1])
-        batch_sims, batch_ids = _sorted_rows(batch_sims, batch_ids)
+        batch_sims, batch_ids = sorted_rows(batch_sims, batch_ids)
         sims[start : start + len(rows)] = batch_sims[:, :k]
         ids[start : start + len(rows)] = batch_ids[:, :k]
     return sims, ids
-
-
-def knn_refined(queries: np.ndarray, database: np.ndarray, k: int, candidates: int,
-                exact: tuple[np.ndarray, np.ndarray], config: KnnConfig = KnnConfig(),
-                names: tuple[str, str] = ("queries", "database")) -> tuple[np.ndarray, np.ndarray]:
-    """The k nearest by `exact` float vectors (queries', database's) among the `candidates` nearest by `queries`
-    and `database` (a binary code's unit rows): a short list from the codes, ranked by exact cosines, as `knn`
-    returns them. Only a caller holding both the codes and the float vectors can ask for it."""
-    for rows, (code_rows, name) in zip(exact, ((queries, names[0]), (database, names[1]))):
-        if rows.shape[0] != code_rows.shape[0]:
-            raise ValueError(f"{name}: {rows.shape[0]} float vectors to rescore {code_rows.shape[0]} codes")
-    if candidates < k:
-        raise IndexConfigError(f"rescoring needs at least k = {k} candidates, got {candidates}")
-    _, ids = knn(queries, database, candidates, config, names)
-    # the database's float rows made unit once (not each time a short list gathers them), named by their own row
-    unit_queries, unit_database = unit_rows(exact[0], names[0]), unit_rows(exact[1], names[1])
-    sims, ids = _sorted_rows(rescore(unit_queries, unit_database, ids, names[1], unit=True), ids)
-    return sims[:, :k], ids[:, :k]
 
 
 def rescore(queries: np.ndarray, database: np.ndarray, ids: np.ndarray, name: str = "database",
@@ -405,7 +345,7 @@ def _inner_products_by_index(out: np.ndarray, queries: np.ndarray, rows: np.ndar
                                      faiss.swig_ptr(at), queries.shape[1], len(queries), at.shape[1])
 
 
-def _sorted_rows(sims: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def sorted_rows(sims: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     # Similarity descending, then id ascending: the same neighbours in the same order on every run and index.
     order = np.lexsort((ids, -sims), axis=1)
     return np.take_along_axis(sims, order, axis=1), np.take_along_axis(ids, order, axis=1)
@@ -429,7 +369,7 @@ def _rescore_factor(config: KnnConfig, factory: str) -> int:
     return 1 if stores_exact_vectors(factory) else 4
 
 
-def _training_sample(database: np.ndarray, factory: str, config: KnnConfig, name: str) -> np.ndarray | None:
+def training_sample(database: np.ndarray, factory: str, config: KnnConfig, name: str) -> np.ndarray | None:
     n = database.shape[0]
     if factory == "Flat":
         return None  # nothing to train

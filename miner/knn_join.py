@@ -801,7 +801,7 @@ class TopKTable(HoldsArrays):
 def knn_by_lists(queries: np.ndarray, unit_database: np.ndarray, k: int, centroids: np.ndarray, nprobe: int,
                  batch_rows: int, name: str = "queries") -> tuple[np.ndarray, np.ndarray]:
     """IVF k-NN on one machine by the join's comparisons: each list's queries against its rows in one product
-    (list_topk), merged into a table per batch of `batch_rows` queries (SmallestKeys). miner.index.knn's way for
+    (list_topk), merged into a table per batch of `batch_rows` queries (SmallestKeys). miner.neighbours.knn's way for
     `IVF<n>,Flat` with lists of JOIN_MIN_ROWS_PER_LIST rows or more, where it beats faiss's IVF search (which
     scans a list for each query one vector at a time) by a product a list: 3.4-3.6x at 156-195 rows a list of
     256-d vectors, 1.2x at 58-98 of 1,024-d ones (docs/benchmarks.md). A query whose lists hold fewer than k rows is

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from encoders.binary import cosine_estimate, two_way_cosine
-from miner.index import KnnConfig, knn, knn_refined, resolve_factory
+from miner.index import KnnConfig, resolve_factory
 from miner.margin import MARGINS, default_ratio_floor, neighbourhood_mean, neighbourhoods, pair_margins, pool_shift
+from miner.neighbours import knn, knn_refined
 from miner.selection import SELECTIONS, Candidates, Pairs, select
 from miner.thresholds import check_offsets
 from miner.vectors import check_same_dim
@@ -155,7 +156,7 @@ def score_neighbours(src: np.ndarray, tgt: np.ndarray, config: MiningConfig = Mi
     """Forward (source -> target) and backward (target -> source) k-NN candidates with their margins. `code`:
     the rows are a binary code's unit rows (encoders.binary), whose similarities become cosine estimates first;
     `exact`: the float vectors of those rows (source's, target's), which rank and score the `candidates` nearest by
-    the code instead (miner.index.knn_refined), so margins are the float vectors' own."""
+    the code instead (miner.neighbours.knn_refined), so margins are the float vectors' own."""
     check_same_dim(src, names[0], tgt, names[1])
     started = time.perf_counter()
     if exact is not None:

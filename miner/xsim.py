@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from miner.index import KnnConfig, knn, knn_refined
+from miner.index import KnnConfig
 from miner.margin import check_margin
 from miner.mining import RESCORE_CANDIDATES, MiningConfig, score_neighbours
+from miner.neighbours import knn, knn_refined
 from miner.vectors import EmbeddingError, check_same_dim
 
 

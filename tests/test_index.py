@@ -7,12 +7,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from miner.index import (
-    JOIN_MIN_ROWS_PER_LIST,
     IndexConfigError,
     KnnConfig,
     default_factory,
     default_nprobe,
-    knn,
     rescore,
     resolve_factory,
     stores_exact_vectors,
@@ -21,6 +19,7 @@ from miner.index import (
     use_gpu,
 )
 from miner.knn_join import knn_by_lists
+from miner.neighbours import JOIN_MIN_ROWS_PER_LIST, knn
 from miner.vectors import unit_rows
 
 
@@ -259,7 +258,7 @@ def _codes_and_floats(n: int, dim: int = 64, seed: int = 0):
 
 
 def test_a_short_list_as_long_as_the_database_gives_the_float_vectors_own_neighbours():
-    from miner.index import knn_refined
+    from miner.neighbours import knn_refined
 
     (src_codes, src), (tgt_codes, tgt) = _codes_and_floats(50), _codes_and_floats(80, seed=1)
     sims, ids = knn_refined(src_codes, tgt_codes, 4, 80, (src, tgt))
@@ -269,7 +268,7 @@ def test_a_short_list_as_long_as_the_database_gives_the_float_vectors_own_neighb
 
 
 def test_a_short_list_is_ranked_by_the_float_vectors_not_by_the_code():
-    from miner.index import knn_refined
+    from miner.neighbours import knn_refined
 
     (src_codes, src), (tgt_codes, tgt) = _codes_and_floats(200), _codes_and_floats(300, seed=1)
     _, code_ids = knn(src_codes, tgt_codes, 8, KnnConfig(index="Flat"))
@@ -280,7 +279,7 @@ def test_a_short_list_is_ranked_by_the_float_vectors_not_by_the_code():
 
 
 def test_rescoring_refuses_float_vectors_that_do_not_match_the_codes():
-    from miner.index import knn_refined
+    from miner.neighbours import knn_refined
 
     codes, floats = _codes_and_floats(20)
     with pytest.raises(ValueError, match="database: 19 float vectors to rescore 20 codes"):

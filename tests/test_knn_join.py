@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miner.index import IndexConfigError, KnnConfig, knn
+from miner.index import IndexConfigError, KnnConfig
 from miner.vectors import unit_rows
 from miner.knn_join import (
     ARGMAX_MAX_K,
@@ -30,6 +30,7 @@ from miner.knn_join import (
     train_quantizer,
 )
 from miner.knn_join import _argmax_topk, _argmax_topk_in_place, _topk_rows
+from miner.neighbours import knn
 
 
 def clustered(rng, n, d=32, centres=20):

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from miner.index import knn
 from miner.mining import mine
+from miner.neighbours import knn
 from miner.vectors import (FAST_WIDEN_MIN_VALUES, EmbeddingError, check_finite, float32_copy, load_embeddings,
                            normalized, unit_rows)
 

@@ -56,7 +56,7 @@ class HardNegativePool:
 def teacher_neighbours(teacher: np.ndarray, count: int, device=None) -> np.ndarray:
     """[rows, count]: for every cached teacher vector, the rows of its `count` nearest other vectors by cosine.
     On a CUDA device, exact (chunked matrix products: seconds for 658k vectors, and the lent GPU machines have no
-    faiss); elsewhere miner.index.knn: exact below its IVF size, an IVF index above, searched at nprobe 16 (a near
+    faiss); elsewhere miner.neighbours.knn: exact below its IVF size, an IVF index above, searched at nprobe 16 (a near
     neighbour is as hard a negative as the nearest; the default nprobe took ~8 minutes over 658k vectors on 2 cores)."""
     if len(teacher) <= count:
         raise ValueError(f"distill.contrast_hard = {count} needs more cached teacher vectors than that, "
@@ -64,7 +64,8 @@ def teacher_neighbours(teacher: np.ndarray, count: int, device=None) -> np.ndarr
     if device is not None and getattr(device, "type", str(device)) == "cuda":
         ids = _exact_neighbours(teacher, count + 1, device)
     else:
-        from miner.index import KnnConfig, knn
+        from miner.index import KnnConfig
+        from miner.neighbours import knn
 
         _, ids = knn(teacher, teacher, count + 1, KnnConfig(nprobe=16), names=("teacher vectors", "teacher vectors"))
     others = ids != np.arange(len(teacher))[:, None]
