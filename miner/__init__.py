@@ -17,7 +17,7 @@ choose_openblas_kernels()  # before any module of the package loads faiss, and w
 
 # Loaded on first use: `import miner.config` or `miner.io` (training recipes, the pipeline's settings) must not load
 # FAISS, so training runs where only torch is installed (a lent GPU machine) and commands start faster.
-_EXPORTS = {"KnnConfig": "miner.index", "knn": "miner.index", "margin": "miner.margin",
+_EXPORTS = {"KnnConfig": "miner.index", "knn": "miner.neighbours", "margin": "miner.margin",
             "MiningConfig": "miner.mining", "mine": "miner.mining", "mine_texts": "miner.bitext",
             "MinedPair": "miner.bitext", "score_neighbours": "miner.mining",
             "Candidates": "miner.selection", "Pairs": "miner.selection", "select": "miner.selection",
