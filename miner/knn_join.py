@@ -809,17 +809,15 @@ def knn_by_lists(queries: np.ndarray, unit_database: np.ndarray, k: int, centroi
     batch it came in). Returns (similarities, row ids) [n_queries, k], best first, ties to the smaller id; the
     same neighbours and bits as the Beam stage's join over the same centroids. Queries are made unit rows a
     batch at a time (memory)."""
-    db_lists = assign(unit_database, centroids, 1, unit=True)[:, 0]
-    db_order = np.argsort(db_lists, kind="stable")  # each list's rows ascending: the join's reference order
-    db_bounds = np.searchsorted(db_lists[db_order], np.arange(len(centroids) + 1))
+    db_members = dict(rows_by_list(assign(unit_database, centroids, 1, unit=True)))  # each list's rows ascending
     sims = np.empty((len(queries), k), dtype=np.float32)
     ids = np.empty((len(queries), k), dtype=np.int64)
     for start in range(0, len(queries), batch_rows):
         batch = unit_rows(queries[start:start + batch_rows], name)
         best = SmallestKeys(len(batch), k)
         for list_id, q_rows in rows_by_list(assign(batch, centroids, nprobe, unit=True)):
-            db_rows = db_order[db_bounds[list_id]:db_bounds[list_id + 1]]
-            if len(db_rows):
+            db_rows = db_members.get(list_id)
+            if db_rows is not None:
                 found = list_topk(batch[q_rows], q_rows, unit_database[db_rows], db_rows, k, unit=True)
                 best.add(q_rows, found.sims, found.refs)
         part_sims, part_ids = best.best(np.arange(len(batch)))

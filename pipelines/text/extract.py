@@ -64,6 +64,7 @@ STAGE = "extract"
 
 
 EXTRACTORS = ("trafilatura", "resiliparse")
+RESILIPARSE_MISSING = "extract.extractor: resiliparse needs the resiliparse package: pip install -e '.[resiliparse]'"
 
 
 @dataclass(frozen=True)
@@ -95,8 +96,7 @@ class ExtractSettings:
             raise ValueError(f"extract.extractor: {self.extractor!r}; choose from {', '.join(EXTRACTORS)}")
         if self.extractor == "resiliparse" and importlib.util.find_spec("resiliparse") is None:
             # here, before any page is read, rather than in the extraction process when it starts
-            raise ValueError("extract.extractor: resiliparse needs the resiliparse package: "
-                             "pip install -e '.[resiliparse]'")
+            raise ValueError(RESILIPARSE_MISSING)
 
     def extractor_options(self) -> dict:
         """What the extraction process is told: the extractor and its options."""
@@ -268,8 +268,7 @@ def _resiliparse_text(html: str, options: dict) -> str | None:
     try:
         from resiliparse.extract.html2text import extract_plain_text
     except ImportError as err:
-        raise ImportError("extract.extractor: resiliparse needs the resiliparse package: "
-                          "pip install -e '.[resiliparse]'") from err
+        raise ImportError(RESILIPARSE_MISSING) from err
     try:
         text = extract_plain_text(html, preserve_formatting=True, main_content=True, list_bullets=False,
                                   alt_texts=False, comments=options.get("include_comments", False))
