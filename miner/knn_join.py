@@ -801,14 +801,14 @@ class TopKTable(HoldsArrays):
 def knn_by_lists(queries: np.ndarray, unit_database: np.ndarray, k: int, centroids: np.ndarray, nprobe: int,
                  batch_rows: int, name: str = "queries") -> tuple[np.ndarray, np.ndarray]:
     """IVF k-NN on one machine by the join's comparisons: each list's queries against its rows in one product
-    (list_topk), merged into a table per batch of `batch_rows` queries (SmallestKeys). miner.neighbours.knn's way for
-    `IVF<n>,Flat` with lists of JOIN_MIN_ROWS_PER_LIST rows or more, where it beats faiss's IVF search (which
-    scans a list for each query one vector at a time) by a product a list: 3.4-3.6x at 156-195 rows a list of
-    256-d vectors, 1.2x at 58-98 of 1,024-d ones (docs/benchmarks.md). A query whose lists hold fewer than k rows is
-    searched over all rows (that search searched its whole batch again, so a query's neighbours depended on the
-    batch it came in). Returns (similarities, row ids) [n_queries, k], best first, ties to the smaller id; the
-    same neighbours and bits as the Beam stage's join over the same centroids. Queries are made unit rows a
-    batch at a time (memory)."""
+    (list_topk), merged into a table per batch of `batch_rows` queries (SmallestKeys). miner.neighbours.knn's way
+    for `IVF<n>,Flat` with lists of JOIN_MIN_ROWS_PER_LIST rows or more, where it beats faiss's IVF search (which
+    scans a list for each query one vector at a time) by a product a list: 0.27-0.30x its CPU at 156-195 rows a list
+    of 256-d vectors, 0.82-0.85x at 29-88 of 1,024-d ones (bench/bench_library_knn.py). A query whose lists hold
+    fewer than k rows is searched over all rows (that search searched its whole batch again, so a query's neighbours
+    depended on the batch it came in). Returns (similarities, row ids) [n_queries, k], best first, ties to the
+    smaller id; the same neighbours and bits as the Beam stage's join over the same centroids. Queries are made unit
+    rows a batch at a time (memory)."""
     db_members = dict(rows_by_list(assign(unit_database, centroids, 1, unit=True)))  # each list's rows ascending
     sims = np.empty((len(queries), k), dtype=np.float32)
     ids = np.empty((len(queries), k), dtype=np.int64)

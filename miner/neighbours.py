@@ -31,9 +31,10 @@ from miner.knn_join import knn_by_lists
 from miner.vectors import check_same_dim, unit_rows
 
 # The factories knn answers by the join's comparisons (the lists' raw vectors, an exact coarse quantizer), where
-# the lists average at least JOIN_MIN_ROWS_PER_LIST rows: a list's product then outweighs its call. On the default
-# encoder's 1,024-d vectors (IVF1024, nprobe 16, training included) the join took 1.06x faiss's IVF search's CPU at
-# 29 rows a list, 0.96x at 44, 0.84x at 58 and 0.86x at 98; on 256-d vectors 0.29x at 156 and 195.
+# the lists average at least JOIN_MIN_ROWS_PER_LIST rows. bench/bench_library_knn.py, training included: on the
+# default encoder's 1,024-d vectors (IVF1024, nprobe 16) the join took 0.96x faiss's IVF search's CPU at 10 rows a
+# list and 0.82-0.85x at 29-88; on 256-d vectors 0.27-0.30x at 156-195. The floor came from a first measurement
+# that charged the join torch's import; it is conservative (docs/benchmarks.md).
 JOINED_FACTORY = re.compile(r"IVF\d+,Flat")
 JOIN_MIN_ROWS_PER_LIST = 48
 
