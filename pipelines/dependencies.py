@@ -5,7 +5,8 @@
 
 A stage depends on everything an earlier stage depends on, plus its own settings and models:
 - extract: the input files (path, size, modification time or object generation time), the settings sections that
-  shape sentences (languages, read, extract, lid, split, filters, shards) and the LID model file;
+  shape sentences (languages, read, extract, lid, split, filters, shards), the LID model file and the versions of
+  the libraries that decide the text (the extractor's, fastText's): an upgrade can change the sentences;
 - embed: the encoder (a built-in's name and package version; a folder's files with their sizes and times, and an
   ensemble's members too; a cloud path as given), `encoder_options`, `embed` and the binary code it writes;
 - pairs: the pairing (`languages`, `pairs`, `pivot`) and `mining`, `knn`, `pair_filter`, and the threshold offsets'
@@ -48,6 +49,7 @@ def stage_dependencies(stage: str, settings: dict) -> dict:
             depends["input files"] = input_files(settings["input"]) if settings.get("input") else None
             lid_model = (settings.get("lid") or {}).get("model")
             depends["LID model"] = lid_files(lid_model) if lid_model else None
+            depends["extract libraries"] = extract_libraries(settings.get("extract") or {})
         if name == "embed":
             depends["encoder files"] = encoder_identity(settings.get("encoder"))
             # codes written another way (before sign codes were centred per language, say) are stale even when
@@ -85,15 +87,29 @@ def lid_files(spec: str) -> list[list]:
     return [[spec]] + [row for part in lid_parts(spec) for row in input_files(model_file(part))]
 
 
+def extract_libraries(extract_section: dict) -> dict:
+    """{distribution: installed version or None} for the chosen extractor's packages and fastText's."""
+    from pipelines.text.extract import EXTRACTOR_PACKAGES, ExtractSettings
+    from pipelines.text.langid_data import FULL_FASTTEXT
+
+    extractor = extract_section.get("extractor", ExtractSettings.extractor)
+    return {name: _installed_version(name) for name in (*EXTRACTOR_PACKAGES.get(extractor, ()), FULL_FASTTEXT)}
+
+
+def _installed_version(distribution: str) -> str | None:
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return None
+
+
 def encoder_identity(spec: str | None) -> list | dict | None:
     """A built-in encoder by name and package version; a local checkpoint folder by its files' sizes and times; an
     ensemble folder by its files and each member's identity (a member retrained makes the vectors stale too); a
     lens folder by its files and its encoder's."""
     if spec == USE_MULTILINGUAL:
-        try:
-            return {"package": f"{USE_PACKAGE}=={version(USE_PACKAGE)}"}
-        except PackageNotFoundError:
-            return {"package": None}
+        installed = _installed_version(USE_PACKAGE)
+        return {"package": f"{USE_PACKAGE}=={installed}" if installed else None}
     if spec and not storage.is_remote(spec) and os.path.isdir(spec):
         if is_ensemble(spec):
             return {"files": vector_files(spec),

@@ -176,3 +176,24 @@ def test_a_changed_default_of_the_mining_settings_makes_the_bitext_stale(tmp_pat
     older = {**depends, "mining, resolved": {**depends["mining, resolved"], "one_sided_ratio": None}}
     assert changed_keys(older, depends) == ["mining, resolved"]
     assert changed_keys(depends, stage_dependencies("pairs", settings)) == []
+
+
+def test_the_sentences_depend_on_the_extracting_libraries_versions(tmp_path):
+    """A trafilatura (or resiliparse, or fastText) upgrade can change the sentences: the extract stage records the
+    chosen extractor's packages and fastText's by installed version, so a rerun after an upgrade extracts again."""
+    from importlib.metadata import version
+
+    from pipelines.dependencies import changed_keys, stage_dependencies
+    from tests.test_pipeline_pairs import settings_for
+
+    settings = settings_for(str(tmp_path / "out"), "max")
+    depends = stage_dependencies("extract", settings)
+    libraries = depends["extract libraries"]
+    assert libraries == {name: version(name) for name in ("trafilatura", "jusText", "lxml", "fasttext-numpy2-wheel")}
+    upgraded = {**depends, "extract libraries": {**libraries, "trafilatura": "0.0.1"}}
+    assert changed_keys(upgraded, depends) == ["extract libraries"]
+    resiliparse = {**settings, "extract": {**(settings.get("extract") or {}), "extractor": "resiliparse"}}
+    chosen = stage_dependencies("extract", resiliparse)["extract libraries"]
+    assert set(chosen) == {"resiliparse", "fasttext-numpy2-wheel"}
+    # every later stage depends on its sentences
+    assert stage_dependencies("pairs", settings)["extract libraries"] == libraries

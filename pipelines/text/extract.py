@@ -64,6 +64,9 @@ STAGE = "extract"
 
 
 EXTRACTORS = ("trafilatura", "resiliparse")
+# the distributions whose code decides each extractor's text (trafilatura falls back to jusText and parses with
+# lxml): an upgrade can change the sentences, so the extract stage records their versions (pipelines/dependencies.py)
+EXTRACTOR_PACKAGES = {"trafilatura": ("trafilatura", "jusText", "lxml"), "resiliparse": ("resiliparse",)}
 RESILIPARSE_MISSING = "extract.extractor: resiliparse needs the resiliparse package: pip install -e '.[resiliparse]'"
 
 
