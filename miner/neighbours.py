@@ -32,11 +32,11 @@ from miner.vectors import check_same_dim, unit_rows
 
 # The factories knn answers by the join's comparisons (the lists' raw vectors, an exact coarse quantizer), where
 # the lists average at least JOIN_MIN_ROWS_PER_LIST rows. bench/bench_library_knn.py, training included: on the
-# default encoder's 1,024-d vectors (IVF1024, nprobe 16) the join took 0.96x faiss's IVF search's CPU at 10 rows a
-# list and 0.82-0.85x at 29-88; on 256-d vectors 0.27-0.30x at 156-195. The floor came from a first measurement
-# that charged the join torch's import; it is conservative (docs/benchmarks.md).
+# default encoder's 1,024-d vectors (IVF1024, nprobe 16) the join took 1.02x faiss's IVF search's CPU at 8 rows a
+# list, 0.96x at 10, 0.90x at 12 and 0.82-0.85x at 29-88; on 256-d vectors 0.27-0.30x at 156-195. From 8 rows the
+# default factories (IVF1024 from 10,000 rows) always take the join (docs/benchmarks.md).
 JOINED_FACTORY = re.compile(r"IVF\d+,Flat")
-JOIN_MIN_ROWS_PER_LIST = 48
+JOIN_MIN_ROWS_PER_LIST = 8
 
 
 def knn(
