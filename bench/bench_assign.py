@@ -23,10 +23,10 @@ import time
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import miner  # noqa: E402, F401  (first: it chooses the OpenBLAS kernels faiss loads, miner/blas.py)
 import faiss  # noqa: E402
 import numpy as np  # noqa: E402
 
+import miner  # noqa: E402, F401  (first: it chooses the OpenBLAS kernels faiss loads, miner/blas.py)
 from miner.knn_join import assign, list_topk  # noqa: E402
 from miner.vectors import unit_rows  # noqa: E402
 

@@ -41,6 +41,7 @@ def read_by_language(args) -> dict[str, list[str]]:
                 by_language.setdefault(language, []).append(text)
         return by_language
     from bench_use import FLORES
+
     from encoders.use_multilingual import LANGUAGES
 
     for language in LANGUAGES:

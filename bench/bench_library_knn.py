@@ -25,13 +25,13 @@ for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import miner  # noqa: E402, F401  (first: it chooses the OpenBLAS kernels faiss loads, miner/blas.py)
 import numpy as np  # noqa: E402
 
+import miner  # noqa: E402, F401  (first: it chooses the OpenBLAS kernels faiss loads, miner/blas.py)
 from miner.index import KnnConfig, build_index, ivf_lists, search  # noqa: E402
+
 # knn's own join path, called at every size (knn itself keeps faiss's search below the floor)
 from miner.neighbours import JOIN_MIN_ROWS_PER_LIST, _knn_by_lists  # noqa: E402
-
 
 NAMES = ("queries", "database")
 

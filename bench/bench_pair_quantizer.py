@@ -17,10 +17,10 @@ import argparse
 import gzip
 from pathlib import Path
 
-import miner  # noqa: F401  (first: it chooses the OpenBLAS kernels faiss loads, miner/blas.py)
 import faiss  # noqa: E402, I001
 import numpy as np
 
+import miner  # noqa: F401  (first: it chooses the OpenBLAS kernels faiss loads, miner/blas.py)
 from miner.index import KnnConfig
 from miner.knn_join import assign, train_quantizer, training_rows
 from miner.vectors import unit_rows

@@ -140,9 +140,10 @@ class SentenceEncoder:
 
     def encode(self, sentences: Sequence[str], *, language: str | None = None, show_progress: bool = False,
                progress=None, dtype: str | np.dtype = np.float32) -> np.ndarray:
-        """Unit vectors [len(sentences), dim] in input order (`dtype="binary"`: packed codes, encoders.binary). Sentences that cannot be embedded (empty, invalid
-        UTF-8, not text) raise BadSentenceError naming every one of them before any work is done.
-        `language` is needed only with PCR; `progress(n)` is called as sentences finish (for a caller's bar)."""
+        """Unit vectors [len(sentences), dim] in input order (`dtype="binary"`: packed codes, encoders.binary).
+        Sentences that cannot be embedded (empty, invalid UTF-8, not text) raise BadSentenceError naming every one
+        of them before any work is done. `language` is needed only with PCR; `progress(n)` is called as sentences
+        finish (for a caller's bar)."""
         prepared = prepare_texts(sentences, self.max_seq_length * CHARS_PER_TOKEN_CAP)
         if prepared.problems:
             raise BadSentenceError(prepared.problems)

@@ -31,7 +31,8 @@ LEGACY_POOLING_KEYS = {"mean": "pooling_mode_mean_tokens", "cls": "pooling_mode_
                        "max": "pooling_mode_max_tokens", "mean_sqrt_len_tokens": "pooling_mode_mean_sqrt_len_tokens",
                        "lasttoken": "pooling_mode_lasttoken"}
 DENSE_ACTIVATIONS = ("identity", "tanh", "relu", "gelu")
-WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                "pytorch_model.bin.index.json")
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "sentencepiece.bpe.model", "spiece.model", "vocab.json")
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 

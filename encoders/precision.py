@@ -22,6 +22,7 @@ import torch
 
 from miner.blas import cpu_flags
 
+
 @dataclass(frozen=True)
 class Precision:
     """`weights`: the dtype the parameters are cast to; `compute`: autocast's dtype for matrix products, if mixed."""

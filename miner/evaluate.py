@@ -201,7 +201,8 @@ def suite_report(args, source: VectorSource, config: MiningConfig) -> dict:
         for pair in [p for p in args.pairs.split(",") if p]:
             result, _, candidates[pair] = scored_bucc_report(args.bucc, pair, args.split, source, config)
             report["bucc"][pair] = {**{k: result["result"][k] for k in ("precision", "recall", "f1", "threshold")},
-                                    "oracle_f1": result["oracle"]["f1"], "protocol": result["settings"]["threshold_protocol"],
+                                    "oracle_f1": result["oracle"]["f1"],
+                                    "protocol": result["settings"]["threshold_protocol"],
                                     "lowest_gold_similarity": result["counts"].get("lowest_gold_similarity")}
         if len(candidates) > 1:
             report["shared_threshold"] = shared_threshold(candidates)
@@ -333,8 +334,8 @@ def _tatoeba_table(tatoeba: dict) -> list[str]:
              "| language | Tatoeba code | pairs | xx->eng | eng->xx | mean |", "| --- | --- | --- | --- | --- | --- |"]
     lines += [f"| {lang} | {r['code']}{' (XTREME)' if r['xtreme'] else ''} | {r['n']} | {100 * r['xx->eng']:.1f} | "
               f"{100 * r['eng->xx']:.1f} | {100 * r['accuracy']:.1f} |" for lang, r in tatoeba["languages"].items()]
-    lines += [f"| **mean, {_tatoeba_mean_label(label, m)}** | | | {100 * m['xx->eng']:.1f} | {100 * m['eng->xx']:.1f} | "
-              f"{100 * m['accuracy']:.1f} |" for label, m in tatoeba["means"].items()]
+    lines += [f"| **mean, {_tatoeba_mean_label(label, m)}** | | | {100 * m['xx->eng']:.1f} | "
+              f"{100 * m['eng->xx']:.1f} | {100 * m['accuracy']:.1f} |" for label, m in tatoeba["means"].items()]
     return lines
 
 

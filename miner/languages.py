@@ -165,7 +165,8 @@ def dominant_script(texts: list[str], sample_chars: int = 20000) -> str | None:
 
 
 def language_code(name: str, texts: list[str] | None = None) -> str:
-    """`deu`, `de`, `fra-CA`, `srp-Cyrl`, `zho-TW`, `msa` ... -> `deu_Latn`, `fra_Latn`, `srp_Cyrl`, `zho_Hant`, `zsm_Latn`."""
+    """`deu`, `de`, `fra-CA`, `srp-Cyrl`, `zho-TW`, `msa` ... -> `deu_Latn`, `fra_Latn`, `srp_Cyrl`, `zho_Hant`,
+    `zsm_Latn`."""
     base, _, tail = name.replace("_", "-").partition("-")
     base = TWO_TO_THREE.get(base.lower(), base.lower())
     script = tail.title() if len(tail) == 4 and tail.isalpha() else REGION_SCRIPT.get((base, tail.upper()))

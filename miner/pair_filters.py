@@ -125,8 +125,7 @@ class PairFilter:
         return (False, "numbers") if a and b and not (a <= b or b <= a) else KEEP
 
     def urls(self, src, tgt, *_):
-        a, b = {u.lower().rstrip(".,;:") for u in _URL.findall(src)}, {u.lower().rstrip(".,;:") for u in _URL.findall(tgt)}
-        return (False, "urls") if a != b else KEEP
+        return (False, "urls") if _urls(src) != _urls(tgt) else KEEP
 
     def script(self, src, tgt, src_lang, tgt_lang):
         for text, language in ((src, src_lang), (tgt, tgt_lang)):
@@ -147,6 +146,11 @@ def _weighted_length(text: str, dense_weight: float) -> float:
     text = text.strip()
     dense = len(_DENSE.findall(text))
     return len(text) - dense + dense_weight * dense
+
+
+def _urls(text: str) -> set[str]:
+    """The text's URLs, lower-cased, without the punctuation a sentence puts after one."""
+    return {url.lower().rstrip(".,;:") for url in _URL.findall(text)}
 
 
 def _numbers(text: str) -> frozenset[str]:

@@ -21,8 +21,14 @@ from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions
 
 from pipelines import dofn_inspection, layout, manifests, storage
 from pipelines.dependencies import NOT_RECORDED, changed_keys, stage_dependencies
-from pipelines.options import (STAGES, MineOptions, ViewCachingOptions, check_local_workers, pipeline_runner,
-                               runs_locally)
+from pipelines.options import (
+    STAGES,
+    MineOptions,
+    ViewCachingOptions,
+    check_local_workers,
+    pipeline_runner,
+    runs_locally,
+)
 from pipelines.report import format_summary, gold_scores, stage_report
 
 log = logging.getLogger("pipelines.mine")

@@ -4,8 +4,16 @@ import dataclasses
 
 import pytest
 
-from pipelines.text.filters import (LengthFilter, LetterShareFilter, LidScoreFilter, RepetitionFilter, ScriptFilter,
-                                    apply_filters, build_filters, check)
+from pipelines.text.filters import (
+    LengthFilter,
+    LetterShareFilter,
+    LidScoreFilter,
+    RepetitionFilter,
+    ScriptFilter,
+    apply_filters,
+    build_filters,
+    check,
+)
 from pipelines.text.records import Sentence, Tally
 
 

@@ -8,7 +8,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from miner.index import IndexConfigError, KnnConfig
-from miner.vectors import unit_rows
 from miner.knn_join import (
     ARGMAX_MAX_K,
     PARTITION_MAX_COLUMNS,
@@ -16,6 +15,9 @@ from miner.knn_join import (
     Neighbours,
     SmallestKeys,
     TopKTable,
+    _argmax_topk,
+    _argmax_topk_in_place,
+    _topk_rows,
     assign,
     compare_device,
     join_layout,
@@ -29,8 +31,8 @@ from miner.knn_join import (
     spatial_order,
     train_quantizer,
 )
-from miner.knn_join import _argmax_topk, _argmax_topk_in_place, _topk_rows
 from miner.neighbours import knn
+from miner.vectors import unit_rows
 
 
 def clustered(rng, n, d=32, centres=20):

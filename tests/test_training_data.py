@@ -12,7 +12,6 @@ from miner.io import InputFormatError
 from training.config import load_recipe
 from training.data import Skips, Tokenize, load_bitext, load_documents, read_tsv_bitext
 
-
 REPO = Path(__file__).resolve().parent.parent
 
 

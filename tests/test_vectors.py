@@ -5,8 +5,15 @@ import pytest
 
 from miner.mining import mine
 from miner.neighbours import knn
-from miner.vectors import (FAST_WIDEN_MIN_VALUES, EmbeddingError, check_finite, float32_copy, load_embeddings,
-                           normalized, unit_rows)
+from miner.vectors import (
+    FAST_WIDEN_MIN_VALUES,
+    EmbeddingError,
+    check_finite,
+    float32_copy,
+    load_embeddings,
+    normalized,
+    unit_rows,
+)
 
 
 def good(n=6, d=4, seed=0):

@@ -276,8 +276,8 @@ def read_tsv_bitext(path: Path, skips: Skips, min_score: float | None) -> list[t
         columns = columns or len(fields_)
         where = f"{path}:{number}"
         if len(fields_) != columns or columns not in (2, 3):
-            skips.add(f"bitext line with {len(fields_)} columns (expected {columns if columns in (2, 3) else '2 or 3'})",
-                      where)
+            expected = columns if columns in (2, 3) else "2 or 3"
+            skips.add(f"bitext line with {len(fields_)} columns (expected {expected})", where)
             continue
         if columns == 3:
             try:

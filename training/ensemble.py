@@ -376,7 +376,9 @@ def short_test_scores(vectors: list[dict[str, np.ndarray]], sets: dict, chosen: 
 
 
 def summarise(scores: dict, chosen: dict, grid: list[float]) -> dict:
-    mean = lambda pick: round(float(np.mean([pick(lang) for lang in scores])), 2)
+    def mean(pick):
+        return round(float(np.mean([pick(lang) for lang in scores])), 2)
+
     return {"first member alone": mean(lambda lang: scores[lang][grid[-1]]),
             "second member alone": mean(lambda lang: scores[lang][grid[0]]),
             "default share everywhere": mean(lambda lang: scores[lang][chosen["default"]]),
@@ -419,8 +421,12 @@ def short_test_table(heldout: dict, columns: int = 3) -> str:
 def short_test_summary(short_test: dict, members: list[str]) -> str:
     """One line under the table: the means over the languages, and in how many the ensemble is below each member."""
     results = list(short_test.values())
-    mean = lambda key: sum(r[key] for r in results) / max(len(results), 1)
-    below = lambda key: sum(r["ensemble"] < r[key] for r in results)
+    def mean(key):
+        return sum(r[key] for r in results) / max(len(results), 1)
+
+    def below(key):
+        return sum(r["ensemble"] < r[key] for r in results)
+
     significant = sum(r.get("p_below", 1.0) < 0.05 for r in results)
     return (f"Mean of {len(results)} languages: {members[0]} {mean('first member'):.1f}, {members[1]} "
             f"{mean('second member'):.1f}, ensemble {mean('ensemble'):.1f}; the ensemble below {members[0]} in "

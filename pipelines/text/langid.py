@@ -561,7 +561,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name, value in defaults_train.items():
         if name not in ("quantize", "retrain", "thread", "seed"):
             train.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
-    train.add_argument("--threads", type=int, default=11, help="fastText threads (11 at least: langid_data.MIN_THREADS)")
+    train.add_argument("--threads", type=int, default=11,
+                       help="fastText threads (11 at least: langid_data.MIN_THREADS)")
     train.add_argument("--quantize", action=argparse.BooleanOptionalAction, default=True,
                        help="product-quantise (.ftz; the default): 7x smaller, as accurate on the held-out sets")
     train.add_argument("--keep-unquantized", action="store_true", help="with --quantize: also write <output>.bin")

@@ -10,8 +10,9 @@ Documents (`--documents`): FLORES sentences come in articles (metadata_devtest.t
 devtest folder; groups of 4 consecutive sentences without it). For each covered language every article becomes a
 document in that language in which, with a fixed seed, some sentences are cut to a few words (`short`: headings,
 captions, fragments) and half the documents of 3 sentences or more get one sentence of another language
-(`foreign`: English half of the time, the quoted English sentence in a German page). Sentence accuracy is reported alone, with the document's
-language as identified from its own sentences, and with the true document language (the ceiling), per kind.
+(`foreign`: English half of the time, the quoted English sentence in a German page). Sentence accuracy is reported
+alone, with the document's language as identified from its own sentences, and with the true document language (the
+ceiling), per kind.
 
     python -m pipelines.text.langid_eval --model models/lid/cmlm-lid.ftz \\
         --flores ../shared/data/dev/flores200-devtest/devtest --documents --output lid-report.json

@@ -19,8 +19,9 @@ Method (the "auto" splitter; `python -m pipelines.text.sentences evaluate` measu
   comma-like mark is dropped (sentencex cuts after Burmese ၊ and ၏); an opening quote left at the end of a sentence
   moves to the next one (Finnish and Swedish open quotes with `”`).
 * The "rules" splitter is ours alone (no library): our terminators and corrections plus a small hand-written list
-  of title abbreviations. Thai aside, it measures as well as "auto" on UD PUD and FLORES, whose news and Wikipedia text has few
-  abbreviations; "auto" keeps sentencex for its per-language abbreviation lists, which web text needs more.
+  of title abbreviations. Thai aside, it measures as well as "auto" on UD PUD and FLORES, whose news and Wikipedia
+  text has few abbreviations; "auto" keeps sentencex for its per-language abbreviation lists, which web text needs
+  more.
 
 Language names are `lang_Script` (`deu_Latn`, `zho_Hans`, `tha_Thai`); None or an unknown name means "split by
 the text's dominant script" (Latin text with the English rules, Thai text with CRFCut, and so on).
@@ -70,8 +71,8 @@ log = logging.getLogger("pipelines.text.sentences")
 STAGE = "sentences"
 WINDOW_CHARS = 10_000
 MAX_CHARS = 100_000
-REQUIREMENTS = {"sentencex": "sentencex>=1.0.32", "pythainlp": "pythainlp>=5.4", "pycrfsuite": "python-crfsuite>=0.9.12",
-                "pysbd": "pysbd>=0.3.4"}
+REQUIREMENTS = {"sentencex": "sentencex>=1.0.32", "pythainlp": "pythainlp>=5.4",
+                "pycrfsuite": "python-crfsuite>=0.9.12", "pysbd": "pysbd>=0.3.4"}
 
 # ISO 639-3 (as FLORES-200 names them) -> the ISO 639-1 code sentencex keys its rules by; other three-letter names
 # go to sentencex as they are (its fallback chains know many: `fon` -> French, `vec` -> Italian)
