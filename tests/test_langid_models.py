@@ -11,7 +11,7 @@ import pytest
 
 from miner.io import InputFormatError
 from pipelines.text import langid
-from pipelines.text.langid import UNDETERMINED, load_identifier
+from pipelines.text.langid import UNDETERMINED, load_identifier, short_sentence_label
 from pipelines.text.langid_combined import CombinedIdentifier
 from pipelines.text.langid_data import cut_words as cut
 from pipelines.text.langid_data import fasttext_module
@@ -265,7 +265,6 @@ def test_a_peer_can_be_swept_as_the_second_opinion(tmp_path, capsys):
 # -- sentences too short to identify ----------------------------------------------------------------------------
 
 def test_short_sentences_take_their_documents_language_or_are_left_out():
-    from pipelines.text.langid import short_sentence_label
 
     german = ("deu_Latn", 0.93)
     assert short_sentence_label("Guten Morgen", ("nld_Latn", 0.4), german) == german
@@ -279,6 +278,33 @@ def test_short_sentences_take_their_documents_language_or_are_left_out():
     quoted = "東京は日本の首都であり、最大の都市です。"
     assert short_sentence_label(quoted, ("jpn_Jpan", 0.99), german) == ("jpn_Jpan", 0.99)
     assert short_sentence_label("Guten Morgen", ("deu_Latn", 0.9), ("jpn_Jpan", 0.8)) is None
+
+
+def test_pieces_the_short_rule_decides_without_their_label_are_not_identified():
+    """The stage skips LID for pieces of a few words with no letter of a script written without spaces: for each of
+    them the rule's answer with the default identifier's label is its answer with none, in every document."""
+    from pipelines.settings import load_settings
+    from pipelines.text.langid import ruled_by_document
+    from pipelines.text.stage import TextStage
+
+    stage = TextStage(load_settings())
+    texts = ["Guten Morgen", "Home", "About us", "Kontakt & Impressum", "Доброе утро", "Καλημέρα", "안녕하세요 여러분",
+             "नमस्ते दुनिया", "مرحبا بالعالم", "Menu", "2024", "© Copyright", GERMAN[1],
+             "東京は日本の首都です", "ยินดีต้อนรับสู่เว็บไซต์", "Tokyo 東京都庁", "晴れ"]
+    ruled = [text for text in texts if ruled_by_document(text, stage.short_words)]
+    assert "東京は日本の首都です" not in ruled and "Tokyo 東京都庁" not in ruled and GERMAN[1] not in ruled
+    assert "Guten Morgen" in ruled and "Доброе утро" in ruled and "안녕하세요 여러분" in ruled
+    for document in (("deu_Latn", 0.9), ("rus_Cyrl", 0.8), ("jpn_Jpan", 0.7), ("kor_Hang", 0.9), (UNDETERMINED, 0.0)):
+        labels = stage.lid.identify_sentences(texts, document[0])
+        for text, label in zip(texts, labels):
+            if text in ruled:
+                assert short_sentence_label(text, label, document) == short_sentence_label(
+                    text, (UNDETERMINED, 0.0), document), (text, label, document)
+        japanese = dict(zip(texts, labels))["東京は日本の首都です"]   # one "word", ten letters: its label decides
+        assert short_sentence_label("東京は日本の首都です", japanese, document) != short_sentence_label(
+            "東京は日本の首都です", (UNDETERMINED, 0.0), document)
+    pieces = stage._labels(texts, "deu_Latn", {})
+    assert [label == (UNDETERMINED, 0.0) for label in pieces] == [text in ruled for text in texts]
 
 
 def test_the_stage_counts_what_the_short_rule_did():

@@ -57,6 +57,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import regex
+
 from miner.io import InputFormatError, file_sha256
 from miner.languages import (
     FIXED_SCRIPT,
@@ -324,6 +326,19 @@ class LanguageIdentifier(LabelledIdentifier):
 
 
 SHORT_WORDS = 3   # sentences of 1-3 words: too short to identify alone (docs/text.md, accuracy by length band)
+# a letter of a script written without spaces (filters.UNSPACED_SCRIPTS), where a label's script decides how many
+# words a sentence is
+_UNSPACED_LETTER = regex.compile("[" + "".join(rf"\p{{scx={name}}}" for name in
+                                               ("Hani", "Hira", "Kana", "Thai", "Laoo", "Khmr", "Mymr", "Tibt")) + "]")
+
+
+def ruled_by_document(text: str, short_words: int = SHORT_WORDS) -> bool:
+    """Whether short_sentence_label gives `text` its document's language, or drops it, without reading its own
+    label: at most `short_words` words and no letter of a script written without spaces, so that no label in the
+    text's own script makes it longer (a label in a script without spaces, for a text with none of its letters,
+    is the identifier's answer only where no language of the text's script is among its first 20). The stage
+    does not identify such sentences: menus, headings and captions, a fifth of the pieces on the web pool."""
+    return short_words > 0 and len(text.split()) <= short_words and not _UNSPACED_LETTER.search(text)
 
 
 def short_sentence_label(text: str, label: tuple[str, float], document: tuple[str, float],

@@ -21,7 +21,7 @@ from pipelines import storage
 from pipelines.text.extract import Extractor, ExtractSettings
 from pipelines.text.filters import apply_filters, build_filters
 from pipelines.text.identifier import RestrictedIdentifier
-from pipelines.text.langid import SHORT_WORDS, short_sentence_label
+from pipelines.text.langid import SHORT_WORDS, UNDETERMINED, ruled_by_document, short_sentence_label
 from pipelines.text.records import Page, Sentence, Tally
 from pipelines.text.sentences import SentenceSplitter
 from pipelines.text.warc import ReadLimits, read_pages
@@ -126,7 +126,7 @@ class TextStage:
         tally.count("lid", f"document:{language}")
         pieces = [(p, s, text) for p, paragraph in enumerate(document.paragraphs)
                   for s, text in enumerate(self.splitter.split(paragraph, language if score else None))]
-        labels = self.lid.identify_sentences([text for _, _, text in pieces], language, seen=seen)
+        labels = self._labels([text for _, _, text in pieces], language, seen)
         tally.count(STAGE, "split", len(pieces))
         sentences = (Sentence(text=text, language=label[0], lid_score=label[1], url=document.url,
                               document_id=document.document_id, paragraph_index=paragraph, sentence_index=index,
@@ -134,6 +134,15 @@ class TextStage:
                      for (paragraph, index, text), label in self._short_rule(pieces, labels, (language, score),
                                                                             document.where, tally))
         yield from apply_filters(sentences, self.filters, tally)
+
+    def _labels(self, texts: list[str], language: str, seen: dict) -> list[tuple[str, float]]:
+        """Each piece's LID answer; pieces the short-sentence rule gives their document's language whatever their
+        own answer (langid.ruled_by_document) are not identified: `(und_Zyyy, 0)` stands in for it."""
+        asked = [i for i, text in enumerate(texts) if not ruled_by_document(text, self.short_words)]
+        labels = [(UNDETERMINED, 0.0)] * len(texts)
+        for i, label in zip(asked, self.lid.identify_sentences([texts[i] for i in asked], language, seen=seen)):
+            labels[i] = label
+        return labels
 
     def _short_rule(self, pieces, labels, document, where: str, tally: Tally):
         """Sentences of a few words take the document's language or are dropped (langid.short_sentence_label)."""
