@@ -161,8 +161,17 @@ def client_for(options):
         dask_sizes.register()
         _clients[key].register_plugin(dask_sizes.BeamValueSizes())  # the workers count a grouping's elements
         atexit.register(close_quietly, _clients[key])
-        log.info("Dask: %s", _clients[key])
+        log.info("Dask: %s; dashboard %s", _clients[key], dashboard(_clients[key]))
     return _clients[key]
+
+
+def dashboard(client) -> str:
+    """Where the cluster's dashboard is: Dask's usual port, 8787, may be held by another cluster on the machine,
+    when Dask serves it elsewhere and says so only in a warning."""
+    try:
+        return client.dashboard_link or "not served"
+    except KeyError:  # a scheduler that serves none (no bokeh where it runs)
+        return "not served"
 
 
 def cluster_memory(options) -> int:

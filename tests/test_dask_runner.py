@@ -2,6 +2,7 @@
 with tagged outputs, side inputs, groupings and counters; a worker killed mid-stage costs a retry, not data."""
 
 import json
+import logging
 import os
 import platform
 from pathlib import Path
@@ -143,6 +144,17 @@ def test_closing_the_clients_closes_the_local_clusters_they_started():
     cluster = dask_runner.client_for(PipelineOptions(["--dask_workers=1"])).cluster
     dask_runner.close_clients()
     assert cluster.status.name == "closed"
+
+
+def test_the_log_says_where_the_clusters_dashboard_is(caplog):
+    """Dask serves the dashboard on another port when 8787 is taken (another cluster on the machine)."""
+    dask_runner.close_clients()  # a client kept from an earlier test would not be logged again
+    with caplog.at_level(logging.INFO, logger="pipelines.dask_runner"):
+        client = dask_runner.client_for(PipelineOptions(["--dask_workers=1"]))
+    try:
+        assert f"dashboard {client.dashboard_link}" in caplog.text and client.dashboard_link.startswith("http")
+    finally:
+        dask_runner.close_clients()
 
 
 def profiling(dask_worker) -> bool:
