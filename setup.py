@@ -68,8 +68,9 @@ EXTRAS_REQUIRE = {
     # pytest-timeout: a hanging test fails alone with its stacks (pyproject.toml) rather than stall the suite.
     # atheris: a short coverage-guided run of the WARC reader in the suite (wheels exist for Linux x86_64 only; the
     # run is skipped elsewhere, and the hypothesis property tests cover the reader everywhere).
+    # ruff: tests/test_style.py lints the repository; one minor version, whose rules give the same verdicts.
     "test": ["pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100", "matplotlib>=3.8", "sentence-transformers>=3.0",
-             "gcp-storage-emulator>=2024.8", LINGUA, DASK, RESILIPARSE, ATHERIS],
+             "gcp-storage-emulator>=2024.8", "ruff~=0.17.6", LINGUA, DASK, RESILIPARSE, ATHERIS],
     # the long coverage-guided run of the WARC reader: python -m tests.fuzz_warc -max_total_time=300
     "fuzz": [ATHERIS],
 }

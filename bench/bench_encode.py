@@ -37,7 +37,8 @@ LANGUAGES = {  # FLORES code -> NTREX file code (for the vocabulary)
     "eng_Latn": "src.eng", "deu_Latn": "ref.deu", "fra_Latn": "ref.fra", "spa_Latn": "ref.spa", "ita_Latn": "ref.ita",
     "por_Latn": "ref.por", "nld_Latn": "ref.nld", "pol_Latn": "ref.pol", "tur_Latn": "ref.tur", "vie_Latn": "ref.vie",
     "rus_Cyrl": "ref.rus", "ukr_Cyrl": "ref.ukr", "ell_Grek": "ref.ell", "heb_Hebr": "ref.heb", "arb_Arab": "ref.arb",
-    "hin_Deva": "ref.hin", "tha_Thai": "ref.tha", "kor_Hang": "ref.kor", "jpn_Jpan": "ref.jpn", "zho_Hans": "ref.zho-CN",
+    "hin_Deva": "ref.hin", "tha_Thai": "ref.tha", "kor_Hang": "ref.kor", "jpn_Jpan": "ref.jpn",
+    "zho_Hans": "ref.zho-CN",
 }
 XSIM_PAIRS = ("deu_Latn", "fra_Latn", "rus_Cyrl", "zho_Hans")
 BUCC_PAIRS = ("de-en", "fr-en", "ru-en", "zh-en")
@@ -65,7 +66,7 @@ def benchmark_sentences(per_language: int, total: int) -> tuple[list[str], dict[
     positions, so aligned pairs can be scored afterwards."""
     texts = {lang: read_gz(FLORES / f"{lang}.devtest.gz")[:per_language] for lang in LANGUAGES}
     order = [(lang, row) for row in range(per_language) for lang in LANGUAGES][:total]
-    positions = {lang: np.array([i for i, (l, _) in enumerate(order) if l == lang]) for lang in LANGUAGES}
+    positions = {lang: np.array([i for i, (other, _) in enumerate(order) if other == lang]) for lang in LANGUAGES}
     return [texts[lang][row] for lang, row in order], positions
 
 

@@ -5,7 +5,8 @@ mining library on one machine (miner.mine: IVF k-NN, margins, selection) as peer
     python bench/bench_pairs_scaling.py                                    # N = 10k, 40k, 160k, 640k per language
     python bench/bench_pairs_scaling.py --sizes 10000 40000                # -> bench/results/pairs_scaling.json
     python bench/bench_pairs_scaling.py --runner dask --sizes 10000 100000 1000000 --out bench/results/pairs_dask.json
-    python bench/bench_pairs_scaling.py --sizes 10000 40000 --dtypes float16 binary --out bench/results/pairs_binary.json
+    python bench/bench_pairs_scaling.py --sizes 10000 40000 --dtypes float16 binary \
+        --out bench/results/pairs_binary.json
     python bench/bench_pairs_scaling.py --sizes 10000 100000 --dtypes binary binary-refined --no-peer
 
 Two languages of N synthetic sentences each, d = 256, stored as float16 (the pipeline's default): vectors drawn
@@ -15,13 +16,13 @@ threshold, k = 4) with nlist growing with N (about 160 rows a list) and a fixed 
 query stay the same at every size: what a user picks to keep cost linear. Reported per sentence (both languages):
 CPU seconds of the run and its worker processes, embedding bytes read, vector bytes sent through the shuffle, and
 the recall of the planted pairs in the mined bitext, and the peak resident memory of each worker process (sampled
-every 0.2 s; with the DirectRunner the worker is this process). The peers, on this process (faiss's threads): faiss.contrib.big_batch_search over an IVF index with the same nlist and nprobe, both
-directions (k-NN only), CPU seconds per sentence and the planted pairs' recall@1; and miner.mine over the same
-vectors and settings (k-NN by faiss, margins and `max` selection on arrays): what the stage computes, on one
-machine without Beam. Clustered synthetic vectors flatter IVF (docs/benchmarks.md): recall on real sentence
-vectors is bench_ivf_recall.py's job. Sizes below --repeat-below run --repeats times (default 3) and report the
-run with the median CPU: the first size is what the others are compared with, and a few seconds of CPU drift by
-a fifth from run to run on a shared machine.
+every 0.2 s; with the DirectRunner the worker is this process). The peers, on this process (faiss's threads):
+faiss.contrib.big_batch_search over an IVF index with the same nlist and nprobe, both directions (k-NN only), CPU
+seconds per sentence and the planted pairs' recall@1; and miner.mine over the same vectors and settings (k-NN by
+the join, margins and `max` selection on arrays): what the stage computes, on one machine without Beam. Clustered
+synthetic vectors flatter IVF (docs/benchmarks.md): recall on real sentence vectors is bench_ivf_recall.py's job.
+Sizes below --repeat-below run --repeats times (default 3) and report the run with the median CPU: the first size is
+what the others are compared with, and a few seconds of CPU drift by a fifth from run to run on a shared machine.
 """
 
 from __future__ import annotations
@@ -344,7 +345,8 @@ def main() -> None:
                      if run["peer"] else "")
         print(f"N {run['n_per_language']:>7} {run['dtype']}: IVF{run['nlist']} nprobe {run['nprobe']}, "
               f"{run['join_waves']} wave(s), "
-              f"{run['cpu_ms_per_sentence']:.3f} CPU ms/sentence (x{run['cpu_ms_per_sentence'] / first['cpu_ms_per_sentence']:.2f}), "
+              f"{run['cpu_ms_per_sentence']:.3f} CPU ms/sentence "
+              f"(x{run['cpu_ms_per_sentence'] / first['cpu_ms_per_sentence']:.2f}), "
               f"{run['embedding_bytes_read_per_sentence']:.0f} B read/sentence, "
               f"{run['vector_bytes_shuffled_per_sentence']:.0f} B shuffled/sentence, peak worker RSS "
               f"{run['peak_worker_rss_gb']} GB, spilled {run.get('peak_spilled_gb', 0)} GB, planted recall "

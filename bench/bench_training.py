@@ -241,7 +241,8 @@ def main() -> None:
                   f"{r['collate_ms_per_step']:.1f} ms")
             for where in ("top_device_ops", "top_host_ops"):
                 for op in p[where][:8]:
-                    print(f"    {where[4:-4]:>6} {op['ms_per_step']:8.2f} ms/step {op['calls_per_step']:6.0f} calls  {op['op']}")
+                    print(f"    {where[4:-4]:>6} {op['ms_per_step']:8.2f} ms/step "
+                          f"{op['calls_per_step']:6.0f} calls  {op['op']}")
 
 
 if __name__ == "__main__":

