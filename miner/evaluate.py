@@ -179,6 +179,9 @@ def format_xsim(report: dict) -> str:
             f"  tgt->src accuracy {100 * b['accuracy']:.2f} (error {100 * b['error_rate']:.2f}, {b['errors']} errors)")
 
 
+XSIM_MARGINS = ("absolute", "ratio", "distance")
+XSIM_MARGIN_HELP = ("retrieve by cosine (absolute: the figures this project reports) or by margin over the k nearest "
+                    "(mining.k) both ways; ratio at k = 4 is what LASER's xsim tool computes by default")
 SUITE_LANGUAGES = ("arb_Arab,ben_Beng,ces_Latn,deu_Latn,ell_Grek,fin_Latn,fra_Latn,heb_Hebr,hin_Deva,hun_Latn,"
                    "ind_Latn,jpn_Jpan,kor_Hang,pes_Arab,por_Latn,rus_Cyrl,spa_Latn,swh_Latn,tam_Taml,tha_Thai,"
                    "tur_Latn,ukr_Cyrl,vie_Latn,zho_Hans")
@@ -190,7 +193,7 @@ def suite_report(args, source: VectorSource, config: MiningConfig) -> dict:
     if args.flores:
         pivot = _flores_file(args.flores, args.pivot)
         for language in [lang for lang in args.languages.split(",") if lang and lang != args.pivot]:
-            result = xsim_report(_flores_file(args.flores, language), pivot, source, "absolute", config,
+            result = xsim_report(_flores_file(args.flores, language), pivot, source, args.xsim_margin, config,
                                  not args.strict)
             report["xsim"][language] = {"xx->pivot": result["src->tgt"]["error_rate"],
                                         "pivot->xx": result["tgt->src"]["error_rate"], "n": result["n"]}
@@ -213,7 +216,8 @@ def suite_report(args, source: VectorSource, config: MiningConfig) -> dict:
     if args.tatoeba:
         wanted = [code for code in args.tatoeba_languages.split(",") if code] if args.tatoeba_languages else None
         report["tatoeba"] = tatoeba_report(args.tatoeba, source, wanted, args.strict)
-    report["settings"] = {"pivot": args.pivot, "bucc_split": args.split, **config.describe()}
+    report["settings"] = {"pivot": args.pivot, "bucc_split": args.split, "xsim_margin": args.xsim_margin,
+                          **config.describe()}
     return report
 
 
@@ -288,8 +292,9 @@ def _flores_file(folder: Path, language: str) -> Path:
 def format_suite(report: dict) -> str:
     lines = []
     if report["xsim"]:
-        pivot = report["settings"]["pivot"]
-        lines += [f"| language | xsim error xx->{pivot} (%) | xsim error {pivot}->xx (%) |", "| --- | --- | --- |"]
+        pivot, scored = report["settings"]["pivot"], _xsim_scoring(report["settings"])
+        lines += [f"| language | xsim error{scored} xx->{pivot} (%) | xsim error{scored} {pivot}->xx (%) |",
+                  "| --- | --- | --- |"]
         lines += [f"| {lang} | {100 * row['xx->pivot']:.2f} | {100 * row['pivot->xx']:.2f} |"
                   for lang, row in report["xsim"].items()]
         rows = report["xsim"].values()
@@ -345,6 +350,12 @@ def _tatoeba_mean_label(label: str, mean: dict) -> str:
     return f"all {mean['languages']}"
 
 
+def _xsim_scoring(settings: dict) -> str:
+    """How xsim retrieved, for a table's labels: nothing for cosine (the usual xsim), else the margin and k."""
+    margin = settings.get("xsim_margin", "absolute")
+    return "" if margin == "absolute" else f" by {margin} margin (k = {settings['k']})"
+
+
 def format_side_by_side(reports: list[dict]) -> str:
     """Several encoders' suite figures as one table: xsim error (mean of both directions) per language, the mean,
     BUCC F1 per pair (2-fold threshold) and at one threshold shared by all pairs (tuned on the other pairs)."""
@@ -353,17 +364,17 @@ def format_side_by_side(reports: list[dict]) -> str:
              + (f", {r['encoder']['rescored']}" if r["encoder"].get("rescored") else "") for r in reports]
     lines = ["| | " + " | ".join(str(n) for n in names) + " |", "|---" * (len(names) + 1) + "|"]
     languages = list(dict.fromkeys(lang for r in reports for lang in r["xsim"]))
-    pivot = reports[0]["settings"]["pivot"]
+    pivot, scored = reports[0]["settings"]["pivot"], _xsim_scoring(reports[0]["settings"])
 
     def cell(value):
         return "-" if value is None else f"{100 * value:.1f}"
 
     for lang in languages:
         values = [r["xsim"].get(lang) for r in reports]
-        lines.append(f"| xsim error {lang}<->{pivot} (%) | " + " | ".join(
+        lines.append(f"| xsim error{scored} {lang}<->{pivot} (%) | " + " | ".join(
             cell(None if v is None else (v["xx->pivot"] + v["pivot->xx"]) / 2) for v in values) + " |")
     if languages:
-        lines.append(f"| **xsim error, mean of {len(languages)} (%)** | "
+        lines.append(f"| **xsim error{scored}, mean of {len(languages)} (%)** | "
                      + " | ".join(cell(r.get("xsim_mean_error")) for r in reports) + " |")
     short_languages = list(dict.fromkeys(lang for r in reports for lang in r.get("short", {})))
     for lang in short_languages:
@@ -429,14 +440,14 @@ def main(argv: list[str] | None = None) -> int:
     xsim_args = tasks.add_parser("xsim", help="retrieval accuracy over aligned sentences, both directions")
     xsim_args.add_argument("--src-text", type=Path, required=True, help="one sentence per line (.gz ok)")
     xsim_args.add_argument("--tgt-text", type=Path, required=True, help="aligned line by line with --src-text")
-    xsim_args.add_argument("--xsim-margin", choices=("absolute", "ratio", "distance"), default="absolute",
-                           help="retrieve by cosine (absolute, the usual xsim) or by margin over k neighbours")
+    xsim_args.add_argument("--xsim-margin", choices=XSIM_MARGINS, default="absolute", help=XSIM_MARGIN_HELP)
     xsim_args.add_argument("--src-lang", help="source language label for PCR (default: file name up to the first dot)")
     xsim_args.add_argument("--tgt-lang", help="target language label for PCR (default: file name up to the first dot)")
     xsim_args.add_argument("--strict", action="store_true",
                            help="only the aligned row counts as correct, not an identical sentence elsewhere")
     suite_args = tasks.add_parser("suite", help="xsim over many languages and BUCC over several pairs, as tables")
     suite_args.add_argument("--flores", type=Path, help="folder of FLORES-200 files <lang>.devtest.gz")
+    suite_args.add_argument("--xsim-margin", choices=XSIM_MARGINS, default="absolute", help=XSIM_MARGIN_HELP)
     suite_args.add_argument("--languages", default=SUITE_LANGUAGES, help="comma-separated FLORES codes")
     suite_args.add_argument("--pivot", default="eng_Latn")
     suite_args.add_argument("--bucc", type=Path, help="folder of a BUCC-format corpus")

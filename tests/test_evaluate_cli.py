@@ -135,6 +135,26 @@ def test_suite_tables_xsim_per_language_and_bucc_per_pair(tmp_path, capsys):
     assert "| deu_Latn |" in table and "| de-en |" in table and "mean of 1" in table
 
 
+def test_suite_scores_xsim_by_margin_as_the_xsim_command_does(tmp_path, capsys):
+    """`--xsim-margin ratio`: LASER's xsim tool's way (ratio margin over k = 4 both ways), labelled in the table."""
+    flores = flores_like(tmp_path)
+    assert main(["suite", "--encoder", "char-ngram", "--flores", str(flores), "--languages", "deu_Latn",
+                 "--xsim-margin", "ratio", "--report", str(tmp_path / "suite.json")]) == 0
+    assert "xsim error by ratio margin (k = 4) xx->eng_Latn" in capsys.readouterr().out
+    report = json.loads((tmp_path / "suite.json").read_text())
+    assert report["settings"]["xsim_margin"] == "ratio"
+    assert main(["xsim", "--src-text", str(flores / "deu_Latn.devtest.gz"), "--tgt-text",
+                 str(flores / "eng_Latn.devtest.gz"), "--encoder", "char-ngram", "--xsim-margin", "ratio",
+                 "--report", str(tmp_path / "xsim.json")]) == 0
+    alone = json.loads((tmp_path / "xsim.json").read_text())
+    assert report["xsim"]["deu_Latn"]["xx->pivot"] == alone["src->tgt"]["error_rate"]
+    assert report["xsim"]["deu_Latn"]["pivot->xx"] == alone["tgt->src"]["error_rate"]
+    assert main(["suite", "--encoder", "char-ngram", "--flores", str(flores), "--languages", "deu_Latn",
+                 "--report", str(tmp_path / "cosine.json")]) == 0
+    cosine = json.loads((tmp_path / "cosine.json").read_text())
+    assert cosine["settings"]["xsim_margin"] == "absolute" and "margin (k" not in capsys.readouterr().out
+
+
 def test_suite_reports_the_lowest_gold_pair_similarity_the_cosine_floor_may_not_pass(tmp_path, capsys):
     from encoders import load_encoder
     from tests.conftest import sample_gold_pairs
