@@ -63,6 +63,7 @@ from miner.io import InputFormatError, file_sha256
 from miner.languages import (
     FIXED_SCRIPT,
     INDIVIDUAL,
+    SCRIPT_FAMILY,
     TWO_TO_THREE,
     char_script,
     dominant_script,
@@ -70,7 +71,7 @@ from miner.languages import (
     script_fits,
     script_of,
 )
-from pipelines.text.filters import LengthFilter
+from pipelines.text.filters import UNSPACED_SCRIPTS, LengthFilter
 from pipelines.text.identifier import (  # noqa: F401 - re-exported: the names callers know langid for
     DOCUMENT_WEIGHT,
     UNDETERMINED,
@@ -326,10 +327,10 @@ class LanguageIdentifier(LabelledIdentifier):
 
 
 SHORT_WORDS = 3   # sentences of 1-3 words: too short to identify alone (docs/text.md, accuracy by length band)
-# a letter of a script written without spaces (filters.UNSPACED_SCRIPTS), where a label's script decides how many
-# words a sentence is
-_UNSPACED_LETTER = regex.compile("[" + "".join(rf"\p{{scx={name}}}" for name in
-                                               ("Hani", "Hira", "Kana", "Thai", "Laoo", "Khmr", "Mymr", "Tibt")) + "]")
+# a letter of a script written without spaces (filters.UNSPACED_SCRIPTS: Han, kana, Thai, Lao, Khmer, Burmese,
+# Tibetan), where a label's script decides how many words a sentence is
+_UNSPACED_LETTER = regex.compile("[" + "".join(sorted({rf"\p{{scx={name}}}" for code in UNSPACED_SCRIPTS
+                                                      for name in SCRIPT_FAMILY.get(code, (code,))})) + "]")
 
 
 def ruled_by_document(text: str, short_words: int = SHORT_WORDS) -> bool:

@@ -20,8 +20,8 @@ from miner.languages import check_code
 from pipelines import storage
 from pipelines.text.extract import Extractor, ExtractSettings
 from pipelines.text.filters import apply_filters, build_filters
-from pipelines.text.identifier import RestrictedIdentifier
-from pipelines.text.langid import SHORT_WORDS, UNDETERMINED, ruled_by_document, short_sentence_label
+from pipelines.text.identifier import UNDETERMINED, RestrictedIdentifier
+from pipelines.text.langid import SHORT_WORDS, ruled_by_document, short_sentence_label
 from pipelines.text.records import Page, Sentence, Tally
 from pipelines.text.sentences import SentenceSplitter
 from pipelines.text.warc import ReadLimits, read_pages
