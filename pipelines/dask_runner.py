@@ -29,6 +29,7 @@ import collections
 import itertools
 import logging
 import math
+import os
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -124,6 +125,16 @@ def close_quietly(client) -> None:
         cluster.close()
 
 
+def quiet_dask() -> None:
+    """Dask's INFO lines (the scheduler's and every worker's start-up: forty lines for two workers) out of a job's
+    log, unless other libraries log at INFO (`--verbose`, miner.console.setup_logging): our own lines say what a
+    user needs (the cluster, its dashboard, what each ParDo cost). The workers' processes read the variable when
+    they import distributed; a value the user set stays."""
+    if logging.getLogger().getEffectiveLevel() > logging.INFO:
+        logging.getLogger("distributed").setLevel(logging.WARNING)
+        os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")
+
+
 def close_clients() -> None:
     """Close every client this process opened (and the LocalClusters they started)."""
     while _clients:
@@ -149,6 +160,7 @@ def client_for(options):
             # (docs/benchmarks.md, "Where the CPU outside the ParDos goes"). In the workers' spec, so that a
             # worker started again (a restart, a lost worker) gets it too; set last in the worker process, over
             # the nanny's config
+            quiet_dask()
             _clients[key] = distributed.Client(distributed.LocalCluster(
                 processes=True, threads_per_worker=1, n_workers=local.dask_workers,
                 memory_limit=local.dask_worker_memory,

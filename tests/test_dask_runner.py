@@ -157,6 +157,26 @@ def test_the_log_says_where_the_clusters_dashboard_is(caplog):
         dask_runner.close_clients()
 
 
+def distributed_log_level() -> int:
+    return logging.getLogger("distributed").getEffectiveLevel()
+
+
+def test_a_local_clusters_start_up_lines_stay_out_of_the_log_unless_verbose(monkeypatch):
+    """The scheduler's and each worker's INFO lines (forty for two workers) hid the job's own log: without
+    `--verbose` (other libraries at WARNING) distributed logs at WARNING here and in the workers' processes."""
+    monkeypatch.delenv("DASK_LOGGING__DISTRIBUTED", raising=False)  # restored after: quiet_dask sets it
+    monkeypatch.setattr(logging.getLogger("distributed"), "level", logging.getLogger("distributed").level)
+    for root_level, expected in ((logging.INFO, logging.INFO), (logging.WARNING, logging.WARNING)):
+        monkeypatch.setattr(logging.getLogger(), "level", root_level)  # setup_logging with and without --verbose
+        dask_runner.close_clients()
+        client = dask_runner.client_for(PipelineOptions(["--dask_workers=1"]))
+        try:
+            assert set(client.run(distributed_log_level).values()) == {expected}
+            assert expected == logging.INFO or distributed_log_level() == logging.WARNING
+        finally:
+            dask_runner.close_clients()
+
+
 def profiling(dask_worker) -> bool:
     return "profile" in dask_worker.periodic_callbacks
 
