@@ -7,8 +7,9 @@ A stage depends on everything an earlier stage depends on, plus its own settings
 - extract: the input files (path, size, modification time or object generation time), the settings sections that
   shape sentences (languages, read, extract, lid, split, filters, shards), the LID model file and the versions of
   the libraries that decide the text (the extractor's, fastText's): an upgrade can change the sentences;
-- embed: the encoder (a built-in's name and package version; a folder's files with their sizes and times, and an
-  ensemble's members too; a cloud path as given), `encoder_options`, `embed` and the binary code it writes;
+- embed: the encoder (a built-in's name and package version; a folder's files with their sizes and times, but its
+  model card and threshold offsets, and an ensemble's members too; a cloud path as given), `encoder_options`,
+  `embed` and the binary code it writes;
 - pairs: the pairing (`languages`, `pairs`, `pivot`) and `mining`, `knn`, `pair_filter`, and the threshold offsets'
   values (an encoder folder's thresholds.json is read for them, and left out of the encoder's files), and the
   mining settings with their defaults filled in (a default that changes is a setting that changes).
@@ -121,6 +122,7 @@ def encoder_identity(spec: str | None) -> list | dict | None:
 
 
 def vector_files(folder: str) -> list[list]:
-    """A model folder's files but its threshold offsets (miner/thresholds.py): they move the pairs stage's
-    threshold, never the vectors, and the pairs stage records their values."""
-    return [row for row in folder_files(folder) if row[0] != THRESHOLDS_FILE]
+    """A model folder's files but those that never make its vectors: its threshold offsets (miner/thresholds.py:
+    they move the pairs stage's threshold, and the pairs stage records their values) and its model card and other
+    Markdown (a card gains a line with each measurement; that would embed a crawl again)."""
+    return [row for row in folder_files(folder) if row[0] != THRESHOLDS_FILE and not row[0].endswith(".md")]

@@ -197,3 +197,23 @@ def test_the_sentences_depend_on_the_extracting_libraries_versions(tmp_path):
     assert set(chosen) == {"resiliparse", "fasttext-numpy2-wheel"}
     # every later stage depends on its sentences
     assert stage_dependencies("pairs", settings)["extract libraries"] == libraries
+
+
+def test_a_model_card_edited_leaves_the_vectors_current_and_a_weight_file_does_not(tmp_path):
+    """An encoder folder's README.md gains a line with each measurement: its vectors stay current. Its weights or
+    configuration rewritten make them stale."""
+    import os
+
+    from pipelines.dependencies import encoder_identity
+
+    folder = tmp_path / "encoder"
+    (folder / "1_Pooling").mkdir(parents=True)
+    for name in ("config.json", "model.safetensors", "README.md", "1_Pooling/README.md"):
+        (folder / name).write_text("x")
+    identity = encoder_identity(str(folder))
+    assert [row[0] for row in identity] == ["config.json", "model.safetensors"]
+    (folder / "README.md").write_text("a card with a new figure")
+    assert encoder_identity(str(folder)) == identity
+    (folder / "config.json").write_text("another configuration")
+    os.utime(folder / "config.json", (1, 1))
+    assert encoder_identity(str(folder)) != identity
