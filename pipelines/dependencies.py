@@ -2,6 +2,7 @@
 
     depends = stage_dependencies("embed", settings)      # {"input files": [...], "encoder": {...}, "embed": {...}}
     changed = changed_keys(manifest.get("depends"), depends)
+    change_lines(manifest.get("depends"), depends)       # ["embed.batch_size: 64 -> 128", ...]: what a user reads
 
 A stage depends on everything an earlier stage depends on, plus its own settings and models:
 - extract: the input files (path, size, modification time or object generation time), the settings sections that
@@ -19,6 +20,7 @@ stage itself. A file rewritten with the same size within the same second is not 
 
 from __future__ import annotations
 
+import json
 import os
 from importlib.metadata import PackageNotFoundError, version
 
@@ -59,11 +61,12 @@ def stage_dependencies(stage: str, settings: dict) -> dict:
         if name == "pairs":  # the values, wherever they are read from (an encoder's file is not part of its vectors)
             depends["threshold offsets"] = threshold_offsets(settings)
             # with the defaults filled in: a release that changes a default mines again what it would mine otherwise
-            depends["mining, resolved"] = mining_config(settings).describe()
+            depends[RESOLVED] = mining_config(settings).describe()
     return depends
 
 
 NOT_RECORDED = "(not recorded)"
+RESOLVED = "mining, resolved"
 
 
 def changed_keys(recorded: dict | None, current: dict) -> list[str]:
@@ -72,6 +75,77 @@ def changed_keys(recorded: dict | None, current: dict) -> list[str]:
     if recorded is None:
         return [NOT_RECORDED]
     return sorted(key for key in set(recorded) | set(current) if recorded.get(key) != current.get(key))
+
+
+MISSING = object()  # a setting or file one side does not have
+
+
+def change_lines(recorded: dict | None, current: dict, limit: int = 8) -> list[str]:
+    """What changed, a line a setting (`pairs.mining.threshold: 1.35 -> 1.4`) and a line a file list (`input
+    files: 2 added (a.warc.gz, b.warc.gz), 1 changed (c.warc.gz)`), at most `limit` lines: what a user reads
+    before paying for a stage again."""
+    if recorded is None:
+        return ["its output records no dependencies"]
+    lines = []
+    for key in changed_keys(recorded, current):
+        shown_key = key.split(".", 1)[1] if key.split(".", 1)[0] in SECTIONS else key  # the name --set takes
+        old_leaves = dict(_leaves(recorded.get(key, MISSING), shown_key))
+        new_leaves = dict(_leaves(current.get(key, MISSING), shown_key))
+        for leaf in sorted(set(old_leaves) | set(new_leaves)):
+            before, after = old_leaves.get(leaf, MISSING), new_leaves.get(leaf, MISSING)
+            if before == after:
+                continue
+            told = _file_changes(before, after) if _is_file_table(before) or _is_file_table(after) else \
+                f"{_shown(before)} -> {_shown(after)}"
+            lines.append((leaf, f"{leaf}: {told}"))
+    named = {leaf for leaf, _ in lines}
+    # a setting given shows twice, as given and resolved: the resolved line alone is a default that changed
+    lines = [line for leaf, line in lines if leaf.replace(RESOLVED + ".", "mining.", 1) == leaf
+             or leaf.replace(RESOLVED + ".", "mining.", 1) not in named]
+    return lines if len(lines) <= limit else [*lines[:limit], f"... and {len(lines) - limit} more"]
+
+
+def _is_file_table(value) -> bool:
+    """[[name, size, time], ...]: input files, a model folder's files (name first, then what identifies it)."""
+    return (isinstance(value, list) and bool(value)
+            and all(isinstance(row, list) and row and isinstance(row[0], str) for row in value))
+
+
+def _leaves(value, path: str):
+    """(path, leaf value) of a recorded value: dicts by key, lists of dicts or lists by place; a file table is a
+    leaf (told apart file by file by _file_changes)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaves(item, f"{path}.{key}")
+    elif _is_file_table(value):
+        yield path, value
+    elif isinstance(value, list) and any(isinstance(item, (dict, list)) for item in value):
+        for place, item in enumerate(value):
+            yield from _leaves(item, f"{path}[{place}]")
+    else:
+        yield path, value
+
+
+def _file_changes(old, new) -> str:
+    before = {row[0]: row[1:] for row in (old if _is_file_table(old) else [])}
+    after = {row[0]: row[1:] for row in (new if _is_file_table(new) else [])}
+    kinds = (("added", sorted(after.keys() - before.keys())), ("removed", sorted(before.keys() - after.keys())),
+             ("changed", sorted(name for name in before.keys() & after.keys() if before[name] != after[name])))
+    short = [name.rstrip("/").rsplit("/", 1)[-1] for _, names in kinds for name in names]
+    unique = len(set(short)) == len(short)  # file names alone, unless two paths end alike (a/x and b/x)
+    parts = []
+    for kind, names in kinds:
+        if names:
+            shown = ", ".join(name.rstrip("/").rsplit("/", 1)[-1] if unique else name for name in names[:3])
+            parts.append(f"{len(names)} {kind} ({shown}{', ...' if len(names) > 3 else ''})")
+    return "; ".join(parts) or "recorded differently"
+
+
+def _shown(value) -> str:
+    if value is MISSING:
+        return "(none)"
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def input_files(pattern: str) -> list[list]:

@@ -14,13 +14,14 @@ import os
 import shutil
 import sys
 import time
+from dataclasses import dataclass, field
 
 import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions
 
 from pipelines import dofn_inspection, layout, manifests, storage
-from pipelines.dependencies import NOT_RECORDED, changed_keys, stage_dependencies
+from pipelines.dependencies import NOT_RECORDED, change_lines, changed_keys, stage_dependencies
 from pipelines.options import (
     STAGES,
     MineOptions,
@@ -192,42 +193,90 @@ def run(settings: dict, options: PipelineOptions, stages: list[str], builders: d
 OUTDATED = "(manifest of an older version)"  # a manifest without the current format: its stage is not finished
 
 
+@dataclass
+class StageDecision:
+    """What a run does with one stage: `runs`, or reuses `manifest` (its finished output, paths resolved), or
+    neither (left out and never finished); `why` in a few words, `changes` a line a changed dependency, `error`
+    why the run cannot go on (a stage left out whose output no longer holds)."""
+
+    name: str
+    runs: bool
+    manifest: dict | None
+    why: str
+    changes: list[str] = field(default_factory=list)
+    error: str | None = None
+    seconds: float | None = None  # what the stage took when it last finished here
+
+
+def stage_decisions(settings: dict, stages: list[str], rerun: bool) -> list[StageDecision]:
+    """A decision for every stage, in order. A stage in `stages` runs when `rerun`, when it has no current
+    manifest, or when what its output depends on changed, and then so does every later stage in `stages`; a
+    stage left out whose output is stale is an error. Reads manifests and file listings only."""
+    output, decisions, ran = settings["output"], [], None
+    for name in STAGES:
+        earlier = manifests.stored(output, name)
+        seconds = earlier.get("seconds") if earlier else None
+        if earlier is not None and not manifests.is_current(earlier):
+            changed, lines = [OUTDATED], []
+        else:
+            depends = stage_dependencies(name, settings)
+            changed = changed_keys(earlier.get("depends"), depends) if earlier else []
+            lines = change_lines(earlier.get("depends"), depends) if changed else []
+        if name in stages and (rerun or ran or earlier is None or changed):
+            why = ("no finished output" if earlier is None else "--rerun" if rerun
+                   else f"{ran} runs before it" if ran
+                   else "its manifest was written by an older version" if changed == [OUTDATED]
+                   else "what its output depends on changed")
+            decisions.append(StageDecision(name, True, None, why, lines if why.startswith("what") else [],
+                                           seconds=seconds))
+            ran = ran or name  # a stage that runs makes every later stage's output stale
+        elif earlier is not None:
+            error = (manifests.outdated_message(output, name) if changed == [OUTDATED] else
+                     f"{name}: its output in {output} was made with other inputs or settings ({', '.join(changed)});"
+                     " run that stage too (--stages) or choose another --output"
+                     if changed and changed != [NOT_RECORDED] else None)
+            why = ("its output records no dependencies: used unchecked" if changed == [NOT_RECORDED]
+                   else "made with other inputs or settings" if error else "finished with the same inputs and settings")
+            decisions.append(StageDecision(name, False, None if error else manifests.resolve(earlier, output, name),
+                                           why, lines if error else [], error, seconds))
+        else:
+            decisions.append(StageDecision(name, False, None, "left out (--stages) and not finished here"))
+    return decisions
+
+
 def plan_stages(settings: dict, stages: list[str], rerun: bool) -> list[tuple[str, dict | None]]:
     """(stage, its finished manifest to use, or None: the stage runs) for every stage this run runs or reads, in
-    order. A stage in `stages` runs when `rerun`, when it has no current manifest, or when what its output depends
-    on changed, and then so does every later stage in `stages`; a stage left out whose output is stale is an error."""
+    order (stage_decisions), with the reasons logged; the first error raised."""
     output, plan = settings["output"], []
-    for name in STAGES:
-        manifest_file = layout.manifest_path(output, name)
-        earlier = manifests.stored(output, name)
-        if earlier is not None and not manifests.is_current(earlier):
-            changed = [OUTDATED]
-        else:
-            changed = changed_keys(earlier.get("depends"), stage_dependencies(name, settings)) if earlier else []
-        if name in stages and (rerun or earlier is None or changed):
-            if changed == [OUTDATED] and not rerun:
-                log.info("%s: its manifest was written by an older version (paths not relative to the output "
-                         "folder): running it again", name)
-            elif earlier is not None and changed and not rerun:
-                log.info("%s: what its earlier output depends on changed (%s): running it again", name,
-                         ", ".join(changed))
+    for decision in stage_decisions(settings, stages, rerun):
+        name = decision.name
+        if decision.error:
+            raise ValueError(decision.error)
+        if decision.runs:
+            if decision.changes or decision.why.endswith("older version"):
+                log.info("%s: %s: running it again%s", name, decision.why,
+                         "".join(f"\n    {line}" for line in decision.changes))
             plan.append((name, None))
-            rerun = True  # a stage that runs makes every later stage's output stale
-        elif earlier is not None:
-            if changed == [OUTDATED]:
-                raise ValueError(manifests.outdated_message(output, name))
-            if changed == [NOT_RECORDED]:
+        elif decision.manifest is not None:
+            if decision.why.startswith("its output records no"):
                 log.warning("%s: its earlier output records no dependencies, so whether it matches these inputs "
                             "and settings cannot be checked; using it (run that stage too to be sure)", name)
-            elif changed:
-                raise ValueError(f"{name}: its output in {output} was made with other inputs or "
-                                 f"settings ({', '.join(changed)}); run that stage too (--stages) or choose "
-                                 f"another --output")
             else:
                 log.info("%s: finished in an earlier run with the same inputs and settings (%s)%s", name,
-                         manifest_file, "; --rerun to redo it" if name in stages else "")
-            plan.append((name, manifests.resolve(earlier, output, name)))
+                         layout.manifest_path(output, name), "; --rerun to redo it" if name in stages else "")
+            plan.append((name, decision.manifest))
     return plan
+
+
+def format_plan(output: str, decisions: list[StageDecision]) -> str:
+    """`--plan`: each stage's decision and why, with what changed and what the stage took when it last ran."""
+    lines = [f"plan for {output} (nothing was run, written or deleted):"]
+    for decision in decisions:
+        action = "run" if decision.runs else "error" if decision.error else "reuse" if decision.manifest else "-"
+        took = f" (took {decision.seconds:.1f} s last time)" if decision.seconds is not None else ""
+        lines.append(f"  {decision.name:<8} {action:<6} {decision.why}{took}")
+        lines.extend(f"                    {line}" for line in decision.changes)
+    return "\n".join(lines)
 
 
 def prepare_output(output: str, plan: list[tuple[str, dict | None]]) -> None:
@@ -306,6 +355,13 @@ def main(argv: list[str] | None, builders: dict, prog: str, description: str | N
             raise ValueError(f"{prog} runs {', '.join(builders)} only, not {', '.join(other)}")
         for name in stages:  # errors now, not after the extract stage has run
             builders[name].check(settings)
+        if mine_options.plan:  # before models are staged to a remote runner's storage: nothing is written
+            decisions = stage_decisions(settings, stages, mine_options.rerun)
+            print(format_plan(settings["output"], decisions))
+            failed = next((d for d in decisions if d.error), None)
+            if failed:
+                raise ValueError(failed.error)
+            return
         prepare_for_runner(settings, options)
         report = run(settings, options, stages, builders, mine_options.rerun)
         print(format_summary(report))

@@ -10,8 +10,8 @@ Three stages, each a Beam job of its own with a persisted output (pipelines/layo
 `--stages`: extract (pipelines.extract), embed (pipelines.embed), pairs (pipelines.pairs). A stage whose output
 is complete (its manifest exists) and was made from the same inputs, settings and models
 (pipelines/dependencies.py) is not run again unless `--rerun`; one whose dependencies changed runs again, and so
-does every stage after it. A stage that runs first clears its output folders, so a rerun never leaves duplicates,
-partial or stale files.
+does every stage after it (`--plan` says which would, and why, and runs nothing). A stage that runs first clears
+its output folders, so a rerun never leaves duplicates, partial or stale files.
 """
 
 from __future__ import annotations

@@ -34,6 +34,9 @@ class MineOptions(PipelineOptions):
                             help=f"stages to run, in order, from {','.join(STAGES)} (default: all)")
         parser.add_argument("--rerun", action="store_true",
                             help="run the stages again even where a finished output exists")
+        parser.add_argument("--plan", action="store_true",
+                            help="say which stages would run and why (what changed since their output was made), "
+                            "then stop: nothing is run, written or deleted")
         parser.add_argument("--verbose", action="store_true", help="debug lines of ours, info lines of the libraries")
         parser.add_argument("--quiet", action="store_true", help="warnings and the final report only")
 

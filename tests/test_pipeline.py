@@ -259,6 +259,44 @@ def test_a_later_stage_alone_refuses_an_earlier_output_made_otherwise(sample_run
         run(changed, PipelineOptions([]), ["pairs"])
 
 
+def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
+
+
+def test_plan_says_what_would_run_and_why_and_touches_nothing(sample_run, tmp_path, capsys):
+    output, _ = sample_run
+    copy = tmp_path / "copy"
+    shutil.copytree(output, copy)
+    before = snapshot(copy)
+    assert main(["--output", str(copy), "--plan", "--set", "mining.threshold=1.6", "--quiet"]) == 0
+    plan = capsys.readouterr().out
+    assert "extract  reuse  finished with the same inputs and settings" in plan
+    assert "embed    reuse" in plan
+    assert "pairs    run    what its output depends on changed" in plan and "mining.threshold: 1.35 -> 1.6" in plan
+    assert "mining, resolved" not in plan  # the setting given is told once
+    assert snapshot(copy) == before  # nothing run, written or deleted
+
+    assert main(["--output", str(copy), "--plan", "--set", "embed.batch_size=7", "--quiet"]) == 0
+    plan = capsys.readouterr().out
+    assert "embed    run    what its output depends on changed" in plan and "embed.batch_size: 1024 -> 7" in plan
+    assert "pairs    run    embed runs before it" in plan
+
+    # a stage left out whose output no longer holds: the plan shows it, and the command fails as the run would
+    assert main(["--output", str(copy), "--plan", "--stages", "pairs", "--set", "filters.length.min_chars=30",
+                 "--quiet"]) == 2
+    out, err = capsys.readouterr()
+    assert "extract  error  made with other inputs or settings" in out and "filters.length.min_chars" in out
+    assert "extract: its output" in err and "run that stage too" in err
+    assert snapshot(copy) == before
+
+
+def test_plan_of_a_fresh_output_folder_creates_nothing(tmp_path, capsys):
+    output = tmp_path / "never"
+    assert main(["--output", str(output), "--plan", "--quiet"]) == 0
+    assert capsys.readouterr().out.count("no finished output") == 3
+    assert not output.exists()
+
+
 def test_the_portable_runner_path_gives_the_same_bitext(sample_run, tmp_path):
     """Beam's Fn API path, the one Flink and Spark run, with an in-process job server and workers: local paths
     are accepted and the bytes are the DirectRunner's."""

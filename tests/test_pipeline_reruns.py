@@ -2,6 +2,7 @@
 shard, a stage folder that is a link or a manifest of an older version is named before any stage deletes anything;
 a reused stage's folders hold only what its manifest lists."""
 
+import json
 import logging
 import shutil
 from pathlib import Path
@@ -176,6 +177,39 @@ def test_a_changed_default_of_the_mining_settings_makes_the_bitext_stale(tmp_pat
     older = {**depends, "mining, resolved": {**depends["mining, resolved"], "one_sided_ratio": None}}
     assert changed_keys(older, depends) == ["mining, resolved"]
     assert changed_keys(depends, stage_dependencies("pairs", settings)) == []
+
+
+def test_what_changed_is_told_a_setting_or_file_list_a_line(tmp_path):
+    """`--plan` and a rerun's log say what changed in the terms a user sets it: the setting by the name `--set`
+    takes with both values, a file list by the files added, removed and changed, a setting given once (not again
+    as its resolved default), a default that changed on its own."""
+    from pipelines.dependencies import RESOLVED, change_lines, stage_dependencies
+    from tests.test_pipeline_pairs import settings_for
+
+    settings = settings_for(str(tmp_path / "out"), "max")
+    depends = stage_dependencies("pairs", settings)
+    stricter = {**settings, "mining": {**settings["mining"], "threshold": 1.9}}
+    assert change_lines(depends, stage_dependencies("pairs", stricter)) == [
+        f"mining.threshold: {json.dumps(depends[RESOLVED]['threshold'])} -> 1.9"]
+    older = {**depends, RESOLVED: {**depends[RESOLVED], "one_sided_ratio": None}}
+    assert change_lines(older, depends) == [f"{RESOLVED}.one_sided_ratio: null -> {depends[RESOLVED]['one_sided_ratio']}"]
+
+    crawl = [["gs://b/crawl/a.warc.gz", 10, 1.0], ["gs://b/crawl/b.warc.gz", 20, 2.0], ["gs://b/crawl/c.warc.gz", 5, 3.0]]
+    grown = [crawl[0], ["gs://b/crawl/b.warc.gz", 21, 4.0], ["gs://b/crawl/d.warc.gz", 7, 5.0]]
+    assert change_lines({"input files": crawl}, {"input files": grown}) == [
+        "input files: 1 added (d.warc.gz); 1 removed (c.warc.gz); 1 changed (b.warc.gz)"]
+    moved = [["gs://other/c.warc.gz", 5, 3.0]]  # the same file name elsewhere: the paths are told
+    assert change_lines({"input files": crawl[2:]}, {"input files": moved}) == [
+        "input files: 1 added (gs://other/c.warc.gz); 1 removed (gs://b/crawl/c.warc.gz)"]
+    members = {"encoder files": {"files": [["ensemble.json", 9, 1.0]],
+                                 "members": [{"package": "x==1"}, [["config.json", 667, 1.0]]]}}
+    retrained = {"encoder files": {"files": [["ensemble.json", 9, 1.0]],
+                                   "members": [{"package": "x==2"}, [["config.json", 667, 2.0]]]}}
+    assert change_lines(members, retrained) == ['encoder files.members[0].package: "x==1" -> "x==2"',
+                                                "encoder files.members[1]: 1 changed (config.json)"]
+    many = {"pairs.knn": {f"s{i}": i for i in range(12)}}
+    assert change_lines(many, {"pairs.knn": {}}, limit=3)[-1] == "... and 9 more"
+    assert change_lines(None, depends) == ["its output records no dependencies"]
 
 
 def test_the_sentences_depend_on_the_extracting_libraries_versions(tmp_path):
