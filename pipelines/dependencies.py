@@ -11,9 +11,9 @@ A stage depends on everything an earlier stage depends on, plus its own settings
 - embed: the encoder (a built-in's name and package version; a folder's files with their sizes and times, but its
   model card and threshold offsets, and an ensemble's members too; a cloud path as given), `encoder_options`,
   `embed` and the binary code it writes;
-- pairs: the pairing (`languages`, `pairs`, `pivot`) and `mining`, `knn`, `pair_filter`, and the threshold offsets'
-  values (an encoder folder's thresholds.json is read for them, and left out of the encoder's files), and the
-  mining settings with their defaults filled in (a default that changes is a setting that changes).
+- pairs: the pairing (`languages`, `pairs`, `pivot`) and `mining`, `knn`, `pair_filter`, `bitext`, and the
+  threshold offsets' values (an encoder folder's thresholds.json is read for them, and left out of the encoder's
+  files), and the mining settings with their defaults filled in (a default that changes is a setting that changes).
 Sizes and times, not contents, identify files: reading every crawl file again to hash it would cost as much as the
 stage itself. A file rewritten with the same size within the same second is not noticed: `--rerun` is for that.
 """
@@ -39,7 +39,7 @@ from pipelines.settings import binary_code_written, mining_config, threshold_off
 SECTIONS = {
     "extract": ("input", "languages", "read", "extract", "lid", "split", "filters", "shards"),
     "embed": ("encoder", "encoder_options", "embed"),
-    "pairs": ("languages", "pairs", "pivot", "mining", "knn", "pair_filter"),
+    "pairs": ("languages", "pairs", "pivot", "mining", "knn", "pair_filter", "bitext"),
 }
 
 

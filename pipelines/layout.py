@@ -62,9 +62,20 @@ def quantizer_file(output: str, language: str) -> str:
     return join(output, "index", language, "centroids.npy")
 
 
-def bitext_files(output: str, src: str, tgt: str) -> tuple[str, str]:
+def bitext_files(output: str, src: str, tgt: str, part: int = 0, parts: int = 1) -> tuple[str, str]:
+    """A language pair's Parquet and TSV.gz; past `bitext.rows_per_part` pairs, part `part` of `parts` by score
+    range (`<src>-<tgt>.part-00000-of-00004.parquet` holds the best), in the same folder and order."""
     base = join(output, "bitext", f"{src}-{tgt}")
+    if parts > 1:
+        base += f".part-{part:05d}-of-{parts:05d}"
     return base + ".parquet", base + ".tsv.gz"
+
+
+def bitext_parts(entry: dict) -> list[dict]:
+    """A pairs manifest entry's files, best part first: [{"parquet", "tsv", "pairs"}], one for a pair in one file."""
+    if "parts" in entry:
+        return entry["parts"]
+    return [{"parquet": entry["parquet"], "tsv": entry["tsv"], "pairs": entry.get("pairs")}]
 
 
 def report_path(output: str) -> str:

@@ -30,7 +30,8 @@ def _path_slots(manifest: dict):
         for shard in entry.get("shards", []):
             yield from ((shard, key) for key in ("path", "embeddings", "rotated") if key in shard)
     for entry in manifest.get("pairs") or []:
-        yield from ((entry, key) for key in ("parquet", "tsv") if key in entry)
+        for container in (entry, *entry.get("parts", [])):  # one file, or parts by score range
+            yield from ((container, key) for key in ("parquet", "tsv") if key in container)
     quantizers = manifest.get("quantizers") or {}
     yield from ((quantizers, language) for language in quantizers)
 

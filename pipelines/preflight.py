@@ -157,7 +157,8 @@ def check_finished_stage(output: str, stage: str, manifest: dict) -> None:
                 if "rotated" in shard:  # embed.binary_refine's float rows beside the codes
                     checks.append((_check_vectors, shard["rotated"], shard["rows"], entry.get("dim"), None))
     for entry in manifest.get("pairs") or []:
-        checks += [(_check_parquet, entry["parquet"], entry.get("pairs")), (_check_present, entry["tsv"])]
+        for part in layout.bitext_parts(entry):
+            checks += [(_check_parquet, part["parquet"], part.get("pairs")), (_check_present, part["tsv"])]
     checks += [(_check_present, path) for path in (manifest.get("quantizers") or {}).values()]
     with ThreadPoolExecutor(16 if storage.is_remote(output) else 1) as pool:
         problems = [p for p in pool.map(lambda check: check[0](*check[1:]), checks) if p]

@@ -8,6 +8,7 @@ from collections import defaultdict
 
 from miner.bucc import prf
 from pipelines import storage
+from pipelines.layout import bitext_parts
 from pipelines.manifests import relative
 from pipelines.text.dedup import normalise
 
@@ -17,18 +18,25 @@ def stage_report(settings: dict, manifests: dict, seconds: float) -> dict:
     extract, pairs = manifests.get("extract", {}), manifests.get("pairs", {})
     read = extract.get("counters", {}).get("read", {})
     output = settings.get("output")
-    files = {"parquet", "tsv"}
+    files = {"parquet", "tsv", "parts"}
     return {
         "input": settings.get("input"), "output": settings.get("output"), "encoder": settings.get("encoder"),
         "pages": read.get("pages", 0),
         "records": read.get("records", 0),
         "sentences": {lang: entry["rows"] for lang, entry in sorted(extract.get("languages", {}).items())},
         "mining": pairs.get("settings"),
-        "pairs": {entry["pair"]: {k: relative(v, output) if k in files else v for k, v in entry.items() if k != "pair"}
-                  for entry in pairs.get("pairs", [])},
+        "pairs": {entry["pair"]: {k: relative_files(v, output) if k in files else v for k, v in entry.items()
+                                  if k != "pair"} for entry in pairs.get("pairs", [])},
         "seconds": {**{name: m.get("seconds") for name, m in manifests.items()}, "total": round(seconds, 1)},
         "counters": {name: m.get("counters", {}) for name, m in manifests.items()},
     }
+
+
+def relative_files(value, output: str):
+    """A bitext file's path, or a pair's parts' (pipelines.layout.bitext_parts), relative to the output folder."""
+    if isinstance(value, list):
+        return [{k: relative(v, output) if k in ("parquet", "tsv") else v for k, v in part.items()} for part in value]
+    return relative(value, output)
 
 
 def read_gold(path: str) -> dict[tuple[str, str], set[tuple[str, str]]]:
@@ -53,8 +61,10 @@ def gold_scores(path: str, pairs_manifest: dict) -> dict:
     for entry in pairs_manifest.get("pairs", []):
         src, tgt = entry["pair"].split("-")
         known = gold.get((src, tgt), set())
-        table = storage.read_parquet(entry["parquet"], columns=["src_text", "tgt_text"]).to_pydict()
-        mined = {(normalise(s), normalise(t)) for s, t in zip(table["src_text"], table["tgt_text"])}
+        mined = set()
+        for part in bitext_parts(entry):
+            table = storage.read_parquet(part["parquet"], columns=["src_text", "tgt_text"]).to_pydict()
+            mined |= {(normalise(s), normalise(t)) for s, t in zip(table["src_text"], table["tgt_text"])}
         correct = len(mined & known)
         scores[entry["pair"]] = {"mined": len(mined), "correct": correct, "gold": len(known),
                                  **prf(correct, len(mined), len(known))}
@@ -86,6 +96,8 @@ def format_summary(report: dict) -> str:
         low_high = entry["score_range"]
         text = f"  {pair}: {entry['pairs']} pairs"
         notes = [entry["index"]] if entry.get("index") and entry["index"] != mining.get("index") else []
+        if entry.get("parts"):  # past bitext.rows_per_part: files by score range
+            notes.append(f"in {len(entry['parts'])} parts by score range")
         if entry.get("margin_neighbourhoods"):  # miner.margin, "Small pools"
             notes.append(f"margins over {entry['margin_neighbourhoods']}'s neighbourhoods: the smaller pool")
         if entry.get("threshold") is not None and entry["threshold"] != mining.get("threshold"):

@@ -21,7 +21,7 @@ SECTIONS = {
     "input": str, "output": str, "languages": list, "pairs": str, "pivot": str,
     "read": dict, "extract": dict, "lid": dict, "split": dict, "filters": dict, "shards": dict,
     "encoder": str, "encoder_options": dict, "embed": dict, "mining": dict, "knn": dict, "gold": str,
-    "pair_filter": (dict, bool),
+    "pair_filter": (dict, bool), "bitext": dict,
 }
 PATH_KEYS = (("input",), ("gold",), ("encoder",), ("lid", "model"), ("mining", "threshold_offsets"))
 PAIRINGS = ("pivot", "all")
@@ -173,3 +173,23 @@ def threshold_offsets(settings: dict) -> dict[str, float]:
 
     return resolve_offsets((settings.get("mining") or {}).get("threshold_offsets"), settings.get("encoder"),
                            storage.exists, storage.read_bytes)
+
+
+# -- the bitext section -------------------------------------------------------------------------------------------
+
+# A language pair's bitext is one Parquet and one TSV.gz file up to this many pairs; past it, parts of about this
+# many by score range (pipelines/pairs/output.py), so the writer of a part holds that part, not the pair's bitext.
+BITEXT_DEFAULTS = {"rows_per_part": 1_000_000}
+
+
+def bitext_settings(settings: dict) -> dict:
+    """The bitext section with its defaults, checked."""
+    values = dict(settings.get("bitext") or {})
+    unknown = set(values) - set(BITEXT_DEFAULTS)
+    if unknown:
+        raise ValueError(f"bitext: unknown setting(s) {sorted(unknown)}; known: {sorted(BITEXT_DEFAULTS)}")
+    values = {**BITEXT_DEFAULTS, **values}
+    rows = values["rows_per_part"]
+    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
+        raise ValueError(f"bitext.rows_per_part must be a positive whole number of pairs, got {rows!r}")
+    return values

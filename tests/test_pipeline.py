@@ -259,6 +259,48 @@ def test_a_later_stage_alone_refuses_an_earlier_output_made_otherwise(sample_run
         run(changed, PipelineOptions([]), ["pairs"])
 
 
+def test_a_large_pairs_bitext_is_written_in_parts_by_score_range_that_read_as_the_one_file(sample_run, tmp_path):
+    """bitext.rows_per_part: past it, a language pair's bitext is parts by score range, each written by its own
+    worker; read in order they are the one file's rows (Parquet) and bytes (TSV.gz members, concatenated), the best
+    part first, and the report, the gold scores and a rerun's checks read every part."""
+    import gzip
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    output, first = sample_run
+    copy = tmp_path / "copy"
+    shutil.copytree(output, copy)
+    report = run(settings(copy, bitext={"rows_per_part": 10}), PipelineOptions([]), ["pairs"])
+    assert report["gold"]["all"] == first["gold"]["all"]
+    for pair in PAIRS:
+        entry = report["pairs"][pair]
+        parts = entry["parts"]
+        assert "parquet" not in entry and len(parts) == 4 and entry["pairs"] == first["pairs"][pair]["pairs"]
+        assert sum(part["pairs"] for part in parts) == entry["pairs"] and max(p["pairs"] for p in parts) == 10
+        assert [part["parquet"] for part in parts] == [f"bitext/{pair}.part-{i:05d}-of-00004.parquet" for i in range(4)]
+        one_parquet, one_tsv = layout.bitext_files(str(output), *pair.split("-"))
+        tables = [pq.read_table(copy / part["parquet"]) for part in parts]
+        assert pa.concat_tables(tables).equals(pq.read_table(one_parquet))
+        members = b"".join((copy / part["tsv"]).read_bytes() for part in parts)
+        assert gzip.decompress(members) == gzip.decompress(storage.read_bytes(one_tsv))
+        assert entry["score_range"] == first["pairs"][pair]["score_range"]
+    assert not list((copy / "bitext").glob("*-eng_Latn.parquet"))  # the one-file bitext of the run before: cleared
+
+    again = run(settings(copy, bitext={"rows_per_part": 10}), PipelineOptions([]), ["pairs"])  # reused, checked
+    assert again["seconds"]["pairs"] == report["seconds"]["pairs"]
+    part = copy / report["pairs"][PAIRS[0]]["parts"][2]["parquet"]
+    part.write_bytes(b"")
+    with pytest.raises(ValueError, match=r"part-00002-of-00004\.parquet: empty file"):
+        run(settings(copy, bitext={"rows_per_part": 10}), PipelineOptions([]), ["pairs"])
+    run(settings(copy), PipelineOptions([]), ["pairs"])  # back to one file a pair: the parts are cleared
+    assert bitext_bytes(copy) == bitext_bytes(output) and not list((copy / "bitext").glob("*.part-*"))
+    # parts allowed (44-50 sentences a language could give 44 pairs) but none needed (36-38 mined): one file each,
+    # through the histogram's steps, the same bytes and report
+    report = run(settings(copy, bitext={"rows_per_part": 40}), PipelineOptions([]), ["pairs"])
+    assert bitext_bytes(copy) == bitext_bytes(output) and report["pairs"] == first["pairs"]
+
+
 def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
     return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
 

@@ -936,3 +936,54 @@ def test_the_join_spreads_its_work_where_there_is_more_than_one_worker(argv, spr
     pipeline.visit(Leaves())
     assert any(label.startswith("Spread/") for label in leaves) is spreads
     assert (spread_out is made) is not spreads
+
+
+def test_bitext_parts_follow_the_score_order_and_never_split_a_bin():
+    """The parts' floors come from a pair's score histogram, best first: at most rows_per_part pairs a part
+    unless one bin holds more, every score in exactly one part, the parts' score ranges in order."""
+    from pipelines.pairs.blocks import PairBlock
+    from pipelines.pairs.output import SCORE_BIN_SHIFT, into_parts, order_keys, part_floors, score_bins
+
+    rng = np.random.default_rng(3)
+    scores = np.concatenate([rng.uniform(-2, 3, 997), [1.25] * 40, [0.0, -0.0, 2.5]]).astype(np.float32)
+    assert np.array_equal(np.argsort(order_keys(scores), kind="stable"), np.argsort(scores, kind="stable"))
+    floors = part_floors(score_bins(scores), 100)
+    assert floors == sorted(floors, reverse=True) and len(floors) >= 11
+    n = len(scores)
+    block = PairBlock(np.arange(n), np.arange(n), scores, scores, np.zeros(n, np.int8))
+    pieces = list(into_parts((("deu_Latn", "eng_Latn"), block), {("deu_Latn", "eng_Latn"): floors}))
+    assert sorted(key[1] for key, _ in pieces) == list(range(len(floors)))
+    assert all(key[2] == len(floors) for key, _ in pieces)
+    assert sum(len(piece) for _, piece in pieces) == n
+    ranked = sorted(pieces, key=lambda piece: piece[0][1])
+    for (_, better), (_, worse) in zip(ranked, ranked[1:]):
+        assert better.score.min() > worse.score.max()
+    tied = [piece for _, piece in pieces if np.any(piece.score == np.float32(1.25))]
+    assert len(tied) == 1  # 40 equal scores, one part
+    bins = {key: len(piece) for key, piece in pieces}
+    assert max(bins.values()) <= 100
+    assert part_floors({7: 500, 3: 20}, 100) == [7, 3]  # a bin larger than a part is a part of its own
+    assert part_floors({7: 50, 3: 20}, 100) == [3] and part_floors({}, 100) == []
+    assert (order_keys(np.float32([1.0])) >> SCORE_BIN_SHIFT)[0] > (order_keys(np.float32([0.999])) >> SCORE_BIN_SHIFT)[0]
+    # a pair's empty marker joins its first part, and a pair in one part keeps one key
+    assert list(into_parts((("a", "b"), None), {("a", "b"): floors})) == [((("a", "b"), 0, len(floors)), None)]
+    assert [key for key, _ in into_parts((("a", "b"), block), {})] == [(("a", "b"), 0, 1)]
+
+
+def test_the_most_pairs_a_selection_can_keep_bounds_when_parts_are_needed():
+    from pipelines.pairs.output import most_mined_pairs
+
+    assert most_mined_pairs("max", 30, 50) == most_mined_pairs("intersect", 30, 50) == 30
+    assert most_mined_pairs("forward", 30, 50) == 30 and most_mined_pairs("backward", 30, 50) == 50
+    assert most_mined_pairs("union", 30, 50) == 80
+
+
+@pytest.mark.parametrize("value, problem", [(0, "positive whole number"), (2.5, "positive whole number"),
+                                            (True, "positive whole number")])
+def test_bitext_rows_per_part_is_checked_before_any_stage_runs(value, problem):
+    from pipelines.pairs import PairsStage
+
+    with pytest.raises(ValueError, match=problem):
+        PairsStage.check({"bitext": {"rows_per_part": value}})
+    with pytest.raises(ValueError, match="unknown setting"):
+        PairsStage.check({"bitext": {"rows": 5}})

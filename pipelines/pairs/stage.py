@@ -14,11 +14,11 @@ from pipelines import layout
 from pipelines.pairs.blocks import by_sentence_shard
 from pipelines.pairs.join import KnnJoin
 from pipelines.pairs.margins import ScoreCandidates, neighbourhoods_by_pair, ratio_floor, to_margin_join
-from pipelines.pairs.output import AttachSide, FilterPairs, WriteBitext
+from pipelines.pairs.output import AttachSide, FilterPairs, WriteBitextParts, most_mined_pairs
 from pipelines.pairs.plan import join_waves, search_plan
 from pipelines.pairs.refine import RefinePairs, refined_by_rows
 from pipelines.pairs.selection import BestCandidates, Select, one_to_one
-from pipelines.settings import embed_settings, mining_config, threshold_offsets
+from pipelines.settings import bitext_settings, embed_settings, mining_config, threshold_offsets
 
 log = logging.getLogger("pipelines.pairs")
 
@@ -49,6 +49,10 @@ class MinePairs(beam.PTransform):
         self.config, self.output = mining_config(settings), settings["output"]
         self.thresholds, _ = pair_thresholds(settings, pairs, manifest)
         self.pair_filter = settings.get("pair_filter")
+        self.rows_per_part = bitext_settings(settings)["rows_per_part"]
+        rows = {lang: entry["rows"] for lang, entry in manifest["languages"].items()}
+        self.most_pairs = max((most_mined_pairs(self.config.selection, rows[src], rows[tgt]) for src, tgt in pairs),
+                              default=0)
         float_bytes = 4 if embed_settings(settings)["dtype"] == "float32" else 2
         self.waves = join_waves(manifest, pairs, self.config.knn, wave_bytes, float_bytes)
 
@@ -83,8 +87,7 @@ class MinePairs(beam.PTransform):
         empty = begin | "AllPairs" >> beam.Create([(pair, None) for pair in self.pairs], reshuffle=False)  # a few
         return ((pairs, empty)
                 | "WithEmpty" >> beam.Flatten()
-                | "PerPair" >> beam.GroupByKey()
-                | "Write" >> beam.ParDo(WriteBitext(self.output)))
+                | "Write" >> WriteBitextParts(self.output, self.rows_per_part, self.most_pairs))
 
 
 class PairsStage:
@@ -95,6 +98,7 @@ class PairsStage:
         """Before any stage runs: the mining, knn and pair filter settings parse."""
         mining_config(settings)
         PairFilter.from_settings(settings.get("pair_filter"))
+        bitext_settings(settings)
 
     def __init__(self, settings: dict, manifests: dict):
         from pipelines.settings import language_pairs
