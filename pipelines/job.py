@@ -193,25 +193,39 @@ def run(settings: dict, options: PipelineOptions, stages: list[str], builders: d
 OUTDATED = "(manifest of an older version)"  # a manifest without the current format: its stage is not finished
 
 
+# Why a stage runs, is reused or stops the run: the words the plan and the log give for each reason
+REASONS = {
+    "new": "no finished output", "rerun": "--rerun", "after": "{after} runs before it",
+    "older": "its manifest was written by an older version", "changed": "what its output depends on changed",
+    "same": "finished with the same inputs and settings",
+    "unrecorded": "its output records no dependencies: used unchecked",
+    "stale": "made with other inputs or settings", "absent": "left out (--stages) and not finished here",
+}
+
+
 @dataclass
 class StageDecision:
-    """What a run does with one stage: `runs`, or reuses `manifest` (its finished output, paths resolved), or
-    neither (left out and never finished); `why` in a few words, `changes` a line a changed dependency, `error`
-    why the run cannot go on (a stage left out whose output no longer holds)."""
+    """What a run does with one stage: `action` run, reuse (`manifest`: its finished output, paths resolved),
+    refuse (`error`: a stage left out whose output no longer holds) or absent (left out, never finished); `reason`
+    a key of REASONS (`after`: the earlier stage that runs), `changes` a line a changed dependency."""
 
     name: str
-    runs: bool
-    manifest: dict | None
-    why: str
+    action: str
+    reason: str
+    manifest: dict | None = None
     changes: list[str] = field(default_factory=list)
+    after: str | None = None
     error: str | None = None
     seconds: float | None = None  # what the stage took when it last finished here
+
+    def why(self) -> str:
+        return REASONS[self.reason].format(after=self.after)
 
 
 def stage_decisions(settings: dict, stages: list[str], rerun: bool) -> list[StageDecision]:
     """A decision for every stage, in order. A stage in `stages` runs when `rerun`, when it has no current
     manifest, or when what its output depends on changed, and then so does every later stage in `stages`; a
-    stage left out whose output is stale is an error. Reads manifests and file listings only."""
+    stage left out whose output is stale is refused. Reads manifests and file listings only."""
     output, decisions, ran = settings["output"], [], None
     for name in STAGES:
         earlier = manifests.stored(output, name)
@@ -223,42 +237,41 @@ def stage_decisions(settings: dict, stages: list[str], rerun: bool) -> list[Stag
             changed = changed_keys(earlier.get("depends"), depends) if earlier else []
             lines = change_lines(earlier.get("depends"), depends) if changed else []
         if name in stages and (rerun or ran or earlier is None or changed):
-            why = ("no finished output" if earlier is None else "--rerun" if rerun
-                   else f"{ran} runs before it" if ran
-                   else "its manifest was written by an older version" if changed == [OUTDATED]
-                   else "what its output depends on changed")
-            decisions.append(StageDecision(name, True, None, why, lines if why.startswith("what") else [],
-                                           seconds=seconds))
+            reason = ("new" if earlier is None else "rerun" if rerun else "after" if ran
+                      else "older" if changed == [OUTDATED] else "changed")
+            decisions.append(StageDecision(name, "run", reason, changes=lines if reason == "changed" else [],
+                                           after=ran, seconds=seconds))
             ran = ran or name  # a stage that runs makes every later stage's output stale
-        elif earlier is not None:
-            error = (manifests.outdated_message(output, name) if changed == [OUTDATED] else
-                     f"{name}: its output in {output} was made with other inputs or settings ({', '.join(changed)});"
-                     " run that stage too (--stages) or choose another --output"
-                     if changed and changed != [NOT_RECORDED] else None)
-            why = ("its output records no dependencies: used unchecked" if changed == [NOT_RECORDED]
-                   else "made with other inputs or settings" if error else "finished with the same inputs and settings")
-            decisions.append(StageDecision(name, False, None if error else manifests.resolve(earlier, output, name),
-                                           why, lines if error else [], error, seconds))
+        elif earlier is None:
+            decisions.append(StageDecision(name, "absent", "absent"))
+        elif changed == [OUTDATED]:
+            decisions.append(StageDecision(name, "refuse", "older", error=manifests.outdated_message(output, name),
+                                           seconds=seconds))
+        elif changed and changed != [NOT_RECORDED]:
+            error = (f"{name}: its output in {output} was made with other inputs or settings ({', '.join(changed)}); "
+                     "run that stage too (--stages) or choose another --output")
+            decisions.append(StageDecision(name, "refuse", "stale", changes=lines, error=error, seconds=seconds))
         else:
-            decisions.append(StageDecision(name, False, None, "left out (--stages) and not finished here"))
+            decisions.append(StageDecision(name, "reuse", "unrecorded" if changed else "same",
+                                           manifest=manifests.resolve(earlier, output, name), seconds=seconds))
     return decisions
 
 
 def plan_stages(settings: dict, stages: list[str], rerun: bool) -> list[tuple[str, dict | None]]:
     """(stage, its finished manifest to use, or None: the stage runs) for every stage this run runs or reads, in
-    order (stage_decisions), with the reasons logged; the first error raised."""
+    order (stage_decisions), with the reasons logged; the first refusal raised."""
     output, plan = settings["output"], []
     for decision in stage_decisions(settings, stages, rerun):
         name = decision.name
-        if decision.error:
+        if decision.action == "refuse":
             raise ValueError(decision.error)
-        if decision.runs:
-            if decision.changes or decision.why.endswith("older version"):
-                log.info("%s: %s: running it again%s", name, decision.why,
+        if decision.action == "run":
+            if decision.reason in ("changed", "older"):
+                log.info("%s: %s: running it again%s", name, decision.why(),
                          "".join(f"\n    {line}" for line in decision.changes))
             plan.append((name, None))
-        elif decision.manifest is not None:
-            if decision.why.startswith("its output records no"):
+        elif decision.action == "reuse":
+            if decision.reason == "unrecorded":
                 log.warning("%s: its earlier output records no dependencies, so whether it matches these inputs "
                             "and settings cannot be checked; using it (run that stage too to be sure)", name)
             else:
@@ -272,9 +285,9 @@ def format_plan(output: str, decisions: list[StageDecision]) -> str:
     """`--plan`: each stage's decision and why, with what changed and what the stage took when it last ran."""
     lines = [f"plan for {output} (nothing was run, written or deleted):"]
     for decision in decisions:
-        action = "run" if decision.runs else "error" if decision.error else "reuse" if decision.manifest else "-"
+        action = {"absent": "-", "refuse": "error"}.get(decision.action, decision.action)
         took = f" (took {decision.seconds:.1f} s last time)" if decision.seconds is not None else ""
-        lines.append(f"  {decision.name:<8} {action:<6} {decision.why}{took}")
+        lines.append(f"  {decision.name:<8} {action:<6} {decision.why()}{took}")
         lines.extend(f"                    {line}" for line in decision.changes)
     return "\n".join(lines)
 
@@ -358,9 +371,9 @@ def main(argv: list[str] | None, builders: dict, prog: str, description: str | N
         if mine_options.plan:  # before models are staged to a remote runner's storage: nothing is written
             decisions = stage_decisions(settings, stages, mine_options.rerun)
             print(format_plan(settings["output"], decisions))
-            failed = next((d for d in decisions if d.error), None)
-            if failed:
-                raise ValueError(failed.error)
+            refused = next((d for d in decisions if d.action == "refuse"), None)
+            if refused:
+                raise ValueError(refused.error)
             return
         prepare_for_runner(settings, options)
         report = run(settings, options, stages, builders, mine_options.rerun)
