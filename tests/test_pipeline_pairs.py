@@ -987,3 +987,26 @@ def test_bitext_rows_per_part_is_checked_before_any_stage_runs(value, problem):
         PairsStage.check({"bitext": {"rows_per_part": value}})
     with pytest.raises(ValueError, match="unknown setting"):
         PairsStage.check({"bitext": {"rows": 5}})
+
+
+def test_candidates_below_the_threshold_never_change_the_one_to_one_pairs():
+    """Select leaves out `max` candidates below the threshold before the greedy pass: the pass takes candidates
+    best first, so the pairs it keeps at or above the threshold are the same with or without them (random
+    candidate graphs with hubs, ties and chains)."""
+    from pipelines.pairs.blocks import PairBlock
+    from pipelines.pairs.selection import one_to_one
+
+    rng = np.random.default_rng(5)
+    for trial in range(200):
+        n = int(rng.integers(1, 60))
+        src = rng.integers(0, max(1, n // 2), n)
+        tgt = rng.integers(0, max(1, n // 3), n)
+        keys = np.unique(np.stack([src, tgt], 1), axis=0)  # a candidate pair once, as Select leaves it
+        scores = rng.choice(np.float32([0.9, 1.0, 1.1, 1.2, 1.3]), len(keys)) if trial % 2 else \
+            rng.uniform(0.8, 1.5, len(keys)).astype(np.float32)
+        block = PairBlock(keys[:, 0], keys[:, 1], scores, scores, np.ones(len(keys), np.int8))
+        threshold = 1.1
+        every = list(one_to_one((("a", "b"), [block]), {("a", "b"): threshold}))
+        above = block.take(np.flatnonzero(block.score >= threshold))
+        kept = list(one_to_one((("a", "b"), [above]), {("a", "b"): threshold})) if len(above) else []
+        assert [(p.src.tolist(), p.tgt.tolist()) for _, p in every] == [(p.src.tolist(), p.tgt.tolist()) for _, p in kept]

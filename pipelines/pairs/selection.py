@@ -58,7 +58,10 @@ def chosen_by_mode(mode: str, chosen_by: np.ndarray) -> np.ndarray:
 class Select(beam.DoFn):
     """One source shard's best candidates, both directions -> the pairs the selection mode keeps, once each.
 
-    `max` keeps every candidate here; the one-to-one pass comes after, per language pair."""
+    `max` keeps every candidate at or above the pair's threshold here; the one-to-one pass comes after, per
+    language pair. Leaving out the candidates below the threshold first changes no pair it keeps: the greedy pass
+    takes candidates best first, so whether one at or above the threshold is taken turns on better ones only, all
+    above it too. The pass then holds a pair's likely translations, not every sentence's best guess."""
 
     def __init__(self, mode: str, thresholds: dict, min_cosine: float | None = None):
         self.mode, self.thresholds, self.min_cosine = mode, thresholds, min_cosine   # thresholds: by pair
@@ -81,7 +84,7 @@ class Select(beam.DoFn):
             self.below_floor.inc(int(low.sum()))
             keep &= ~low
         threshold = self.thresholds[pair]
-        if self.mode != "max" and threshold is not None:
+        if threshold is not None:
             keep &= unique.score >= threshold
         self.kept.inc(int(keep.sum()))
         if keep.any():
@@ -90,7 +93,7 @@ class Select(beam.DoFn):
 
 def one_to_one(element, thresholds: dict) -> Iterable[tuple]:
     """The greedy one-to-one pass of `max` selection (miner.selection) over one language pair's candidates, then
-    the pair's threshold (`thresholds`: by pair)."""
+    the pair's threshold (`thresholds`: by pair; Select left out the candidates below it already, where it knew it)."""
     pair, blocks = element
     threshold = thresholds[pair]
     candidates = PairBlock.concat(list(blocks)).best_first()
