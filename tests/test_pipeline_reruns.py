@@ -2,6 +2,7 @@
 shard, a stage folder that is a link or a manifest of an older version is named before any stage deletes anything;
 a reused stage's folders hold only what its manifest lists."""
 
+import gzip
 import json
 import logging
 import shutil
@@ -161,6 +162,14 @@ def test_the_same_on_cloud_storage(finished, gcs_bucket):
         run(settings, PipelineOptions([]), ["pairs"], rerun=True)
     run(settings, PipelineOptions([]), ["embed", "pairs"], rerun=True)
     assert tuple(storage.read_bytes(p) for p in layout.bitext_files(remote, *PAIR)) == bitext(finished)
+    # a pair's bitext in parts by score range (bitext.rows_per_part) on the bucket: listed relative, read back
+    parted = {**settings, "bitext": {"rows_per_part": 5}}
+    report = run(parted, PipelineOptions([]), ["pairs"])
+    parts = report["pairs"]["-".join(PAIR)]["parts"]
+    assert len(parts) > 1 and all(part["parquet"].startswith("bitext/") for part in parts)
+    members = b"".join(storage.read_bytes(f"{remote}/{part['tsv']}") for part in parts)
+    assert gzip.decompress(members) == gzip.decompress(bitext(finished)[1])
+    run(parted, PipelineOptions([]), ["pairs"])  # reused: every part checked where it is
 
 
 def test_a_changed_default_of_the_mining_settings_makes_the_bitext_stale(tmp_path):
