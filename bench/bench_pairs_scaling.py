@@ -172,7 +172,8 @@ def run_stage(n: int, dim: int, seed: int, args, dtype: str = "float16") -> dict
     nlist = nlist_for(n, args.rows_per_list)
     settings = {"output": output, "encoder": "synthetic", "languages": list(LANGUAGES), "pairs": "pivot",
                 "pivot": "eng_Latn", "pair_filter": False,
-                "mining": {"k": args.k, "margin": "ratio", "selection": "max"},
+                "mining": {"k": args.k, "margin": "ratio", "selection": "max",
+                           **({"one_to_one_rows": args.one_to_one_rows} if args.one_to_one_rows else {})},
                 "knn": {"index": f"IVF{nlist},Flat", "nprobe": args.nprobe, "exact_below": 1,
                         "max_list_rows": args.max_list_rows, "wave_bytes": args.wave_bytes}}
     # One worker runs in this process: the FnApiRunner sends a stage's grouped input to a worker process as one
@@ -215,6 +216,7 @@ def run_stage(n: int, dim: int, seed: int, args, dtype: str = "float16") -> dict
             "similarities_per_sentence": round(counters["similarities_computed"] / sentences, 1),
             "pairs": len(mined), "bitext_sha256": bitext_sha256,
             "planted_recall": round(len(mined & set(planted.items())) / len(planted), 4),
+            "one_to_one_rest": counters.get("one_to_one_rest", 0),
             "queries_searched_exactly_after_short_lists":
                 counters.get("queries_searched_exactly_after_short_lists", 0),
             "peer": peer(src, tgt, planted, nlist, args) if args.peer else None,
@@ -318,6 +320,9 @@ def main() -> None:
                         "reported (with every run's CPU per sentence)")
     parser.add_argument("--repeat-below", type=int, default=100_000)
     parser.add_argument("--k", type=int, default=4)
+    parser.add_argument("--one-to-one-rows", type=int, default=None,
+                        help="mining.one_to_one_rows: below 2 N, max selection's one-to-one pass goes in rounds "
+                        "across workers (the same bitext)")
     parser.add_argument("--dtypes", nargs="+", default=["float16"], choices=("float16", "binary", "binary-refined"),
                         help="how the embedding shards are stored: float16 (embed.dtype's default) and/or binary "
                         "(packed sign codes, 16x fewer bytes), binary-refined (the codes and their turned float rows: "

@@ -62,6 +62,10 @@ class MiningConfig:
     # mine_texts; miner/thresholds.py): None, "encoder" (the encoder folder's thresholds.json), a file, or a
     # {language: offset} mapping. `mine` itself, given vectors alone, applies no offset (only pool_threshold).
     threshold_offsets: str | dict | None = field(default=None, hash=False)
+    # The Beam pairs stage's `max` selection: a language pair that could have more candidates than this (one a
+    # sentence of either side) passes them in rounds across workers rather than on one (pipelines/pairs/selection.py,
+    # OneToOne: the same pairs); a worker holds about 140 bytes a candidate
+    one_to_one_rows: int = 10_000_000
     knn: KnnConfig = field(default_factory=KnnConfig)
 
     def __post_init__(self) -> None:
@@ -98,6 +102,9 @@ class MiningConfig:
         elif offsets is not None and (not isinstance(offsets, str) or not offsets):
             raise ValueError(f"mining.threshold_offsets must be 'encoder', a file or a mapping of language to "
                              f"offset, got {offsets!r}")
+        rows = self.one_to_one_rows
+        if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
+            raise ValueError(f"mining.one_to_one_rows must be a positive whole number of candidates, got {rows!r}")
         floor = self.ratio_floor
         if floor != "auto" and (isinstance(floor, bool) or not isinstance(floor, (int, float)) or not floor > 0
                                 or not math.isfinite(floor)):

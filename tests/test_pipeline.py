@@ -301,6 +301,17 @@ def test_a_large_pairs_bitext_is_written_in_parts_by_score_range_that_read_as_th
     assert bitext_bytes(copy) == bitext_bytes(output) and report["pairs"] == first["pairs"]
 
 
+def test_max_selection_in_rounds_across_workers_mines_the_same_bitext(sample_run, tmp_path):
+    """mining.one_to_one_rows: a language pair that could have more candidates passes them in rounds across
+    workers (pipelines.pairs.selection.OneToOne); the sample's five pairs so mined are the same bytes."""
+    output, first = sample_run
+    copy = tmp_path / "copy"
+    shutil.copytree(output, copy)
+    mining = {**load_settings()["mining"], "one_to_one_rows": 10}
+    report = run(settings(copy, mining=mining), PipelineOptions([]), ["pairs"])
+    assert bitext_bytes(copy) == bitext_bytes(output) and report["gold"]["all"] == first["gold"]["all"]
+
+
 def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
     return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
 

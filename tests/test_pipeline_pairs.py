@@ -1010,3 +1010,54 @@ def test_candidates_below_the_threshold_never_change_the_one_to_one_pairs():
         above = block.take(np.flatnonzero(block.score >= threshold))
         kept = list(one_to_one((("a", "b"), [above]), {("a", "b"): threshold})) if len(above) else []
         assert [(p.src.tolist(), p.tgt.tolist()) for _, p in every] == [(p.src.tolist(), p.tgt.tolist()) for _, p in kept]
+
+
+@pytest.mark.parametrize("rounds", [0, 1, 2, 8])
+def test_the_one_to_one_pass_in_rounds_across_shards_keeps_the_one_worker_pairs(rounds, monkeypatch):
+    """`max` selection for a pair too large for one worker: rounds of candidates first at both their sentences, by
+    target shard and by source shard, and the rest (after `rounds` rounds) on one worker, keep exactly the pairs
+    the one-worker pass keeps: random candidate graphs over several shards, with hubs, chains and tied margins."""
+    import apache_beam as beam
+    from apache_beam.testing.util import assert_that
+
+    from pipelines import layout
+    from pipelines.local_runner import LocalRunner
+    from pipelines.pairs import selection
+    from pipelines.pairs.blocks import PairBlock
+
+    monkeypatch.setattr(selection, "SPREAD_ROUNDS", rounds)
+    rng = np.random.default_rng(rounds)
+    pairs, expected = [], {}
+    for graph in range(6):
+        n = 400
+        src = layout.pack(rng.integers(0, 3, n), rng.integers(0, 60 + 40 * graph, n))
+        tgt = layout.pack(rng.integers(0, 4, n), rng.integers(0, 25 + 30 * graph, n))
+        keys = np.unique(np.stack([src, tgt], 1), axis=0)
+        scores = (rng.choice(np.float32([1.4, 1.5, 1.6]), len(keys)) if graph % 2 else
+                  rng.uniform(1.35, 2.0, len(keys)).astype(np.float32))
+        block = PairBlock(keys[:, 0], keys[:, 1], scores, scores, np.ones(len(keys), np.int8))
+        pair = (f"l{graph}", "eng")
+        kept = next(selection.one_to_one((pair, [block]), {pair: None}))[1]
+        expected[pair] = sorted(zip(kept.src.tolist(), kept.tgt.tolist()))
+        # as Select emits them: a block per source shard
+        pairs += [(pair, block.take(rows)) for _, rows in selection.by_shard(block.src)]
+
+    def same_pairs(found):
+        got = {}
+        for pair, block in found:
+            got.setdefault(pair, []).extend(zip(block.src.tolist(), block.tgt.tolist()))
+        assert {pair: sorted(kept) for pair, kept in got.items()} == expected
+
+    thresholds = {pair: None for pair in expected}
+    with beam.Pipeline(runner=LocalRunner()) as pipeline:
+        found = (pipeline | beam.Create(pairs, reshuffle=False)
+                 | selection.OneToOne(thresholds, spread=set(expected) - {("l5", "eng")}))  # one pair on one worker
+        assert_that(found, same_pairs)
+
+
+def test_one_to_one_rows_must_be_a_count():
+    from miner.mining import MiningConfig
+
+    for bad in (0, -1, 2.5, True, "1e7"):
+        with pytest.raises(ValueError, match="mining.one_to_one_rows must be a positive whole number"):
+            MiningConfig(one_to_one_rows=bad)

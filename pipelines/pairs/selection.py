@@ -1,6 +1,8 @@
 """Step 4 of the pairs stage: each sentence's best candidate (forward for sources, backward for targets), the two
 directions' choices joined by pair and kept as the selection mode says (miner.selection's modes); `max` (greedy
-one-to-one) over a language pair's bests, two numbers a sentence, never its texts or vectors."""
+one-to-one) over a language pair's bests at or above its threshold, four numbers a candidate, never texts or
+vectors: on one worker, or, for a pair that could have more than `mining.one_to_one_rows` candidates, in rounds
+across workers (OneToOne)."""
 
 from __future__ import annotations
 
@@ -104,3 +106,135 @@ def one_to_one(element, thresholds: dict) -> Iterable[tuple]:
         accepted = accepted[candidates.score[accepted] >= threshold]
     if len(accepted):
         yield pair, candidates.take(accepted)
+
+
+# Rounds of the spread one-to-one pass before what is left goes to one worker: on real candidates a handful of
+# rounds leave nothing (miner.selection.greedy_one_to_one, the same rule on one machine)
+SPREAD_ROUNDS = 8
+
+
+class OneToOne(beam.PTransform):
+    """`max` selection's greedy one-to-one pass per language pair, then its threshold: (pair, PairBlock) -> (pair,
+    the accepted pairs). A pair in `spread` (one that could have more candidates than a worker should hold) goes
+    in rounds: a candidate that comes first (margin, then source, then target reference) among the remaining ones
+    of both its sentences is one the sequential pass accepts, and every candidate sharing a sentence with it is one
+    it rejects; each round finds them by target shard (the best at each target) and by source shard (the best at
+    each source, and the accepting), and the sentences taken leave with their candidates. After SPREAD_ROUNDS
+    rounds the rest (on real data, nothing) is passed on one worker, whose result on it completes the sequential
+    pass's: the same pairs as the one-worker pass (tested)."""
+
+    def __init__(self, thresholds: dict, spread: set):
+        super().__init__()
+        self.thresholds, self.spread = thresholds, set(spread)
+
+    def expand(self, pairs):
+        spread, thresholds = self.spread, self.thresholds
+        if not spread:
+            return (pairs | "PerLanguagePair" >> beam.GroupByKey()
+                    | "Greedy" >> beam.FlatMap(one_to_one, thresholds))
+        outputs = [pairs | "OneWorker" >> beam.Filter(lambda e: e[0] not in spread)
+                   | "PerLanguagePair" >> beam.GroupByKey() | "Greedy" >> beam.FlatMap(one_to_one, thresholds)]
+        edges, taken = pairs | "Spread" >> beam.Filter(lambda e: e[0] in spread), None
+        for round_ in range(SPREAD_ROUNDS):
+            by_target = edges | f"Round{round_}ByTarget" >> beam.FlatMap(by_target_shard)
+            if taken is not None:
+                by_target = (by_target, taken) | f"Round{round_}WithTaken" >> beam.Flatten()
+            found = (by_target
+                     | f"Round{round_}PerTargetShard" >> beam.GroupByKey()
+                     | f"Round{round_}BestAtTarget" >> beam.ParDo(BestAtTarget())
+                     | f"Round{round_}PerSourceShard" >> beam.GroupByKey()
+                     | f"Round{round_}Accept" >> beam.ParDo(AcceptDominant()).with_outputs(
+                         AcceptDominant.ACCEPTED, AcceptDominant.TAKEN, main="edges"))
+            outputs.append(found[AcceptDominant.ACCEPTED])
+            edges, taken = found.edges, found[AcceptDominant.TAKEN]
+        rest = edges | "RestByTarget" >> beam.FlatMap(by_target_shard)
+        if taken is not None:
+            rest = (rest, taken) | "RestWithTaken" >> beam.Flatten()
+        rest = rest | "RestPerTargetShard" >> beam.GroupByKey() | "RestUntaken" >> beam.ParDo(Rest())
+        outputs.append(rest | "RestPerLanguagePair" >> beam.GroupByKey()
+                       | "RestGreedy" >> beam.FlatMap(one_to_one, thresholds))
+        return outputs | "Accepted" >> beam.Flatten()
+
+
+EDGES, TAKEN_TARGETS = "edges", "taken"
+
+
+def by_target_shard(element) -> Iterable[tuple]:
+    """(pair, candidates) -> ((pair, target shard), ("edges", those pointing into it))."""
+    pair, block = element
+    for shard, rows in by_shard(block.tgt):
+        yield (pair, shard), (EDGES, block.take(rows))
+
+
+def _first_of_each(vertex: np.ndarray, score: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """Whether each candidate comes first among those of its `vertex`: margin descending, then `other` ascending
+    (the one-worker pass's order: margin, source, target; a vertex's candidates share it)."""
+    order = np.lexsort((other, -score, vertex))
+    first = np.zeros(len(vertex), dtype=bool)
+    first[order[np.r_[True, vertex[order][1:] != vertex[order][:-1]]]] = True
+    return first
+
+
+def _split(element) -> tuple[PairBlock | None, np.ndarray]:
+    """A target shard's group: its candidates (None: none) and the targets taken in the round before."""
+    _, values = element
+    blocks = [v for kind, v in values if kind == EDGES]
+    taken = [v for kind, v in values if kind == TAKEN_TARGETS]
+    edges = PairBlock.concat(blocks) if blocks else None
+    return edges, np.concatenate(taken) if taken else np.empty(0, np.int64)
+
+
+def untaken(element) -> Iterable[tuple]:
+    """A target shard's candidates whose targets were not taken: (pair, candidates)."""
+    (pair, _), _ = element
+    edges, taken = _split(element)
+    if edges is not None:
+        edges = edges.take(np.flatnonzero(~np.isin(edges.tgt, taken)))
+        if len(edges):
+            yield pair, edges
+
+
+class Rest(beam.DoFn):
+    """The candidates the rounds left (their taken targets left out), counted: `pairs/one_to_one_rest`."""
+
+    def __init__(self):
+        self.rest = Metrics.counter("pairs", "one_to_one_rest")
+
+    def process(self, element):
+        for pair, edges in untaken(element):
+            self.rest.inc(len(edges))
+            yield pair, edges
+
+
+class BestAtTarget(beam.DoFn):
+    """A target shard's remaining candidates (the targets taken in the round before left out) -> each with whether
+    it comes first among its target's, keyed by source shard."""
+
+    def process(self, element):
+        for pair, edges in untaken(element):
+            first = _first_of_each(edges.tgt, edges.score, edges.src)
+            for shard, rows in by_shard(edges.src):
+                yield (pair, shard), (edges.take(rows), first[rows])
+
+
+class AcceptDominant(beam.DoFn):
+    """A source shard's candidates with their targets' verdicts -> the accepted ones (first at both sentences), the
+    targets they take (keyed by target shard, for the next round's groups), and the candidates left (those of
+    neither a taken source, all of them here, nor a target taken here)."""
+
+    ACCEPTED, TAKEN = "accepted", "taken"
+
+    def process(self, element):
+        (pair, _), parts = element
+        parts = list(parts)
+        edges = PairBlock.concat([block for block, _ in parts])
+        first_at_target = np.concatenate([flags for _, flags in parts])
+        accept = first_at_target & _first_of_each(edges.src, edges.score, edges.tgt)
+        accepted = edges.take(np.flatnonzero(accept))
+        if len(accepted):
+            yield beam.pvalue.TaggedOutput(self.ACCEPTED, (pair, accepted))
+            for shard, rows in by_shard(accepted.tgt):
+                yield beam.pvalue.TaggedOutput(self.TAKEN, ((pair, shard), (TAKEN_TARGETS, accepted.tgt[rows])))
+        left = ~(np.isin(edges.src, accepted.src) | np.isin(edges.tgt, accepted.tgt))
+        if left.any():
+            yield pair, edges.take(np.flatnonzero(left))

@@ -17,7 +17,7 @@ from pipelines.pairs.margins import ScoreCandidates, neighbourhoods_by_pair, rat
 from pipelines.pairs.output import AttachSide, FilterPairs, WriteBitextParts, most_mined_pairs
 from pipelines.pairs.plan import join_waves, search_plan
 from pipelines.pairs.refine import RefinePairs, refined_by_rows
-from pipelines.pairs.selection import BestCandidates, Select, one_to_one
+from pipelines.pairs.selection import BestCandidates, OneToOne, Select
 from pipelines.settings import bitext_settings, embed_settings, mining_config, threshold_offsets
 
 log = logging.getLogger("pipelines.pairs")
@@ -72,8 +72,9 @@ class MinePairs(beam.PTransform):
                  | "BySourceShard" >> beam.GroupByKey()
                  | "Select" >> beam.ParDo(Select(config.selection, thresholds, config.min_cosine)))
         if config.selection == "max":
-            pairs = (pairs | "PerLanguagePair" >> beam.GroupByKey()
-                     | "OneToOne" >> beam.FlatMap(one_to_one, thresholds))
+            rows = {lang: entry["rows"] for lang, entry in manifest["languages"].items()}
+            spread = {pair for pair in self.pairs if rows[pair[0]] + rows[pair[1]] > config.one_to_one_rows}
+            pairs = pairs | "OneToOne" >> OneToOne(thresholds, spread)
         if refine:
             pairs = pairs | "RefinePairs" >> RefinePairs(manifest, config, ratio_floor(config, manifest), uses,
                                                           self.thresholds)
