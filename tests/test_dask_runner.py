@@ -401,7 +401,8 @@ def test_partitions_follow_the_inputs_a_create_a_flatten_and_a_grouping():
 
 def test_the_k_nn_join_in_waves_on_dask_writes_the_direct_runners_bytes(tmp_path):
     """knn.wave_bytes far below what the join ships: on worker processes, each wave's groups sent once the wave
-    before is compared (a side input every task of the next wave waits for), and the bitext of one wave."""
+    before is compared (a side input every task of the next wave waits for), and the bitext of one wave; there
+    the one-to-one pass goes in rounds across the workers too (mining.one_to_one_rows), to the same pairs."""
     from pipelines import layout, storage
     from pipelines.mine import run as run_job
     from tests.test_pipeline_pairs import settings_for, write_shards
@@ -412,6 +413,8 @@ def test_the_k_nn_join_in_waves_on_dask_writes_the_direct_runners_bytes(tmp_path
         write_shards(output, 2)
         settings = settings_for(output, "max")
         settings["knn"] = {"index": "IVF4,Flat", "nprobe": 2, "max_list_rows": 8, "wave_bytes": wave_bytes}
+        if wave_bytes:
+            settings["mining"] = {**settings["mining"], "one_to_one_rows": 1}
         report = run_job(settings, PipelineOptions(runner), ["embed", "pairs"])
         found.append((storage.read_bytes(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0]),
                       report["counters"]["pairs"]["pairs"]))
