@@ -88,6 +88,15 @@ def language_pairs(languages: list[str], pairing: str, pivot: str) -> list[tuple
     return [(a, b) for i, a in enumerate(languages) for b in languages[i + 1:]]
 
 
+def with_defaults(settings: dict, name: str, defaults: dict) -> dict:
+    """Section `name` with `defaults` filled in; a key it does not know is an error naming the known ones."""
+    values = dict(settings.get(name) or {})
+    unknown = set(values) - set(defaults)
+    if unknown:
+        raise ValueError(f"{name}: unknown setting(s) {sorted(unknown)}; known: {sorted(defaults)}")
+    return {**defaults, **values}
+
+
 # -- the embed section --------------------------------------------------------------------------------------------
 
 EMBED_DEFAULTS = {"batch_size": 1024, "dtype": "float16", "share_model": "auto", "binary_center": "language",
@@ -98,11 +107,7 @@ def embed_settings(settings: dict) -> dict:
     """The embed section with its defaults, checked."""
     from encoders import binary
 
-    values = dict(settings.get("embed") or {})
-    unknown = set(values) - set(EMBED_DEFAULTS)
-    if unknown:
-        raise ValueError(f"embed: unknown setting(s) {sorted(unknown)}; known: {sorted(EMBED_DEFAULTS)}")
-    values = {**EMBED_DEFAULTS, **values}
+    values = with_defaults(settings, "embed", EMBED_DEFAULTS)
     if values["dtype"] not in ("float16", "float32", binary.DTYPE):
         raise ValueError(f"embed.dtype must be float16, float32 or binary, got {values['dtype']!r}")
     if values["binary_center"] not in binary.CENTERS:
@@ -184,11 +189,7 @@ BITEXT_DEFAULTS = {"rows_per_part": 1_000_000}
 
 def bitext_settings(settings: dict) -> dict:
     """The bitext section with its defaults, checked."""
-    values = dict(settings.get("bitext") or {})
-    unknown = set(values) - set(BITEXT_DEFAULTS)
-    if unknown:
-        raise ValueError(f"bitext: unknown setting(s) {sorted(unknown)}; known: {sorted(BITEXT_DEFAULTS)}")
-    values = {**BITEXT_DEFAULTS, **values}
+    values = with_defaults(settings, "bitext", BITEXT_DEFAULTS)
     rows = values["rows_per_part"]
     if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
         raise ValueError(f"bitext.rows_per_part must be a positive whole number of pairs, got {rows!r}")
