@@ -85,10 +85,11 @@ class WriteBitextParts(beam.PTransform):
             # no pair can pass a part (most_mined_pairs): one file each, without the histogram's steps (5-8% of
             # the stage's CPU at 10^4 sentences a language)
             return pairs | "PerPair" >> beam.GroupByKey() | "Write" >> beam.ParDo(WriteBitext(self.output))
+        rows = self.rows_per_part
         floors = (pairs
                   | "ScoreBins" >> beam.FlatMap(lambda e: [(e[0], score_bins(e[1].score))] if e[1] is not None else [])
                   | "CountBins" >> beam.CombinePerKey(MergeCounts())
-                  | "PartFloors" >> beam.MapTuple(lambda pair, bins: (pair, part_floors(bins, self.rows_per_part))))
+                  | "PartFloors" >> beam.MapTuple(lambda pair, bins: (pair, part_floors(bins, rows))))
         return (pairs
                 | "ByPart" >> beam.FlatMap(into_parts, beam.pvalue.AsDict(floors))
                 | "PerPart" >> beam.GroupByKey()
