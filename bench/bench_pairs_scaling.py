@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gzip
 import hashlib
 import io
 import json
@@ -49,6 +50,7 @@ sys.path.insert(0, str(REPO / "bench"))
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
 
 import numpy as np
+import pyarrow as pa
 from bench_text import cpu_seconds
 from planted_vectors import synthetic, unit
 
@@ -172,6 +174,7 @@ def run_stage(n: int, dim: int, seed: int, args, dtype: str = "float16") -> dict
     nlist = nlist_for(n, args.rows_per_list)
     settings = {"output": output, "encoder": "synthetic", "languages": list(LANGUAGES), "pairs": "pivot",
                 "pivot": "eng_Latn", "pair_filter": False,
+                **({"bitext": {"rows_per_part": args.rows_per_part}} if args.rows_per_part else {}),
                 "mining": {"k": args.k, "margin": "ratio", "selection": "max",
                            **({"one_to_one_rows": args.one_to_one_rows} if args.one_to_one_rows else {})},
                 "knn": {"index": f"IVF{nlist},Flat", "nprobe": args.nprobe, "exact_below": 1,
@@ -192,11 +195,16 @@ def run_stage(n: int, dim: int, seed: int, args, dtype: str = "float16") -> dict
     cpu, wall = tree.cpu() - cpu, time.perf_counter() - wall
     counters = report["counters"]["pairs"]["pairs"]
     waves = storage.read_json(layout.manifest_path(output, "pairs")).get("join_waves", 1)
-    files = layout.bitext_files(output, *LANGUAGES)
-    table = storage.read_parquet(files[0], columns=["src_text", "tgt_text"])
+    parts = layout.bitext_parts(storage.read_json(layout.manifest_path(output, "pairs"))["pairs"][0])
+    files = [storage.join(output, part[kind]) for kind in ("parquet", "tsv") for part in parts]
+    table = pa.concat_tables([storage.read_parquet(storage.join(output, part["parquet"]), columns=["src_text",
+                                                                                                   "tgt_text"])
+                              for part in parts])
     # the bitext's bytes, so that a change meant to keep them (issue 23: block-wise work, faster comparisons) is
-    # checked at every benchmark size, not only on the sample
+    # checked at every benchmark size, not only on the sample; its TSV text alike in one file or in parts
     bitext_sha256 = hashlib.sha256(b"".join(storage.read_bytes(path) for path in files)).hexdigest()
+    tsv_text_sha256 = hashlib.sha256(b"".join(gzip.decompress(storage.read_bytes(storage.join(output, part["tsv"])))
+                                              for part in parts)).hexdigest()
     mined = {(int(s.rsplit(" ", 1)[1]), int(t.rsplit(" ", 1)[1])) for s, t in
              zip(table["src_text"].to_pylist(), table["tgt_text"].to_pylist())}
     shutil.rmtree(output, ignore_errors=True)
@@ -214,7 +222,8 @@ def run_stage(n: int, dim: int, seed: int, args, dtype: str = "float16") -> dict
             "refined_pairs": counters.get("refined", 0),
             "vector_bytes_shuffled_per_sentence": round(sent * row_bytes / sentences, 1),
             "similarities_per_sentence": round(counters["similarities_computed"] / sentences, 1),
-            "pairs": len(mined), "bitext_sha256": bitext_sha256,
+            "pairs": len(mined), "bitext_sha256": bitext_sha256, "tsv_text_sha256": tsv_text_sha256,
+            "bitext_parts": len(parts),
             "planted_recall": round(len(mined & set(planted.items())) / len(planted), 4),
             "one_to_one_rest": counters.get("one_to_one_rest", 0),
             "queries_searched_exactly_after_short_lists":
@@ -320,6 +329,9 @@ def main() -> None:
                         "reported (with every run's CPU per sentence)")
     parser.add_argument("--repeat-below", type=int, default=100_000)
     parser.add_argument("--k", type=int, default=4)
+    parser.add_argument("--rows-per-part", type=int, default=None,
+                        help="bitext.rows_per_part: below the pairs mined, the bitext is written in parts by score "
+                        "range (bitext_sha256 then hashes the parts, tsv_text_sha256 compares with one file)")
     parser.add_argument("--one-to-one-rows", type=int, default=None,
                         help="mining.one_to_one_rows: below 2 N, max selection's one-to-one pass goes in rounds "
                         "across workers (the same bitext)")
