@@ -21,7 +21,7 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions
 
 from pipelines import dofn_inspection, layout, manifests, storage
-from pipelines.dependencies import NOT_RECORDED, change_lines, changed_keys, stage_dependencies
+from pipelines.dependencies import NOT_RECORDED, change_lines, changed_keys, input_files, stage_dependencies
 from pipelines.options import (
     STAGES,
     MineOptions,
@@ -281,9 +281,20 @@ def plan_stages(settings: dict, stages: list[str], rerun: bool) -> list[tuple[st
     return plan
 
 
-def format_plan(output: str, decisions: list[StageDecision]) -> str:
-    """`--plan`: each stage's decision and why, with what changed and what the stage took when it last ran."""
+def readable_size(size: int) -> str:
+    """Bytes as a person reads them: 812 B, 3.4 MB, 1.21 TB (powers of 1000, as storage bills them)."""
+    for unit, scale in (("B", 1), ("kB", 1e3), ("MB", 1e6), ("GB", 1e9), ("TB", 1e12)):
+        value = float(f"{size / scale:.3g}")  # three figures, rounded before the unit is chosen (999,999 B: 1 MB)
+        if value < 1000 or unit == "TB":
+            return f"{value:g} {unit}"
+
+
+def format_plan(output: str, decisions: list[StageDecision], inputs: list[list] | None = None) -> str:
+    """`--plan`: each stage's decision and why, with what changed and what the stage took when it last ran; with
+    `inputs` ([path, size, time] of the crawl files), how much an extract stage that runs reads."""
     lines = [f"plan for {output} (nothing was run, written or deleted):"]
+    if inputs is not None and any(d.name == "extract" and d.action == "run" for d in decisions):
+        lines.append(f"  input: {len(inputs)} files, {readable_size(sum(row[1] for row in inputs))} to read")
     for decision in decisions:
         action = {"absent": "-", "refuse": "error"}.get(decision.action, decision.action)
         took = f" (took {decision.seconds:.1f} s last time)" if decision.seconds is not None else ""
@@ -370,7 +381,8 @@ def main(argv: list[str] | None, builders: dict, prog: str, description: str | N
             builders[name].check(settings)
         if mine_options.plan:  # before models are staged to a remote runner's storage: nothing is written
             decisions = stage_decisions(settings, stages, mine_options.rerun)
-            print(format_plan(settings["output"], decisions))
+            inputs = input_files(settings["input"]) if settings.get("input") else None
+            print(format_plan(settings["output"], decisions, inputs))
             refused = next((d for d in decisions if d.action == "refuse"), None)
             if refused:
                 raise ValueError(refused.error)

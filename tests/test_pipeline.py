@@ -343,10 +343,20 @@ def test_plan_says_what_would_run_and_why_and_touches_nothing(sample_run, tmp_pa
     assert snapshot(copy) == before
 
 
+def test_sizes_are_told_in_the_units_storage_bills():
+    from pipelines.job import readable_size
+
+    assert [readable_size(n) for n in (0, 812, 3_400_000, 1_210_000_000_000, 999_999, 4 * 10**15)] == [
+        "0 B", "812 B", "3.4 MB", "1.21 TB", "1 MB", "4000 TB"]
+
+
 def test_plan_of_a_fresh_output_folder_creates_nothing(tmp_path, capsys):
     output = tmp_path / "never"
     assert main(["--output", str(output), "--plan", "--quiet"]) == 0
-    assert capsys.readouterr().out.count("no finished output") == 3
+    plan = capsys.readouterr().out
+    assert plan.count("no finished output") == 3
+    size = (REPO / "sample" / "web" / "sample.warc.gz").stat().st_size
+    assert f"input: 1 files, {float(f'{size / 1e3:.3g}'):g} kB to read" in plan and 1e3 <= size < 999_500
     assert not output.exists()
 
 
