@@ -940,34 +940,53 @@ def test_the_join_spreads_its_work_where_there_is_more_than_one_worker(argv, spr
 
 def test_bitext_parts_follow_the_score_order_and_never_split_a_bin():
     """The parts' floors come from a pair's score histogram, best first: at most rows_per_part pairs a part
-    unless one bin holds more, every score in exactly one part, the parts' score ranges in order."""
+    unless one bin holds more, every score in exactly one part, the parts' score ranges in order, and each part
+    knows how many pairs it must hold."""
     from pipelines.pairs.blocks import PairBlock
-    from pipelines.pairs.output import SCORE_BIN_SHIFT, into_parts, order_keys, part_floors, score_bins
+    from pipelines.pairs.output import SCORE_BIN_SHIFT, into_parts, order_keys, part_floors, parts_of, score_bins
 
     rng = np.random.default_rng(3)
     scores = np.concatenate([rng.uniform(-2, 3, 997), [1.25] * 40, [0.0, -0.0, 2.5]]).astype(np.float32)
     assert np.array_equal(np.argsort(order_keys(scores), kind="stable"), np.argsort(scores, kind="stable"))
-    floors = part_floors(score_bins(scores), 100)
-    assert floors == sorted(floors, reverse=True) and len(floors) >= 11
+    floors, counts = parts_of(score_bins(scores), 100)
+    assert floors == sorted(floors, reverse=True) and len(floors) >= 11 and sum(counts) == len(scores)
     n = len(scores)
     block = PairBlock(np.arange(n), np.arange(n), scores, scores, np.zeros(n, np.int8))
-    pieces = list(into_parts((("deu_Latn", "eng_Latn"), block), {("deu_Latn", "eng_Latn"): floors}))
-    assert sorted(key[1] for key, _ in pieces) == list(range(len(floors)))
-    assert all(key[2] == len(floors) for key, _ in pieces)
-    assert sum(len(piece) for _, piece in pieces) == n
-    ranked = sorted(pieces, key=lambda piece: piece[0][1])
-    for (_, better), (_, worse) in zip(ranked, ranked[1:]):
+    halves = [block.take(np.arange(0, n, 2)), block.take(np.arange(1, n, 2))]  # blocks as Select sends them
+    pieces = [piece for half in halves
+              for piece in into_parts((("deu_Latn", "eng_Latn"), half), {("deu_Latn", "eng_Latn"): (floors, counts)})]
+    held = {}
+    for (_, part, parts, expected), piece in pieces:
+        assert parts == len(floors) and expected == counts[part]
+        held.setdefault(part, []).append(piece)
+    assert sorted(held) == list(range(len(floors)))
+    assert [sum(len(p) for p in held[part]) for part in sorted(held)] == counts
+    ranked = [PairBlock.concat(held[part]) for part in sorted(held)]
+    for better, worse in zip(ranked, ranked[1:]):
         assert better.score.min() > worse.score.max()
-    tied = [piece for _, piece in pieces if np.any(piece.score == np.float32(1.25))]
-    assert len(tied) == 1  # 40 equal scores, one part
-    bins = {key: len(piece) for key, piece in pieces}
-    assert max(bins.values()) <= 100
+    assert sum(np.any(part.score == np.float32(1.25)) for part in ranked) == 1  # 40 equal scores, one part
+    assert max(counts) <= 100
     assert part_floors({7: 500, 3: 20}, 100) == [7, 3]  # a bin larger than a part is a part of its own
     assert part_floors({7: 50, 3: 20}, 100) == [3] and part_floors({}, 100) == []
     assert (order_keys(np.float32([1.0])) >> SCORE_BIN_SHIFT)[0] > (order_keys(np.float32([0.999])) >> SCORE_BIN_SHIFT)[0]
-    # a pair's empty marker joins its first part, and a pair in one part keeps one key
-    assert list(into_parts((("a", "b"), None), {("a", "b"): floors})) == [((("a", "b"), 0, len(floors)), None)]
-    assert [key for key, _ in into_parts((("a", "b"), block), {})] == [(("a", "b"), 0, 1)]
+    # a pair's empty marker joins its first part; a pair in one file keeps one key, as does one with no bins
+    assert list(into_parts((("a", "b"), None), {("a", "b"): (floors, counts)})) == [
+        ((("a", "b"), 0, len(floors), counts[0]), None)]
+    assert [key for key, _ in into_parts((("a", "b"), block), {})] == [(("a", "b"), 0, 1, None)]
+    assert [key for key, _ in into_parts((("a", "b"), block), {("a", "b"): ([], [])})] == [(("a", "b"), 0, 1, None)]
+
+
+def test_a_bitext_part_that_arrives_incomplete_is_an_error_not_a_file(tmp_path):
+    from pipelines.pairs.blocks import PairBlock
+    from pipelines.pairs.output import WriteBitext
+
+    n = 3
+    block = PairBlock(np.arange(n), np.arange(n), np.ones(n, np.float32), np.ones(n, np.float32),
+                      np.ones(n, np.int8))
+    writer = WriteBitext(str(tmp_path))
+    with pytest.raises(RuntimeError, match="deu_Latn-eng_Latn bitext part 1 of 4: 3 pairs arrived, 5 counted"):
+        list(writer.process(((("deu_Latn", "eng_Latn"), 1, 4, 5), [block])))
+    assert not list(tmp_path.rglob("*.parquet"))
 
 
 def test_the_most_pairs_a_selection_can_keep_bounds_when_parts_are_needed():

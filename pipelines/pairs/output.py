@@ -89,7 +89,7 @@ class WriteBitextParts(beam.PTransform):
         floors = (pairs
                   | "ScoreBins" >> beam.FlatMap(lambda e: [(e[0], score_bins(e[1].score))] if e[1] is not None else [])
                   | "CountBins" >> beam.CombinePerKey(MergeCounts())
-                  | "PartFloors" >> beam.MapTuple(lambda pair, bins: (pair, part_floors(bins, rows))))
+                  | "PartFloors" >> beam.MapTuple(lambda pair, bins: (pair, parts_of(bins, rows))))
         return (pairs
                 | "ByPart" >> beam.FlatMap(into_parts, beam.pvalue.AsDict(floors))
                 | "PerPart" >> beam.GroupByKey()
@@ -151,18 +151,35 @@ def part_floors(bins: dict[int, int], rows_per_part: int) -> list[int]:
     return floors + [last] if last is not None else []
 
 
-def into_parts(element, floors: dict):
-    """(pair, block) -> ((pair, part, parts), the block's rows in that part); a pair's empty marker (None) joins its
+def parts_of(bins: dict[int, int], rows_per_part: int) -> tuple[list[int], list[int]]:
+    """A pair's part floors (part_floors) and how many pairs each part holds: what its writer must receive."""
+    floors = part_floors(bins, rows_per_part)
+    counts = [0] * len(floors)
+    for key, n in bins.items():
+        counts[_part_of(floors, np.array([key]))[0]] += n
+    return floors, counts
+
+
+def _part_of(floors: list[int], bins: np.ndarray) -> np.ndarray:
+    return np.searchsorted(-np.asarray(floors, dtype=np.int64), -bins.astype(np.int64))  # floors descend
+
+
+def into_parts(element, parts_by_pair: dict):
+    """(pair, block) -> ((pair, part, parts, pairs the part holds), the block's rows in that part) for a pair
+    in parts (parts_of), ((pair, 0, 1, None), block) for one in one file; a pair's empty marker (None) joins its
     first part, so a pair without pairs is written too."""
     pair, block = element
-    parts = len(floors.get(pair) or [None])
-    if block is None or parts == 1:
-        yield (pair, 0, parts), block
+    floors, counts = parts_by_pair.get(pair) or ([None], [None])
+    parts = len(floors)
+    if parts <= 1:  # one file (a pair whose blocks were all empty counts no bin: one file too)
+        yield (pair, 0, 1, None), block
         return
-    lowest_first = -np.asarray(floors[pair], dtype=np.int64)  # floors descend: their negatives ascend
-    part = np.searchsorted(lowest_first, -(order_keys(block.score) >> SCORE_BIN_SHIFT).astype(np.int64))
+    if block is None:
+        yield (pair, 0, parts, counts[0]), None
+        return
+    part = _part_of(floors, order_keys(block.score) >> SCORE_BIN_SHIFT)
     for index in np.unique(part).tolist():
-        yield (pair, index, parts), block.take(np.flatnonzero(part == index))
+        yield (pair, index, parts, counts[index]), block.take(np.flatnonzero(part == index))
 
 
 @th.with_output_types(th.Dict[str, th.Any])
@@ -175,8 +192,12 @@ class WriteBitext(beam.DoFn):
 
     def process(self, element):
         key, blocks = element
-        (src_lang, tgt_lang), part, parts = (key, 0, 1) if isinstance(key[0], str) else key  # a pair, or its part
+        # a pair, or its part with the pairs the part must hold
+        (src_lang, tgt_lang), part, parts, expected = (key, 0, 1, None) if isinstance(key[0], str) else key
         pairs = PairBlock.concat([b for b in blocks if b is not None] or [empty_pairs()]).best_first()
+        if expected is not None and len(pairs) != expected:
+            raise RuntimeError(f"{src_lang}-{tgt_lang} bitext part {part} of {parts}: {len(pairs)} pairs arrived, "
+                               f"{expected} counted by score: the runner delivered the part incomplete or twice")
         parquet, tsv = layout.bitext_files(self.output, src_lang, tgt_lang, part, parts)
         table = bitext_table(pairs, src_lang, tgt_lang)
         storage.write_parquet(parquet, table)
