@@ -1046,7 +1046,7 @@ def test_the_one_to_one_pass_in_rounds_across_shards_keeps_the_one_worker_pairs(
 
     monkeypatch.setattr(selection, "SPREAD_ROUNDS", rounds)
     rng = np.random.default_rng(rounds)
-    pairs, expected = [], {}
+    pairs, expected, thresholds = [], {}, {}
     for graph in range(6):
         n = 400
         src = layout.pack(rng.integers(0, 3, n), rng.integers(0, 60 + 40 * graph, n))
@@ -1056,7 +1056,8 @@ def test_the_one_to_one_pass_in_rounds_across_shards_keeps_the_one_worker_pairs(
                   rng.uniform(1.35, 2.0, len(keys)).astype(np.float32))
         block = PairBlock(keys[:, 0], keys[:, 1], scores, scores, np.ones(len(keys), np.int8))
         pair = (f"l{graph}", "eng")
-        kept = next(selection.one_to_one((pair, [block]), {pair: None}))[1]
+        thresholds[pair] = 1.5 if graph % 3 == 0 else None  # a threshold on candidates left in (the rounds apply it)
+        kept = next(selection.one_to_one((pair, [block]), thresholds))[1]
         expected[pair] = sorted(zip(kept.src.tolist(), kept.tgt.tolist()))
         # as Select emits them: a block per source shard
         pairs += [(pair, block.take(rows)) for _, rows in selection.by_shard(block.src)]
@@ -1067,7 +1068,6 @@ def test_the_one_to_one_pass_in_rounds_across_shards_keeps_the_one_worker_pairs(
             got.setdefault(pair, []).extend(zip(block.src.tolist(), block.tgt.tolist()))
         assert {pair: sorted(kept) for pair, kept in got.items()} == expected
 
-    thresholds = {pair: None for pair in expected}
     with beam.Pipeline(runner=LocalRunner()) as pipeline:
         found = (pipeline | beam.Create(pairs, reshuffle=False)
                  | selection.OneToOne(thresholds, spread=set(expected) - {("l5", "eng")}))  # one pair on one worker

@@ -121,7 +121,8 @@ class OneToOne(beam.PTransform):
     it rejects; each round finds them by target shard (the best at each target) and by source shard (the best at
     each source, and the accepting), and the sentences taken leave with their candidates. After SPREAD_ROUNDS
     rounds the rest (on real data, nothing) is passed on one worker, whose result on it completes the sequential
-    pass's: the same pairs as the one-worker pass (tested)."""
+    pass's: the same pairs as the one-worker pass (tested). The threshold applies to the accepted pairs either way
+    (Select has left out the candidates below it already, where it knew it)."""
 
     def __init__(self, thresholds: dict, spread: set):
         super().__init__()
@@ -153,7 +154,17 @@ class OneToOne(beam.PTransform):
         rest = rest | "RestPerTargetShard" >> beam.GroupByKey() | "RestUntaken" >> beam.ParDo(Rest())
         outputs.append(rest | "RestPerLanguagePair" >> beam.GroupByKey()
                        | "RestGreedy" >> beam.FlatMap(one_to_one, thresholds))
-        return outputs | "Accepted" >> beam.Flatten()
+        return (outputs | "Accepted" >> beam.Flatten()
+                | "AtThreshold" >> beam.FlatMap(at_threshold, thresholds))
+
+
+def at_threshold(element, thresholds: dict) -> Iterable[tuple]:
+    """(pair, accepted pairs) -> those at or above the pair's threshold (all, without one)."""
+    pair, block = element
+    threshold = thresholds[pair]
+    kept = block if threshold is None else block.take(np.flatnonzero(block.score >= threshold))
+    if len(kept):
+        yield pair, kept
 
 
 EDGES, TAKEN_TARGETS = "edges", "taken"
