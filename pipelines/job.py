@@ -200,6 +200,7 @@ REASONS = {
     "same": "finished with the same inputs and settings",
     "unrecorded": "its output records no dependencies: used unchecked",
     "stale": "made with other inputs or settings", "absent": "left out (--stages) and not finished here",
+    "needs": "the stage before it is neither run nor finished",
 }
 
 
@@ -254,6 +255,11 @@ def stage_decisions(settings: dict, stages: list[str], rerun: bool) -> list[Stag
         else:
             decisions.append(StageDecision(name, "reuse", "unrecorded" if changed else "same",
                                            manifest=manifests.resolve(earlier, output, name), seconds=seconds))
+    for before, decision in zip(decisions, decisions[1:]):  # a stage reads the one before it: refused now, not
+        if decision.action == "run" and before.action == "absent":  # after the stages before it have run for hours
+            decision.action, decision.reason = "refuse", "needs"
+            decision.error = (f"{decision.name}: needs the {before.name} stage's output, which {output} does not "
+                              f"have: run that stage too (--stages {before.name},{decision.name})")
     return decisions
 
 

@@ -350,6 +350,15 @@ def test_sizes_are_told_in_the_units_storage_bills():
         "0 B", "812 B", "3.4 MB", "1.21 TB", "1 MB", "4000 TB"]
 
 
+def test_a_stage_whose_input_stage_is_neither_run_nor_finished_is_refused_before_any_stage_runs(tmp_path, capsys):
+    output = tmp_path / "half"
+    assert main(["--output", str(output), "--stages", "extract,pairs", "--quiet"]) == 2
+    assert "pairs: needs the embed stage's output" in capsys.readouterr().err
+    assert not output.exists()  # the extract stage did not run first
+    assert main(["--output", str(output), "--stages", "extract,pairs", "--plan", "--quiet"]) == 2
+    assert "pairs    error  the stage before it is neither run nor finished" in capsys.readouterr().out
+
+
 def test_plan_of_a_fresh_output_folder_creates_nothing(tmp_path, capsys):
     output = tmp_path / "never"
     assert main(["--output", str(output), "--plan", "--quiet"]) == 0
