@@ -28,7 +28,7 @@ from pathlib import Path
 
 from encoders.batching import BadSentenceError
 from encoders.char_ngram import CharNgramEncoder
-from encoders.checkpoint import HUB_ID, CheckpointError, read_checkpoint
+from encoders.checkpoint import HUB_ID, CheckpointError, check_hub_id, read_checkpoint
 from encoders.ensemble import EnsembleEncoder, is_ensemble, read_ensemble
 from encoders.lens import is_lens, read_lens
 
@@ -40,7 +40,8 @@ __all__ = ["BadSentenceError", "CheckpointError", "binary_code", "check_spec", "
 
 def check_spec(spec: str) -> None:
     """Raise, naming the problem, when `spec` cannot name an encoder here, without loading one: the built-in USE
-    checks that its package is installed, a checkpoint folder that its layout reads (JSON only)."""
+    checks that its package is installed, a checkpoint folder that its layout reads (JSON only), a hub id that the
+    model is cached or known to the hub (check_hub_id)."""
     if spec == USE_MULTILINGUAL:
         from encoders.use_multilingual import check_installed
 
@@ -56,6 +57,8 @@ def check_spec(spec: str) -> None:
         read_checkpoint(spec)
     elif not HUB_ID.match(spec):
         raise _unknown(spec)
+    else:
+        check_hub_id(spec)
 
 
 def binary_code(spec: str) -> str:

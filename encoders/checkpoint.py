@@ -184,6 +184,31 @@ def _json(path: Path):
         raise CheckpointError(f"{path}: not valid JSON ({err})") from None
 
 
+def check_hub_id(model_id: str, timeout_s: float = 10.0) -> None:
+    """Before any work: `model_id`, which names no local folder, is a hub model that is cached here or that the hub
+    knows (its metadata only, nothing downloaded). Where the id's first part is a local folder, it is a mistyped
+    path far more often than a hub id: that is said at once, with the folder's closest names, and the hub is not
+    asked."""
+    import difflib
+
+    parent = Path(model_id).parent
+    if parent.is_dir() and str(parent) not in ("", "."):
+        near = difflib.get_close_matches(Path(model_id).name, sorted(p.name for p in parent.iterdir()), n=3)
+        raise CheckpointError(f"{model_id}: no such folder" + (f" (in {parent}/: {', '.join(near)}?)" if near else "")
+                              + f"; {parent}/ is a local folder, so this is not taken for a hub id")
+    from huggingface_hub import try_to_load_from_cache
+
+    if isinstance(try_to_load_from_cache(model_id, "config.json"), str):
+        return
+    try:
+        from huggingface_hub import HfApi
+
+        HfApi().model_info(model_id, timeout=timeout_s)
+    except Exception as err:  # offline, unknown id, gated repo: all end the same way for the user
+        raise CheckpointError(f"{model_id}: not a local folder, and the hub model could not be found "
+                              f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})") from None
+
+
 def resolve_hub_id(model_id: str) -> Path:
     """Download (or find in the local cache) a hub model's data files, never its code or pickles."""
     try:

@@ -69,6 +69,34 @@ def test_unknown_names(tmp_path):
         load_encoder("no-such-org/no-such-model")
 
 
+def test_a_mistyped_encoder_folder_is_named_before_any_work_with_its_nearest_names(tmp_path, monkeypatch):
+    """An encoder spec that names no folder but reads as org/name, where `org` is a local folder, is a mistyped
+    path: check_spec says so at once, with the folder's closest names, and asks no hub."""
+    from encoders import check_spec
+
+    (tmp_path / "models" / "cmlm-ensemble").mkdir(parents=True)
+    (tmp_path / "models" / "other").mkdir()
+    monkeypatch.chdir(tmp_path)
+    asked = []
+    monkeypatch.setattr("huggingface_hub.HfApi.model_info", lambda *a, **k: asked.append(a))
+    with pytest.raises(CheckpointError, match=r"models/cmlm-ensmble: no such folder \(in models/: cmlm-ensemble\?\)"):
+        check_spec("models/cmlm-ensmble")
+    assert not asked
+    check_spec("some-org/some-model")  # no such local folder: the hub is asked (here: told it exists)
+    assert asked
+
+
+def test_a_mistyped_encoder_stops_the_job_before_the_extract_stage(tmp_path, capsys, monkeypatch):
+    from pipelines.mine import main
+    from tests.conftest import REPO
+
+    monkeypatch.chdir(REPO)  # where models/ is
+    output = tmp_path / "out"
+    assert main(["--output", str(output), "--encoder", "models/cmlm-ensmble", "--quiet"]) == 2
+    assert "models/cmlm-ensmble: no such folder (in models/: cmlm-ensemble" in capsys.readouterr().err
+    assert not output.exists()
+
+
 def _edit(path, **changes):
     data = json.loads(path.read_text())
     data.update(changes)
