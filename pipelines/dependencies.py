@@ -81,9 +81,9 @@ MISSING = object()  # a setting or file one side does not have
 
 
 def change_lines(recorded: dict | None, current: dict, limit: int = 8) -> list[str]:
-    """What changed, a line a setting (`pairs.mining.threshold: 1.35 -> 1.4`) and a line a file list (`input
-    files: 2 added (a.warc.gz, b.warc.gz), 1 changed (c.warc.gz)`), at most `limit` lines: what a user reads
-    before paying for a stage again."""
+    """What changed, a line a setting by the name `--set` takes (`mining.threshold: 1.35 -> 1.4`) and a line a file
+    list (`input files: 2 added (a.warc.gz, b.warc.gz); 1 changed (c.warc.gz)`), at most `limit` lines: what a user
+    reads before paying for a stage again."""
     if recorded is None:
         return ["its output records no dependencies"]
     lines = []
