@@ -1080,3 +1080,32 @@ def test_one_to_one_rows_must_be_a_count():
     for bad in (0, -1, 2.5, True, "1e7"):
         with pytest.raises(ValueError, match="mining.one_to_one_rows must be a positive whole number"):
             MiningConfig(one_to_one_rows=bad)
+
+
+def test_a_group_the_runner_loses_in_the_rounds_stops_the_pass_with_an_error(monkeypatch):
+    """Every candidate that enters the spread one-to-one pass must end accepted, rejected or in the rest once: a
+    candidate lost on the way (a runner delivering a group short) is an error naming the pair, not fewer pairs."""
+    import apache_beam as beam
+
+    from pipelines import layout
+    from pipelines.local_runner import LocalRunner
+    from pipelines.pairs import selection
+    from pipelines.pairs.blocks import PairBlock
+
+    n = 50
+    rng = np.random.default_rng(0)
+    src, tgt = layout.pack(rng.integers(0, 2, n), np.arange(n)), layout.pack(rng.integers(0, 2, n), np.arange(n))
+    block = PairBlock(src, tgt, rng.uniform(1.4, 2, n).astype(np.float32), np.ones(n, np.float32),
+                      np.ones(n, np.int8))
+    sent = selection.by_target_shard
+
+    def losing(element):  # every group to a target shard one candidate short
+        for key, (kind, edges) in sent(element):
+            yield key, (kind, edges.take(np.arange(1, len(edges))))
+
+    monkeypatch.setattr(selection, "by_target_shard", losing)
+    pair = ("deu_Latn", "eng_Latn")
+    with pytest.raises(Exception, match="deu_Latn-eng_Latn: the one-to-one pass in rounds settled"):
+        with beam.Pipeline(runner=LocalRunner()) as pipeline:
+            _ = (pipeline | beam.Create([(pair, block)], reshuffle=False)
+                 | selection.OneToOne({pair: None}, spread={pair}))

@@ -136,24 +136,35 @@ class OneToOne(beam.PTransform):
         outputs = [pairs | "OneWorker" >> beam.Filter(lambda e: e[0] not in spread)
                    | "PerLanguagePair" >> beam.GroupByKey() | "Greedy" >> beam.FlatMap(one_to_one, thresholds)]
         edges, taken = pairs | "Spread" >> beam.Filter(lambda e: e[0] in spread), None
+        entered = edges | "Entered" >> beam.MapTuple(lambda pair, block: (pair, len(block)))
+        spread_accepted, settled = [], []
         for round_ in range(SPREAD_ROUNDS):
             by_target = edges | f"Round{round_}ByTarget" >> beam.FlatMap(by_target_shard)
             if taken is not None:
                 by_target = (by_target, taken) | f"Round{round_}WithTaken" >> beam.Flatten()
-            found = (by_target
-                     | f"Round{round_}PerTargetShard" >> beam.GroupByKey()
-                     | f"Round{round_}BestAtTarget" >> beam.ParDo(BestAtTarget())
+            at_target = (by_target
+                         | f"Round{round_}PerTargetShard" >> beam.GroupByKey()
+                         | f"Round{round_}BestAtTarget" >> beam.ParDo(BestAtTarget()).with_outputs(SETTLED,
+                                                                                                    main="edges"))
+            found = (at_target.edges
                      | f"Round{round_}PerSourceShard" >> beam.GroupByKey()
                      | f"Round{round_}Accept" >> beam.ParDo(AcceptDominant()).with_outputs(
-                         AcceptDominant.ACCEPTED, AcceptDominant.TAKEN, main="edges"))
-            outputs.append(found[AcceptDominant.ACCEPTED])
+                         AcceptDominant.ACCEPTED, AcceptDominant.TAKEN, SETTLED, main="edges"))
+            spread_accepted.append(found[AcceptDominant.ACCEPTED])
+            settled += [at_target[SETTLED], found[SETTLED]]
             edges, taken = found.edges, found[AcceptDominant.TAKEN]
         rest = edges | "RestByTarget" >> beam.FlatMap(by_target_shard)
         if taken is not None:
             rest = (rest, taken) | "RestWithTaken" >> beam.Flatten()
-        rest = rest | "RestPerTargetShard" >> beam.GroupByKey() | "RestUntaken" >> beam.ParDo(Rest())
-        outputs.append(rest | "RestPerLanguagePair" >> beam.GroupByKey()
-                       | "RestGreedy" >> beam.FlatMap(one_to_one, thresholds))
+        rest = (rest | "RestPerTargetShard" >> beam.GroupByKey()
+                | "RestUntaken" >> beam.ParDo(Rest()).with_outputs(SETTLED, main="edges"))
+        settled.append(rest[SETTLED])
+        spread_accepted.append(rest.edges | "RestPerLanguagePair" >> beam.GroupByKey()
+                               | "RestGreedy" >> beam.FlatMap(one_to_one, thresholds))
+        checked = ({"entered": entered, "settled": settled | "Settled" >> beam.Flatten()}
+                   | "Account" >> beam.CoGroupByKey() | "CheckAccount" >> beam.FlatMapTuple(check_account))
+        outputs.append(spread_accepted | "SpreadAccepted" >> beam.Flatten()
+                       | "AfterAccount" >> beam.FlatMap(after_account, beam.pvalue.AsDict(checked)))
         return (outputs | "Accepted" >> beam.Flatten()
                 | "AtThreshold" >> beam.FlatMap(at_threshold, thresholds))
 
@@ -195,16 +206,22 @@ def _split(element) -> tuple[PairBlock | None, np.ndarray]:
     return edges, np.concatenate(taken) if taken else np.empty(0, np.int64)
 
 
-def untaken(element) -> Iterable[tuple]:
-    """A target shard's candidates whose targets were not taken: (pair, candidates)."""
+def untaken(element) -> tuple[tuple, PairBlock | None, int]:
+    """A target shard's group -> (pair, its candidates whose targets were not taken or None, how many were)."""
     (pair, _), _ = element
     edges, taken = _split(element)
-    if edges is not None:
-        edges = edges.take(np.flatnonzero(~np.isin(edges.tgt, taken)))
-        if len(edges):
-            yield pair, edges
+    if edges is None:
+        return pair, None, 0
+    left = edges.take(np.flatnonzero(~np.isin(edges.tgt, taken)))
+    return pair, left if len(left) else None, len(edges) - len(left)
 
 
+# The spread pass's account: every candidate that enters ends accepted, rejected or passed on to the one-worker
+# rest, once; (pair, how many) of each, summed and set against the candidates that entered (CheckAccount)
+SETTLED = "settled"
+
+
+@th.with_output_types(th.Any)  # tagged outputs besides: not the main output's type
 class Rest(beam.DoFn):
     """The candidates the rounds left (their taken targets left out), counted: `pairs/one_to_one_rest`."""
 
@@ -212,22 +229,31 @@ class Rest(beam.DoFn):
         self.rest = Metrics.counter("pairs", "one_to_one_rest")
 
     def process(self, element):
-        for pair, edges in untaken(element):
+        pair, edges, rejected = untaken(element)
+        settled = rejected + (len(edges) if edges is not None else 0)
+        if settled:
+            yield beam.pvalue.TaggedOutput(SETTLED, (pair, settled))
+        if edges is not None:
             self.rest.inc(len(edges))
             yield pair, edges
 
 
+@th.with_output_types(th.Any)  # tagged outputs besides: not the main output's type
 class BestAtTarget(beam.DoFn):
     """A target shard's remaining candidates (the targets taken in the round before left out) -> each with whether
     it comes first among its target's, keyed by source shard."""
 
     def process(self, element):
-        for pair, edges in untaken(element):
+        pair, edges, rejected = untaken(element)
+        if rejected:
+            yield beam.pvalue.TaggedOutput(SETTLED, (pair, rejected))
+        if edges is not None:
             first = _first_of_each(edges.tgt, edges.score, edges.src)
             for shard, rows in by_shard(edges.src):
                 yield (pair, shard), (edges.take(rows), first[rows])
 
 
+@th.with_output_types(th.Any)  # tagged outputs besides: not the main output's type
 class AcceptDominant(beam.DoFn):
     """A source shard's candidates with their targets' verdicts -> the accepted ones (first at both sentences), the
     targets they take (keyed by target shard, for the next round's groups), and the candidates left (those of
@@ -247,5 +273,25 @@ class AcceptDominant(beam.DoFn):
             for shard, rows in by_shard(accepted.tgt):
                 yield beam.pvalue.TaggedOutput(self.TAKEN, ((pair, shard), (TAKEN_TARGETS, accepted.tgt[rows])))
         left = ~(np.isin(edges.src, accepted.src) | np.isin(edges.tgt, accepted.tgt))
+        if not left.all():  # accepted, or rejected for a sentence taken here
+            yield beam.pvalue.TaggedOutput(SETTLED, (pair, int((~left).sum())))
         if left.any():
             yield pair, edges.take(np.flatnonzero(left))
+
+
+def check_account(pair, counts: dict) -> Iterable[tuple]:
+    """(pair, {"entered": [n], "settled": [n]}) -> (pair, True) where every candidate that entered the rounds was
+    settled once; else an error naming the pair: a group that a runner delivered short or twice would have changed
+    which pairs the pass accepts."""
+    entered, settled = sum(counts["entered"]), sum(counts["settled"])
+    if entered != settled:
+        raise RuntimeError(f"{'-'.join(pair)}: the one-to-one pass in rounds settled {settled} of the {entered} "
+                           "candidates that entered it: the runner delivered a group incomplete or twice")
+    yield pair, True
+
+
+def after_account(element, checked: dict) -> Iterable[tuple]:
+    """The accepted pairs, passed on once their pair's account is checked (the side input waits for it)."""
+    if element[0] not in checked:
+        raise RuntimeError(f"{'-'.join(element[0])}: accepted pairs without a checked account")
+    yield element
