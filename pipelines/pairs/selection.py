@@ -133,40 +133,49 @@ class OneToOne(beam.PTransform):
         if not spread:
             return (pairs | "PerLanguagePair" >> beam.GroupByKey()
                     | "Greedy" >> beam.FlatMap(one_to_one, thresholds))
-        outputs = [pairs | "OneWorker" >> beam.Filter(lambda e: e[0] not in spread)
-                   | "PerLanguagePair" >> beam.GroupByKey() | "Greedy" >> beam.FlatMap(one_to_one, thresholds)]
-        edges, taken = pairs | "Spread" >> beam.Filter(lambda e: e[0] in spread), None
+        on_one_worker = (pairs | "OneWorker" >> beam.Filter(lambda e: e[0] not in spread)
+                         | "PerLanguagePair" >> beam.GroupByKey() | "Greedy" >> beam.FlatMap(one_to_one, thresholds))
+        in_rounds = self._in_rounds(pairs | "Spread" >> beam.Filter(lambda e: e[0] in spread))
+        return ((on_one_worker, in_rounds) | "Accepted" >> beam.Flatten()
+                | "AtThreshold" >> beam.FlatMap(at_threshold, thresholds))
+
+    def _in_rounds(self, edges):
+        """The spread pairs' candidates -> the pairs accepted, once the account of every candidate is checked."""
         entered = edges | "Entered" >> beam.MapTuple(lambda pair, block: (pair, len(block)))
-        spread_accepted, settled = [], []
-        for round_ in range(SPREAD_ROUNDS):
-            by_target = edges | f"Round{round_}ByTarget" >> beam.FlatMap(by_target_shard)
-            if taken is not None:
-                by_target = (by_target, taken) | f"Round{round_}WithTaken" >> beam.Flatten()
-            at_target = (by_target
-                         | f"Round{round_}PerTargetShard" >> beam.GroupByKey()
-                         | f"Round{round_}BestAtTarget" >> beam.ParDo(BestAtTarget()).with_outputs(SETTLED,
-                                                                                                    main="edges"))
-            found = (at_target.edges
-                     | f"Round{round_}PerSourceShard" >> beam.GroupByKey()
-                     | f"Round{round_}Accept" >> beam.ParDo(AcceptDominant()).with_outputs(
-                         AcceptDominant.ACCEPTED, AcceptDominant.TAKEN, SETTLED, main="edges"))
-            spread_accepted.append(found[AcceptDominant.ACCEPTED])
-            settled += [at_target[SETTLED], found[SETTLED]]
-            edges, taken = found.edges, found[AcceptDominant.TAKEN]
-        rest = edges | "RestByTarget" >> beam.FlatMap(by_target_shard)
-        if taken is not None:
-            rest = (rest, taken) | "RestWithTaken" >> beam.Flatten()
-        rest = (rest | "RestPerTargetShard" >> beam.GroupByKey()
-                | "RestUntaken" >> beam.ParDo(Rest()).with_outputs(SETTLED, main="edges"))
+        accepted, settled, taken = [], [], None
+        for index in range(SPREAD_ROUNDS):
+            round_accepted, round_settled, edges, taken = _one_round(edges, taken, f"Round{index}")
+            accepted.append(round_accepted)
+            settled += round_settled
+        rest = _by_target(edges, taken, "Rest") | "RestUntaken" >> beam.ParDo(Rest()).with_outputs(SETTLED,
+                                                                                                  main="edges")
         settled.append(rest[SETTLED])
-        spread_accepted.append(rest.edges | "RestPerLanguagePair" >> beam.GroupByKey()
-                               | "RestGreedy" >> beam.FlatMap(one_to_one, thresholds))
+        accepted.append(rest.edges | "RestPerLanguagePair" >> beam.GroupByKey()
+                        | "RestGreedy" >> beam.FlatMap(one_to_one, self.thresholds))
         checked = ({"entered": entered, "settled": settled | "Settled" >> beam.Flatten()}
                    | "Account" >> beam.CoGroupByKey() | "CheckAccount" >> beam.FlatMapTuple(check_account))
-        outputs.append(spread_accepted | "SpreadAccepted" >> beam.Flatten()
-                       | "AfterAccount" >> beam.FlatMap(after_account, beam.pvalue.AsDict(checked)))
-        return (outputs | "Accepted" >> beam.Flatten()
-                | "AtThreshold" >> beam.FlatMap(at_threshold, thresholds))
+        return (accepted | "SpreadAccepted" >> beam.Flatten()
+                | "AfterAccount" >> beam.FlatMap(after_account, beam.pvalue.AsDict(checked)))
+
+
+def _by_target(edges, taken, name: str):
+    """Candidates, with the targets taken in the round before, grouped by target shard."""
+    grouped = edges | f"{name}ByTarget" >> beam.FlatMap(by_target_shard)
+    if taken is not None:
+        grouped = (grouped, taken) | f"{name}WithTaken" >> beam.Flatten()
+    return grouped | f"{name}PerTargetShard" >> beam.GroupByKey()
+
+
+def _one_round(edges, taken, name: str) -> tuple:
+    """One round: (accepted, [settled counts], candidates left, targets taken)."""
+    at_target = _by_target(edges, taken, name) | f"{name}BestAtTarget" >> beam.ParDo(BestAtTarget()).with_outputs(
+        SETTLED, main="edges")
+    found = (at_target.edges
+             | f"{name}PerSourceShard" >> beam.GroupByKey()
+             | f"{name}Accept" >> beam.ParDo(AcceptDominant()).with_outputs(
+                 AcceptDominant.ACCEPTED, AcceptDominant.TAKEN, SETTLED, main="edges"))
+    return (found[AcceptDominant.ACCEPTED], [at_target[SETTLED], found[SETTLED]], found.edges,
+            found[AcceptDominant.TAKEN])
 
 
 def at_threshold(element, thresholds: dict) -> Iterable[tuple]:
