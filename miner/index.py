@@ -40,6 +40,10 @@ INDEX_BY_DATABASE_SIZE = (
 # The join's work item, a side: the float32 rows (as compared) of `knn.max_list_rows: auto`; 50,000 rows at 1,024
 # dimensions, the fixed default before it followed the width (docs/benchmarks.md, "The join's groups sized in bytes").
 GROUP_SIDE_BYTES = 50_000 * 1_024 * 4
+# A k-NN batch (`knn.batch_size: auto`): the float32 rows of 64 MiB, 16,384 at 1,024 dimensions (the fixed default
+# before it followed the width), 32,768 at 512, 65,536 at 256: the library's IVF k-NN took 5-15% less CPU at 256 and
+# 512 dimensions with them, the same neighbours and bits (docs/benchmarks.md, "Batches sized in bytes")
+BATCH_BYTES = 16_384 * 1_024 * 4
 # Floats gathered at once when rescoring (queries x candidates x dims): bounds rescoring memory to ~64 MB.
 RESCORE_FLOATS_PER_CHUNK = 1 << 24
 
@@ -70,7 +74,7 @@ class KnnConfig:
     index: str = "auto"  # FAISS index-factory string ("Flat", "IVF4096,Flat", "OPQ64,IVF65536,PQ64") or auto
     nprobe: int | str = "auto"  # IVF lists visited per query
     rescore_factor: int | str = "auto"  # candidates fetched per wanted neighbour before exact rescoring
-    batch_size: int = 16_384  # query (and add) batch size: bounds memory
+    batch_size: int | str = "auto"  # query (and add) batch rows: bounds memory; auto: BATCH_BYTES of rows (batch_rows)
     train_sample: int = 1_000_000  # most vectors an IVF/PQ index is trained on
     # auto: use every GPU faiss sees (and, in the Beam join, compare lists on a GPU torch sees); True: require
     # one; False: CPU only
@@ -107,15 +111,20 @@ class KnnConfig:
                 raise IndexConfigError(f"knn.{name} must be 0 or a positive integer, got {value!r}")
         for name in ("batch_size", "train_sample", "exact_below", "max_list_rows"):
             value = getattr(self, name)
-            if name == "max_list_rows" and value == "auto":
+            if name in ("max_list_rows", "batch_size") and value == "auto":
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                auto = " or 'auto'" if name == "max_list_rows" else ""
+                auto = " or 'auto'" if name in ("max_list_rows", "batch_size") else ""
                 raise IndexConfigError(f"knn.{name} must be a positive integer{auto}, got {value!r}")
         if self.wave_bytes != "auto":
             object.__setattr__(self, "wave_bytes", parse_bytes(self.wave_bytes, "knn.wave_bytes"))
         if self.gpu not in ("auto", True, False):
             raise IndexConfigError(f"knn.gpu must be auto, true or false, got {self.gpu!r}")
+
+    def batch_rows(self, dim: int) -> int:
+        """Rows of a k-NN batch of `dim`-dimensional vectors: `batch_size`, or for auto the rows whose float32 vectors
+        fill BATCH_BYTES."""
+        return self.batch_size if self.batch_size != "auto" else max(1, BATCH_BYTES // (4 * max(1, dim)))
 
     def for_width(self, dim: int) -> KnnConfig:
         """This config with `max_list_rows: auto` made the rows of `dim` dimensions whose float32 vectors (a work
@@ -272,7 +281,7 @@ def populate(index: faiss.Index, database: np.ndarray, factory: str, config: Knn
         # Clone after training: the shards then share one coarse quantizer (training a sharded clone would
         # give each GPU its own clustering).
         index = faiss.index_cpu_to_all_gpus(index, _gpu_cloner_options())
-    for _, rows in iter_unit_batches(database, name, config.batch_size):
+    for _, rows in iter_unit_batches(database, name, config.batch_rows(database.shape[1])):
         index.add(rows)
     if ivf_lists(factory) is not None:
         _set_nprobe(index, resolve_nprobe(config, factory))
@@ -298,8 +307,9 @@ def search(
     fetch = k if exact else min(database.shape[0], k * _rescore_factor(config, factory))
     sims = np.empty((queries.shape[0], k), dtype=np.float32)
     ids = np.empty((queries.shape[0], k), dtype=np.int64)
-    batches = iter_unit_batches(queries, names[0], config.batch_size)
-    total = -(-queries.shape[0] // config.batch_size)
+    batch = config.batch_rows(queries.shape[1])
+    batches = iter_unit_batches(queries, names[0], batch)
+    total = -(-queries.shape[0] // batch)
     # Progress on a terminal only (disable=None); logs get the per-stage lines instead of carriage returns.
     for start, rows in tqdm(batches, total=total, desc=f"k-NN {names[0]} -> {names[1]}",
                             disable=True if total < 2 else None):

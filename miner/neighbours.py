@@ -70,7 +70,7 @@ def _knn_by_lists(queries: np.ndarray, database: np.ndarray, k: int, factory: st
     index = trained_index(database.shape[1], factory, config, training_sample(database, factory, config, names[1]))
     centroids = faiss.extract_index_ivf(index).quantizer.reconstruct_n(0, ivf_lists(factory))
     return knn_by_lists(queries, unit_rows(database, names[1]), k, centroids, resolve_nprobe(config, factory),
-                        config.batch_size, names[0])
+                        config.batch_rows(queries.shape[1]), names[0])
 
 
 def knn_refined(queries: np.ndarray, database: np.ndarray, k: int, candidates: int,

@@ -84,6 +84,19 @@ def test_batches_float16_and_unnormalised_input_give_the_same_neighbours():
     assert b_sims == pytest.approx(sims, abs=2e-3)
 
 
+def test_batches_fill_the_same_bytes_at_every_width_and_give_the_same_bits_as_any_batch():
+    """knn.batch_size auto: the rows of 64 MiB of float32 vectors (16,384 at 1,024 dimensions, as the fixed default
+    was); the neighbours and their similarity bits are those of any other batch, exact and IVF alike."""
+    assert [KnnConfig().batch_rows(d) for d in (1024, 512, 256)] == [16_384, 32_768, 65_536]
+    assert KnnConfig(batch_size=100).batch_rows(256) == 100
+    rng = np.random.default_rng(4)
+    q, db = clustered(rng, 900, 32), clustered(rng, 2000, 32)
+    for index in ("Flat", "IVF16,Flat"):
+        sims, ids = knn(q, db, 4, KnnConfig(index=index, nprobe=4))
+        b_sims, b_ids = knn(q, db, 4, KnnConfig(index=index, nprobe=4, batch_size=97))
+        assert np.array_equal(ids, b_ids) and np.array_equal(sims.view(np.int32), b_sims.view(np.int32))
+
+
 def test_k_larger_than_database():
     rng = np.random.default_rng(2)
     sims, ids = knn(clustered(rng, 5, 8), clustered(rng, 3, 8), 10)
@@ -231,7 +244,7 @@ def test_a_coarse_cluster_too_small_for_a_centroid_of_its_own_still_gives_nlist_
 @pytest.mark.parametrize("field, value", [("nprobe", 0), ("rescore_factor", "many"), ("gpu", "yes"),
                                           ("batch_size", 0), ("two_level_lists", -1), ("two_level_lists", True),
                                           ("two_level_refine", -2), ("two_level_refine", 1.5),
-                                          ("max_list_rows", 0), ("max_list_rows", "many")])
+                                          ("max_list_rows", 0), ("max_list_rows", "many"), ("batch_size", "many")])
 def test_invalid_settings_rejected(field, value):
     with pytest.raises(IndexConfigError):
         KnnConfig(**{field: value})
