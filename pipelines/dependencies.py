@@ -45,23 +45,37 @@ SECTIONS = {
 
 def stage_dependencies(stage: str, settings: dict) -> dict:
     """Everything `stage`'s output depends on, earlier stages' dependencies included, as JSON-ready values."""
+    return dependencies_by_stage(settings, stage)[stage]
+
+
+def dependencies_by_stage(settings: dict, last: str = STAGES[-1]) -> dict[str, dict]:
+    """stage_dependencies of every stage up to `last`, each stage's own part read once (the input files are
+    listed once, not once a stage: a crawl's listing is a bucket's)."""
     depends: dict = {}
-    for name in STAGES[:STAGES.index(stage) + 1]:
-        depends.update({f"{name}.{key}": settings.get(key) for key in SECTIONS[name]})
-        if name == "extract":
-            depends["input files"] = input_files(settings["input"]) if settings.get("input") else None
-            lid_model = (settings.get("lid") or {}).get("model")
-            depends["LID model"] = lid_files(lid_model) if lid_model else None
-            depends["extract libraries"] = extract_libraries(settings.get("extract") or {})
-        if name == "embed":
-            depends["encoder files"] = encoder_identity(settings.get("encoder"))
-            # codes written another way (before sign codes were centred per language, say) are stale even when
-            # no setting names the difference
-            depends["binary code"] = binary_code_written(settings)
-        if name == "pairs":  # the values, wherever they are read from (an encoder's file is not part of its vectors)
-            depends["threshold offsets"] = threshold_offsets(settings)
-            # with the defaults filled in: a release that changes a default mines again what it would mine otherwise
-            depends[RESOLVED] = mining_config(settings).describe()
+    by_stage = {}
+    for name in STAGES[:STAGES.index(last) + 1]:
+        depends = {**depends, **_own_dependencies(name, settings)}
+        by_stage[name] = depends
+    return by_stage
+
+
+def _own_dependencies(name: str, settings: dict) -> dict:
+    """What stage `name` adds to its earlier stages' dependencies."""
+    depends = {f"{name}.{key}": settings.get(key) for key in SECTIONS[name]}
+    if name == "extract":
+        depends["input files"] = input_files(settings["input"]) if settings.get("input") else None
+        lid_model = (settings.get("lid") or {}).get("model")
+        depends["LID model"] = lid_files(lid_model) if lid_model else None
+        depends["extract libraries"] = extract_libraries(settings.get("extract") or {})
+    if name == "embed":
+        depends["encoder files"] = encoder_identity(settings.get("encoder"))
+        # codes written another way (before sign codes were centred per language, say) are stale even when
+        # no setting names the difference
+        depends["binary code"] = binary_code_written(settings)
+    if name == "pairs":  # the values, wherever they are read from (an encoder's file is not part of its vectors)
+        depends["threshold offsets"] = threshold_offsets(settings)
+        # with the defaults filled in: a release that changes a default mines again what it would mine otherwise
+        depends[RESOLVED] = mining_config(settings).describe()
     return depends
 
 

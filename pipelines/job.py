@@ -21,7 +21,7 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions
 
 from pipelines import dofn_inspection, layout, manifests, storage
-from pipelines.dependencies import NOT_RECORDED, change_lines, changed_keys, input_files, stage_dependencies
+from pipelines.dependencies import NOT_RECORDED, change_lines, changed_keys, dependencies_by_stage, stage_dependencies
 from pipelines.options import (
     STAGES,
     MineOptions,
@@ -218,6 +218,7 @@ class StageDecision:
     after: str | None = None
     error: str | None = None
     seconds: float | None = None  # what the stage took when it last finished here
+    depends: dict | None = None  # what its output would depend on (dependencies.stage_dependencies)
 
     def why(self) -> str:
         return REASONS[self.reason].format(after=self.after)
@@ -228,13 +229,13 @@ def stage_decisions(settings: dict, stages: list[str], rerun: bool) -> list[Stag
     manifest, or when what its output depends on changed, and then so does every later stage in `stages`; a
     stage left out whose output is stale is refused. Reads manifests and file listings only."""
     output, decisions, ran = settings["output"], [], None
+    by_stage = dependencies_by_stage(settings)
     for name in STAGES:
-        earlier = manifests.stored(output, name)
+        earlier, depends = manifests.stored(output, name), by_stage[name]
         seconds = earlier.get("seconds") if earlier else None
         if earlier is not None and not manifests.is_current(earlier):
             changed, lines = [OUTDATED], []
         else:
-            depends = stage_dependencies(name, settings)
             changed = changed_keys(earlier.get("depends"), depends) if earlier else []
             lines = change_lines(earlier.get("depends"), depends) if changed else []
         if name in stages and (rerun or ran or earlier is None or changed):
@@ -255,6 +256,8 @@ def stage_decisions(settings: dict, stages: list[str], rerun: bool) -> list[Stag
         else:
             decisions.append(StageDecision(name, "reuse", "unrecorded" if changed else "same",
                                            manifest=manifests.resolve(earlier, output, name), seconds=seconds))
+    for decision in decisions:
+        decision.depends = by_stage[decision.name]
     for before, decision in zip(decisions, decisions[1:]):  # a stage reads the one before it: refused now, not
         if decision.action == "run" and before.action == "absent":  # after the stages before it have run for hours
             decision.action, decision.reason = "refuse", "needs"
@@ -295,11 +298,13 @@ def readable_size(size: int) -> str:
             return f"{value:g} {unit}"
 
 
-def format_plan(output: str, decisions: list[StageDecision], inputs: list[list] | None = None) -> str:
-    """`--plan`: each stage's decision and why, with what changed and what the stage took when it last ran; with
-    `inputs` ([path, size, time] of the crawl files), how much an extract stage that runs reads."""
+def format_plan(output: str, decisions: list[StageDecision]) -> str:
+    """`--plan`: each stage's decision and why, with what changed and what the stage took when it last ran, and
+    how much an extract stage that runs reads (its recorded input files: [path, size, time])."""
     lines = [f"plan for {output} (nothing was run, written or deleted):"]
-    if inputs is not None and any(d.name == "extract" and d.action == "run" for d in decisions):
+    extract = next(d for d in decisions if d.name == "extract")
+    inputs = (extract.depends or {}).get("input files")
+    if inputs is not None and extract.action == "run":
         lines.append(f"  input: {len(inputs)} files, {readable_size(sum(row[1] for row in inputs))} to read")
     for decision in decisions:
         action = {"absent": "-", "refuse": "error"}.get(decision.action, decision.action)
@@ -387,8 +392,7 @@ def main(argv: list[str] | None, builders: dict, prog: str, description: str | N
             builders[name].check(settings)
         if mine_options.plan:  # before models are staged to a remote runner's storage: nothing is written
             decisions = stage_decisions(settings, stages, mine_options.rerun)
-            inputs = input_files(settings["input"]) if settings.get("input") else None
-            print(format_plan(settings["output"], decisions, inputs))
+            print(format_plan(settings["output"], decisions))
             refused = next((d for d in decisions if d.action == "refuse"), None)
             if refused:
                 raise ValueError(refused.error)
