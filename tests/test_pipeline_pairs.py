@@ -943,7 +943,7 @@ def test_bitext_parts_follow_the_score_order_and_never_split_a_bin():
     unless one bin holds more, every score in exactly one part, the parts' score ranges in order, and each part
     knows how many pairs it must hold."""
     from pipelines.pairs.blocks import PairBlock
-    from pipelines.pairs.output import SCORE_BIN_SHIFT, into_parts, order_keys, part_floors, parts_of, score_bins
+    from pipelines.pairs.output import SCORE_BIN_SHIFT, into_parts, order_keys, parts_of, score_bins
 
     rng = np.random.default_rng(3)
     scores = np.concatenate([rng.uniform(-2, 3, 997), [1.25] * 40, [0.0, -0.0, 2.5]]).astype(np.float32)
@@ -966,8 +966,8 @@ def test_bitext_parts_follow_the_score_order_and_never_split_a_bin():
         assert better.score.min() > worse.score.max()
     assert sum(np.any(part.score == np.float32(1.25)) for part in ranked) == 1  # 40 equal scores, one part
     assert max(counts) <= 100
-    assert part_floors({7: 500, 3: 20}, 100) == [7, 3]  # a bin larger than a part is a part of its own
-    assert part_floors({7: 50, 3: 20}, 100) == [3] and part_floors({}, 100) == []
+    assert parts_of({7: 500, 3: 20}, 100) == ([7, 3], [500, 20])  # a bin larger than a part is a part of its own
+    assert parts_of({7: 50, 3: 20}, 100) == ([3], [70]) and parts_of({}, 100) == ([], [])
     assert (order_keys(np.float32([1.0])) >> SCORE_BIN_SHIFT)[0] > (order_keys(np.float32([0.999])) >> SCORE_BIN_SHIFT)[0]
     # a pair's empty marker joins its first part; a pair in one file keeps one key, as does one with no bins
     assert list(into_parts((("a", "b"), None), {("a", "b"): (floors, counts)})) == [

@@ -139,29 +139,18 @@ class MergeCounts(beam.CombineFn):
         return counts
 
 
-def part_floors(bins: dict[int, int], rows_per_part: int) -> list[int]:
-    """Each part's lowest score bin, the best part first: bins from the highest, a part closed before the bin that
-    would take it past `rows_per_part` (a bin larger than that is a part of its own). One floor: one file."""
-    floors, held, last = [], 0, None
+def parts_of(bins: dict[int, int], rows_per_part: int) -> tuple[list[int], list[int]]:
+    """A pair's parts: each one's lowest score bin, the best part first, and how many pairs it holds (what its
+    writer must receive). Bins are taken from the highest; a part is closed before the bin that would take it past
+    `rows_per_part` (a bin larger than that is a part of its own). One floor: one file."""
+    floors, counts, held, last = [], [], 0, None
     for key in sorted(bins, reverse=True):
         if held and held + bins[key] > rows_per_part:
             floors.append(last)
+            counts.append(held)
             held = 0
         held, last = held + bins[key], key
-    return floors + [last] if last is not None else []
-
-
-def parts_of(bins: dict[int, int], rows_per_part: int) -> tuple[list[int], list[int]]:
-    """A pair's part floors (part_floors) and how many pairs each part holds: what its writer must receive."""
-    floors = part_floors(bins, rows_per_part)
-    counts = [0] * len(floors)
-    for key, n in bins.items():
-        counts[_part_of(floors, np.array([key]))[0]] += n
-    return floors, counts
-
-
-def _part_of(floors: list[int], bins: np.ndarray) -> np.ndarray:
-    return np.searchsorted(-np.asarray(floors, dtype=np.int64), -bins.astype(np.int64))  # floors descend
+    return (floors + [last], counts + [held]) if last is not None else ([], [])
 
 
 def into_parts(element, parts_by_pair: dict):
@@ -177,7 +166,8 @@ def into_parts(element, parts_by_pair: dict):
     if block is None:
         yield (pair, 0, parts, counts[0]), None
         return
-    part = _part_of(floors, order_keys(block.score) >> SCORE_BIN_SHIFT)
+    bins = (order_keys(block.score) >> SCORE_BIN_SHIFT).astype(np.int64)
+    part = np.searchsorted(-np.asarray(floors, dtype=np.int64), -bins)  # floors descend: their negatives ascend
     for index in np.unique(part).tolist():
         yield (pair, index, parts, counts[index]), block.take(np.flatnonzero(part == index))
 

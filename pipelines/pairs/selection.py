@@ -136,8 +136,7 @@ class OneToOne(beam.PTransform):
         on_one_worker = (pairs | "OneWorker" >> beam.Filter(lambda e: e[0] not in spread)
                          | "PerLanguagePair" >> beam.GroupByKey() | "Greedy" >> beam.FlatMap(one_to_one, thresholds))
         in_rounds = self._in_rounds(pairs | "Spread" >> beam.Filter(lambda e: e[0] in spread))
-        return ((on_one_worker, in_rounds) | "Accepted" >> beam.Flatten()
-                | "AtThreshold" >> beam.FlatMap(at_threshold, thresholds))
+        return (on_one_worker, in_rounds) | "Accepted" >> beam.Flatten()
 
     def _in_rounds(self, edges):
         """The spread pairs' candidates -> the pairs accepted, once the account of every candidate is checked."""
@@ -155,6 +154,7 @@ class OneToOne(beam.PTransform):
         checked = ({"entered": entered, "settled": settled | "Settled" >> beam.Flatten()}
                    | "Account" >> beam.CoGroupByKey() | "CheckAccount" >> beam.FlatMapTuple(check_account))
         return (accepted | "SpreadAccepted" >> beam.Flatten()
+                | "AtThreshold" >> beam.FlatMap(at_threshold, self.thresholds)  # one_to_one's own, for the rounds'
                 | "AfterAccount" >> beam.FlatMap(after_account, beam.pvalue.AsDict(checked)))
 
 

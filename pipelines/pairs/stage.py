@@ -53,6 +53,8 @@ class MinePairs(beam.PTransform):
         rows = {lang: entry["rows"] for lang, entry in manifest["languages"].items()}
         self.most_pairs = max((most_mined_pairs(self.config.selection, rows[src], rows[tgt]) for src, tgt in pairs),
                               default=0)
+        # `max` selection's pairs whose one-to-one pass goes in rounds across workers (OneToOne)
+        self.spread = {pair for pair in pairs if rows[pair[0]] + rows[pair[1]] > self.config.one_to_one_rows}
         float_bytes = 4 if embed_settings(settings)["dtype"] == "float32" else 2
         self.waves = join_waves(manifest, pairs, self.config.knn, wave_bytes, float_bytes)
 
@@ -72,9 +74,7 @@ class MinePairs(beam.PTransform):
                  | "BySourceShard" >> beam.GroupByKey()
                  | "Select" >> beam.ParDo(Select(config.selection, thresholds, config.min_cosine)))
         if config.selection == "max":
-            rows = {lang: entry["rows"] for lang, entry in manifest["languages"].items()}
-            spread = {pair for pair in self.pairs if rows[pair[0]] + rows[pair[1]] > config.one_to_one_rows}
-            pairs = pairs | "OneToOne" >> OneToOne(thresholds, spread)
+            pairs = pairs | "OneToOne" >> OneToOne(thresholds, self.spread)
         if refine:
             pairs = pairs | "RefinePairs" >> RefinePairs(manifest, config, ratio_floor(config, manifest), uses,
                                                           self.thresholds)
