@@ -109,12 +109,13 @@ class KnnConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise IndexConfigError(f"knn.{name} must be 0 or a positive integer, got {value!r}")
+        sized_by_bytes = ("batch_size", "max_list_rows")  # auto: the rows of so many bytes (rows_filling)
         for name in ("batch_size", "train_sample", "exact_below", "max_list_rows"):
             value = getattr(self, name)
-            if name in ("max_list_rows", "batch_size") and value == "auto":
+            if name in sized_by_bytes and value == "auto":
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                auto = " or 'auto'" if name in ("max_list_rows", "batch_size") else ""
+                auto = " or 'auto'" if name in sized_by_bytes else ""
                 raise IndexConfigError(f"knn.{name} must be a positive integer{auto}, got {value!r}")
         if self.wave_bytes != "auto":
             object.__setattr__(self, "wave_bytes", parse_bytes(self.wave_bytes, "knn.wave_bytes"))
@@ -124,7 +125,7 @@ class KnnConfig:
     def batch_rows(self, dim: int) -> int:
         """Rows of a k-NN batch of `dim`-dimensional vectors: `batch_size`, or for auto the rows whose float32 vectors
         fill BATCH_BYTES."""
-        return self.batch_size if self.batch_size != "auto" else max(1, BATCH_BYTES // (4 * max(1, dim)))
+        return self.batch_size if self.batch_size != "auto" else rows_filling(BATCH_BYTES, dim)
 
     def for_width(self, dim: int) -> KnnConfig:
         """This config with `max_list_rows: auto` made the rows of `dim` dimensions whose float32 vectors (a work
@@ -132,7 +133,12 @@ class KnnConfig:
         encoder's 1,024 (the fixed value before), 200,000 at 256. A number stays as it is."""
         if self.max_list_rows != "auto":
             return self
-        return replace(self, max_list_rows=max(1, GROUP_SIDE_BYTES // (4 * max(1, dim))))
+        return replace(self, max_list_rows=rows_filling(GROUP_SIDE_BYTES, dim))
+
+
+def rows_filling(size: int, dim: int) -> int:
+    """The rows of `dim` dimensions whose float32 vectors fill `size` bytes (at least one)."""
+    return max(1, size // (4 * max(1, dim)))
 
 
 def default_factory(n_database: int) -> str:
