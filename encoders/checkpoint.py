@@ -184,6 +184,12 @@ def _json(path: Path):
         raise CheckpointError(f"{path}: not valid JSON ({err})") from None
 
 
+def error_reason(err: BaseException) -> str:
+    """An exception in one line, for a CheckpointError's brackets: its type and its message's first line."""
+    text = str(err)
+    return f"{type(err).__name__}: {text.splitlines()[0] if text else ''}"
+
+
 def check_hub_id(model_id: str, timeout_s: float = 10.0) -> None:
     """Before any work: `model_id`, which names no local folder, is a hub model that is cached here or that the hub
     knows (its metadata only, nothing downloaded). Where the id's first part is a local folder, it is a mistyped
@@ -206,7 +212,7 @@ def check_hub_id(model_id: str, timeout_s: float = 10.0) -> None:
         HfApi().model_info(model_id, timeout=timeout_s)
     except Exception as err:  # offline, unknown id, gated repo: all end the same way for the user
         raise CheckpointError(f"{model_id}: not a local folder, and the hub model could not be found "
-                              f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})") from None
+                              f"({error_reason(err)})") from None
 
 
 def resolve_hub_id(model_id: str) -> Path:
@@ -217,4 +223,4 @@ def resolve_hub_id(model_id: str) -> Path:
                                                                 "*/*.json", "*/*.safetensors"]))
     except Exception as err:  # offline, unknown id, gated repo: all end the same way for the user
         raise CheckpointError(f"{model_id}: not a local folder, and the hub model could not be fetched "
-                              f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})") from None
+                              f"({error_reason(err)})") from None

@@ -28,7 +28,14 @@ import torch
 
 from encoders.batching import SentenceEncoder, padded, split_on_out_of_memory, token_budget_batches
 from encoders.binary import is_binary, pack, threshold_bits
-from encoders.checkpoint import HUB_ID, CheckpointError, CheckpointLayout, read_checkpoint, resolve_hub_id
+from encoders.checkpoint import (
+    HUB_ID,
+    CheckpointError,
+    CheckpointLayout,
+    error_reason,
+    read_checkpoint,
+    resolve_hub_id,
+)
 from encoders.language_removal import load_language_removal
 from encoders.lens import load_lens
 from encoders.pooling import load_dense, pool
@@ -214,7 +221,7 @@ def _load_transformer(layout: CheckpointLayout):
                                           **extra)
     except (OSError, ValueError, RuntimeError, KeyError) as err:
         raise CheckpointError(f"{layout.transformer}: cannot load the model or its tokenizer "
-                              f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})") from None
+                              f"({error_reason(err)})") from None
     finally:
         hf_logging.set_verbosity(verbosity)
         if bars:
