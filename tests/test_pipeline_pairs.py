@@ -1046,7 +1046,7 @@ def test_the_one_to_one_pass_in_rounds_across_shards_keeps_the_one_worker_pairs(
 
     monkeypatch.setattr(selection, "SPREAD_ROUNDS", rounds)
     rng = np.random.default_rng(rounds)
-    pairs, expected, thresholds = [], {}, {}
+    pairs, expected, thresholds, shards = [], {}, {}, {}
     for graph in range(6):
         n = 400
         src = layout.pack(rng.integers(0, 3, n), rng.integers(0, 60 + 40 * graph, n))
@@ -1060,7 +1060,8 @@ def test_the_one_to_one_pass_in_rounds_across_shards_keeps_the_one_worker_pairs(
         kept = next(selection.one_to_one((pair, [block]), thresholds))[1]
         expected[pair] = sorted(zip(kept.src.tolist(), kept.tgt.tolist()))
         # as Select emits them: a block per source shard
-        pairs += [(pair, block.take(rows)) for _, rows in selection.by_shard(block.src)]
+        pairs += [(pair, (shard, block.take(rows))) for shard, rows in selection.by_shard(block.src)]
+        shards[pair] = [shard for shard, _ in selection.by_shard(block.src)]
 
     def same_pairs(found):
         got = {}
@@ -1070,8 +1071,8 @@ def test_the_one_to_one_pass_in_rounds_across_shards_keeps_the_one_worker_pairs(
 
     with beam.Pipeline(runner=LocalRunner()) as pipeline:
         found = (pipeline | beam.Create(pairs, reshuffle=False)
-                 | selection.OneToOne(thresholds, spread=set(expected) - {("l5", "eng")}))  # one pair on one worker
-        assert_that(found, same_pairs)
+                 | selection.OneToOne(thresholds, spread=set(expected) - {("l5", "eng")}, shards=shards))  # l5: one
+        assert_that(found, same_pairs)                                                                    # worker
 
 
 def test_one_to_one_rows_must_be_a_count():
@@ -1107,5 +1108,50 @@ def test_a_group_the_runner_loses_in_the_rounds_stops_the_pass_with_an_error(mon
     pair = ("deu_Latn", "eng_Latn")
     with pytest.raises(Exception, match="deu_Latn-eng_Latn: the one-to-one pass in rounds settled"):
         with beam.Pipeline(runner=LocalRunner()) as pipeline:
-            _ = (pipeline | beam.Create([(pair, block)], reshuffle=False)
-                 | selection.OneToOne({pair: None}, spread={pair}))
+            _ = (pipeline | beam.Create([(pair, (0, block))], reshuffle=False)
+                 | selection.OneToOne({pair: None}, spread={pair}, shards={pair: [0]}))
+
+
+@pytest.mark.parametrize("spread", [False, True])
+@pytest.mark.parametrize("delivered, problem", [
+    ([0, 2], r"shards missing \[1\]"),
+    ([0, 1, 1, 2], r"shards received more than once \[1\]"),
+    ([0, 1, 2, 5], r"shards not of the language \[5\]"),
+    ([], r"shards missing \[0, 1, 2\]"),
+])
+def test_a_source_shard_the_runner_loses_before_the_one_to_one_pass_stops_it(delivered, problem, spread):
+    """The one-to-one pass takes a language pair's selected candidates from every source shard once, on one
+    worker or in rounds: a shard's block lost or delivered twice on the way (even an empty one) is an error naming
+    the pair and the shard, not a bitext from partial groups."""
+    import apache_beam as beam
+
+    from pipelines import layout
+    from pipelines.local_runner import LocalRunner
+    from pipelines.pairs import selection
+    from pipelines.pairs.blocks import PairBlock
+
+    def block(shard: int, n: int) -> PairBlock:
+        return PairBlock(layout.pack(shard, np.arange(n)), layout.pack(0, np.arange(n)),
+                         np.full(n, 1.5, np.float32), np.ones(n, np.float32), np.ones(n, np.int8))
+
+    pair = ("deu_Latn", "eng_Latn")
+    elements = [(pair, (shard, block(shard, 0 if shard == 2 else 3))) for shard in delivered]
+    with pytest.raises(Exception, match=f"deu_Latn-eng_Latn: the one-to-one pass needs .* 3 source shards .*{problem}"):
+        with beam.Pipeline(runner=LocalRunner()) as pipeline:
+            _ = (pipeline | beam.Create(elements, reshuffle=False)
+                 | selection.OneToOne({pair: None}, spread={pair} if spread else set(), shards={pair: [0, 1, 2]}))
+
+
+def test_every_source_shard_delivered_once_passes_the_one_to_one_account():
+    """The account's other side: each shard once, one of them empty (Select's block where no candidate passed),
+    gives the pass's pairs."""
+    from pipelines import layout
+    from pipelines.pairs import selection
+    from pipelines.pairs.blocks import PairBlock
+
+    pair = ("deu_Latn", "eng_Latn")
+    full = PairBlock(layout.pack(0, np.arange(3)), layout.pack(0, np.arange(3)), np.float32([1.6, 1.5, 1.4]),
+                     np.ones(3, np.float32), np.ones(3, np.int8))
+    empty = full.take(np.empty(0, np.int64))
+    [(_, kept)] = selection.whole_pair_one_to_one((pair, [(1, empty), (0, full)]), {pair: None}, {pair: [0, 1]})
+    assert kept.src.tolist() == full.src.tolist()

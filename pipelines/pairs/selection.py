@@ -7,6 +7,7 @@ across workers (OneToOne)."""
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Iterable
 
 import apache_beam as beam
@@ -58,7 +59,8 @@ def chosen_by_mode(mode: str, chosen_by: np.ndarray) -> np.ndarray:
 
 @th.with_output_types(th.Tuple[th.Any, th.Any])
 class Select(beam.DoFn):
-    """One source shard's best candidates, both directions -> the pairs the selection mode keeps, once each.
+    """One source shard's best candidates, both directions -> the pairs the selection mode keeps, once each: (pair,
+    block), or for `max`, (pair, (source shard, block)) for every source shard (OneToOne's account).
 
     `max` keeps every candidate at or above the pair's threshold here; the one-to-one pass comes after, per
     language pair. Leaving out the candidates below the threshold first changes no pair it keeps: the greedy pass
@@ -71,7 +73,7 @@ class Select(beam.DoFn):
         self.below_floor = Metrics.counter("pairs", "below_min_cosine")
 
     def process(self, element):
-        (pair, _), blocks = element
+        (pair, shard), blocks = element
         found = PairBlock.concat(list(blocks))
         # forward first: a pair both directions chose has the same margin and cosine either way (the margin's
         # mean is symmetric, the cosine rescored pair by pair); which one is kept must not depend on the runner
@@ -89,7 +91,9 @@ class Select(beam.DoFn):
         if threshold is not None:
             keep &= unique.score >= threshold
         self.kept.inc(int(keep.sum()))
-        if keep.any():
+        if self.mode == "max":  # every source shard's block, an empty one too: OneToOne checks it has them all
+            yield pair, (shard, unique.take(np.flatnonzero(keep)))
+        elif keep.any():
             yield pair, unique.take(np.flatnonzero(keep))
 
 
@@ -114,33 +118,46 @@ SPREAD_ROUNDS = 8
 
 
 class OneToOne(beam.PTransform):
-    """`max` selection's greedy one-to-one pass per language pair, then its threshold: (pair, PairBlock) -> (pair,
-    the accepted pairs). A pair in `spread` (one that could have more candidates than a worker should hold) goes
-    in rounds: a candidate that comes first (margin, then source, then target reference) among the remaining ones
-    of both its sentences is one the sequential pass accepts, and every candidate sharing a sentence with it is one
-    it rejects; each round finds them by target shard (the best at each target) and by source shard (the best at
-    each source, and the accepting), and the sentences taken leave with their candidates. After SPREAD_ROUNDS
-    rounds the rest (on real data, nothing) is passed on one worker, whose result on it completes the sequential
-    pass's: the same pairs as the one-worker pass (tested). The threshold applies to the accepted pairs either way
-    (Select has left out the candidates below it already, where it knew it)."""
+    """`max` selection's greedy one-to-one pass per language pair, then its threshold: (pair, (source shard,
+    PairBlock)), as Select gives them, -> (pair, the accepted pairs). A pair in `spread` (one that could have more
+    candidates than a worker should hold) goes in rounds: a candidate that comes first (margin, then source, then
+    target reference) among the remaining ones of both its sentences is one the sequential pass accepts, and every
+    candidate sharing a sentence with it is one it rejects; each round finds them by target shard (the best at each
+    target) and by source shard (the best at each source, and the accepting), and the sentences taken leave with
+    their candidates. After SPREAD_ROUNDS rounds the rest (on real data, nothing) is passed on one worker, whose
+    result on it completes the sequential pass's: the same pairs as the one-worker pass (tested). The threshold
+    applies to the accepted pairs either way (Select has left out the candidates below it already, where it knew
+    it).
 
-    def __init__(self, thresholds: dict, spread: set):
+    Either way the pass takes a pair's blocks from every source shard in `shards` (pair -> its source language's
+    shard numbers) once, or stops with an error naming the pair: a group a runner delivered short or twice would
+    change which pairs are accepted. The rounds also account for every candidate (CheckAccount)."""
+
+    def __init__(self, thresholds: dict, spread: set, shards: dict):
         super().__init__()
         self.thresholds, self.spread = thresholds, set(spread)
+        self.shards = {pair: sorted(numbers) for pair, numbers in shards.items()}
 
     def expand(self, pairs):
-        spread, thresholds = self.spread, self.thresholds
+        spread, thresholds, shards = self.spread, self.thresholds, self.shards
+        # a marker for every pair, so that a pair whose every block was lost is checked too (None: no block)
+        every_pair = pairs.pipeline | "EveryPair" >> beam.Create([(pair, None) for pair in sorted(shards)],
+                                                                 reshuffle=False)
+        pairs = (pairs, every_pair) | "WithEveryPair" >> beam.Flatten()
         if not spread:
             return (pairs | "PerLanguagePair" >> beam.GroupByKey()
-                    | "Greedy" >> beam.FlatMap(one_to_one, thresholds))
+                    | "Greedy" >> beam.FlatMap(whole_pair_one_to_one, thresholds, shards))
         on_one_worker = (pairs | "OneWorker" >> beam.Filter(lambda e: e[0] not in spread)
-                         | "PerLanguagePair" >> beam.GroupByKey() | "Greedy" >> beam.FlatMap(one_to_one, thresholds))
+                         | "PerLanguagePair" >> beam.GroupByKey()
+                         | "Greedy" >> beam.FlatMap(whole_pair_one_to_one, thresholds, shards))
         in_rounds = self._in_rounds(pairs | "Spread" >> beam.Filter(lambda e: e[0] in spread))
         return (on_one_worker, in_rounds) | "Accepted" >> beam.Flatten()
 
-    def _in_rounds(self, edges):
-        """The spread pairs' candidates -> the pairs accepted, once the account of every candidate is checked."""
-        entered = edges | "Entered" >> beam.MapTuple(lambda pair, block: (pair, len(block)))
+    def _in_rounds(self, selected):
+        """The spread pairs' blocks -> the pairs accepted, once the account of every candidate is checked."""
+        entered = selected | "Entered" >> beam.MapTuple(
+            lambda pair, block: (pair, None if block is None else (block[0], len(block[1]))))
+        edges = selected | "Edges" >> beam.FlatMapTuple(lambda pair, block: [] if block is None else [(pair, block[1])])
         accepted, settled, taken = [], [], None
         for index in range(SPREAD_ROUNDS):
             round_accepted, round_settled, edges, taken = _one_round(edges, taken, f"Round{index}")
@@ -152,10 +169,33 @@ class OneToOne(beam.PTransform):
         accepted.append(rest.edges | "RestPerLanguagePair" >> beam.GroupByKey()
                         | "RestGreedy" >> beam.FlatMap(one_to_one, self.thresholds))
         checked = ({"entered": entered, "settled": settled | "Settled" >> beam.Flatten()}
-                   | "Account" >> beam.CoGroupByKey() | "CheckAccount" >> beam.FlatMapTuple(check_account))
+                   | "Account" >> beam.CoGroupByKey() | "CheckAccount" >> beam.FlatMap(check_account, self.shards))
         return (accepted | "SpreadAccepted" >> beam.Flatten()
                 | "AtThreshold" >> beam.FlatMap(at_threshold, self.thresholds)  # one_to_one's own, for the rounds'
                 | "AfterAccount" >> beam.FlatMap(after_account, beam.pvalue.AsDict(checked)))
+
+
+def whole_pair_one_to_one(element, thresholds: dict, shards: dict) -> Iterable[tuple]:
+    """one_to_one over a pair's blocks as Select gives them, (source shard, block), once every source shard's
+    block is there once (None: OneToOne's marker of the pair)."""
+    pair, selected = element
+    selected = [block for block in selected if block is not None]   # EveryPair's marker
+    check_shards(pair, [shard for shard, _ in selected], shards[pair])
+    yield from one_to_one((pair, [block for _, block in selected]), thresholds)
+
+
+def check_shards(pair: tuple, received: list[int], expected: list[int]) -> None:
+    """An error naming the pair and the shards unless `received` holds each of the `expected` source shards once."""
+    if sorted(received) == expected:
+        return
+    counts = Counter(received)
+    wrong = [f"{what} {numbers}" for what, numbers in (
+        ("missing", sorted(set(expected) - set(counts))),
+        ("received more than once", sorted(shard for shard, n in counts.items() if n > 1)),
+        ("not of the language", sorted(set(counts) - set(expected)))) if numbers]
+    raise RuntimeError(f"{'-'.join(pair)}: the one-to-one pass needs the selected candidates of each of its "
+                       f"{len(expected)} source shards once; shards {'; '.join(wrong)}: the runner delivered a group "
+                       "incomplete or twice")
 
 
 def _by_target(edges, taken, name: str):
@@ -288,11 +328,14 @@ class AcceptDominant(beam.DoFn):
             yield pair, edges.take(np.flatnonzero(left))
 
 
-def check_account(pair, counts: dict) -> Iterable[tuple]:
-    """(pair, {"entered": [n], "settled": [n]}) -> (pair, True) where every candidate that entered the rounds was
-    settled once; else an error naming the pair: a group that a runner delivered short or twice would have changed
-    which pairs the pass accepts."""
-    entered, settled = sum(counts["entered"]), sum(counts["settled"])
+def check_account(element, shards: dict) -> Iterable[tuple]:
+    """(pair, {"entered": [(source shard, n)], "settled": [n]}) -> (pair, True) where every source shard's block
+    entered the rounds once and every candidate that entered was settled once; else an error naming the pair: a
+    group that a runner delivered short or twice would have changed which pairs the pass accepts."""
+    pair, counts = element
+    blocks = [block for block in counts["entered"] if block is not None]   # EveryPair's marker
+    check_shards(pair, [shard for shard, _ in blocks], shards[pair])
+    entered, settled = sum(n for _, n in blocks), sum(counts["settled"])
     if entered != settled:
         raise RuntimeError(f"{'-'.join(pair)}: the one-to-one pass in rounds settled {settled} of the {entered} "
                            "candidates that entered it: the runner delivered a group incomplete or twice")

@@ -39,6 +39,11 @@ def pair_thresholds(settings: dict, pairs: list[tuple[str, str]], manifest: dict
     return thresholds, moves
 
 
+def source_shards(manifest: dict, language: str) -> list[int]:
+    """The numbers of a language's embedding shards that hold rows: each has its block in Select's output."""
+    return [number for number, shard in enumerate(manifest["languages"][language]["shards"]) if shard["rows"]]
+
+
 class MinePairs(beam.PTransform):
     """The whole stage over the embed stage's manifest: PBegin -> PCollection of per-pair summaries; the k-NN
     join's groups in waves of at most `wave_bytes` of rows shipped (0: one wave; join_waves)."""
@@ -55,6 +60,7 @@ class MinePairs(beam.PTransform):
                               default=0)
         # `max` selection's pairs whose one-to-one pass goes in rounds across workers (OneToOne)
         self.spread = {pair for pair in pairs if rows[pair[0]] + rows[pair[1]] > self.config.one_to_one_rows}
+        self.source_shards = {pair: source_shards(manifest, pair[0]) for pair in pairs}   # its account
         float_bytes = 4 if embed_settings(settings)["dtype"] == "float32" else 2
         self.waves = join_waves(manifest, pairs, self.config.knn, wave_bytes, float_bytes)
 
@@ -74,7 +80,7 @@ class MinePairs(beam.PTransform):
                  | "BySourceShard" >> beam.GroupByKey()
                  | "Select" >> beam.ParDo(Select(config.selection, thresholds, config.min_cosine)))
         if config.selection == "max":
-            pairs = pairs | "OneToOne" >> OneToOne(thresholds, self.spread)
+            pairs = pairs | "OneToOne" >> OneToOne(thresholds, self.spread, self.source_shards)
         if refine:
             pairs = pairs | "RefinePairs" >> RefinePairs(manifest, config, ratio_floor(config, manifest), uses,
                                                           self.thresholds)
