@@ -185,6 +185,21 @@ def extract_libraries(extract_section: dict) -> dict:
     return {name: _installed_version(name) for name in (*EXTRACTOR_PACKAGES.get(extractor, ()), FULL_FASTTEXT)}
 
 
+def libraries_note(manifest: dict, settings: dict) -> str | None:
+    """Where the workers that made an extract output ran other versions of its libraries than this machine has (a
+    remote runner's workers install their own): which, for the plan and the log. The stage's dependencies record
+    this machine's versions, so a rerun notices an upgrade here, not one on the workers; pinning the workers'
+    packages makes the two the same."""
+    workers = manifest.get("worker_libraries")
+    here = extract_libraries(settings.get("extract") or {}) if workers else None
+    if workers == here:
+        return None
+    differ = ", ".join(f"{name} {workers.get(name)} (here {here.get(name)})"
+                       for name in sorted(set(workers) | set(here)) if workers.get(name) != here.get(name))
+    return (f"its sentences were made by workers with {differ}: pin the workers' packages (--requirements_file, "
+            "or an SDK container image) so that a rerun can tell when they change")
+
+
 def _installed_version(distribution: str) -> str | None:
     try:
         return version(distribution)

@@ -153,10 +153,25 @@ class ExtractSentences(beam.PTransform):
                   | "Count" >> beam.CombinePerKey(sum)
                   | "Shards" >> beam.MapTuple(lambda lang, n: (lang, shard_count(n, per_shard))))
         counts_view = beam.pvalue.AsDict(counts)
-        return (unique
-                | "ShardKey" >> beam.Map(lambda s, c: ((s.language, shard_of(s, c[s.language])), s), counts_view)
-                | "GroupShard" >> beam.GroupByKey()
-                | "Write" >> beam.ParDo(WriteSentenceShard(self.settings["output"]), counts_view))
+        written = (unique
+                   | "ShardKey" >> beam.Map(lambda s, c: ((s.language, shard_of(s, c[s.language])), s), counts_view)
+                   | "GroupShard" >> beam.GroupByKey()
+                   | "Write" >> beam.ParDo(WriteSentenceShard(self.settings["output"]), counts_view))
+        # the versions a worker decides the text with: a remote runner's workers install their own (setup.py
+        # bounds them below only), which may not be the launcher's that the stage's dependencies record
+        libraries = (begin | "Libraries" >> beam.Create([self.settings.get("extract") or {}], reshuffle=False)
+                     | "WorkerLibraries" >> beam.Map(worker_libraries))
+        return (written, libraries) | "Entries" >> beam.Flatten()
+
+
+WORKER_LIBRARIES = "worker_libraries"
+
+
+def worker_libraries(extract_section: dict) -> dict:
+    """The stage's entry of the library versions on the worker that runs it (pipelines.dependencies's list)."""
+    from pipelines.dependencies import extract_libraries
+
+    return {WORKER_LIBRARIES: extract_libraries(extract_section)}
 
 
 class _KeepFirst(beam.CombineFn):
@@ -181,13 +196,19 @@ class _KeepFirst(beam.CombineFn):
 
 def sentences_manifest(entries: list[dict]) -> dict:
     """Per language: its row count and its shards in order. A shard number no document hashed to has no file
-    and no entry; later stages refer to shards by their position in this list, never by number."""
+    and no entry; later stages refer to shards by their position in this list, never by number. With the library
+    versions a worker ran (`worker_libraries`), where the stage's entries carry them."""
     languages: dict[str, dict] = {}
-    for entry in sorted(entries, key=lambda e: (e["language"], e["shard"])):
+    shards = [entry for entry in entries if WORKER_LIBRARIES not in entry]
+    for entry in sorted(shards, key=lambda e: (e["language"], e["shard"])):
         language = languages.setdefault(entry["language"], {"rows": 0, "shards": []})
         language["rows"] += entry["rows"]
         language["shards"].append({"path": entry["path"], "rows": entry["rows"]})
-    return {"stage": "extract", "languages": languages}
+    manifest = {"stage": "extract", "languages": languages}
+    libraries = [entry[WORKER_LIBRARIES] for entry in entries if WORKER_LIBRARIES in entry]
+    if libraries:
+        manifest[WORKER_LIBRARIES] = libraries[0]
+    return manifest
 
 
 class ExtractStage:
@@ -214,7 +235,13 @@ class ExtractStage:
         return pipeline | "extract/Extract" >> ExtractSentences(self.settings)
 
     def manifest(self, entries: list[dict]) -> dict:
-        return sentences_manifest(entries)
+        from pipelines.dependencies import libraries_note
+
+        manifest = sentences_manifest(entries)
+        note = libraries_note(manifest, self.settings)
+        if note:
+            log.warning("extract: %s", note)
+        return manifest
 
 
 def main(argv: list[str] | None = None) -> int:

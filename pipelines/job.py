@@ -21,7 +21,14 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions
 
 from pipelines import dofn_inspection, layout, manifests, storage
-from pipelines.dependencies import NOT_RECORDED, change_lines, changed_keys, dependencies_by_stage, stage_dependencies
+from pipelines.dependencies import (
+    NOT_RECORDED,
+    change_lines,
+    changed_keys,
+    dependencies_by_stage,
+    libraries_note,
+    stage_dependencies,
+)
 from pipelines.options import (
     STAGES,
     MineOptions,
@@ -219,6 +226,7 @@ class StageDecision:
     error: str | None = None
     seconds: float | None = None  # what the stage took when it last finished here
     depends: dict | None = None  # what its output would depend on (dependencies.stage_dependencies)
+    notes: list[str] = field(default_factory=list)  # what its finished output says a user should know
 
     def why(self) -> str:
         return REASONS[self.reason].format(after=self.after)
@@ -256,6 +264,8 @@ def stage_decisions(settings: dict, stages: list[str], rerun: bool) -> list[Stag
         else:
             decisions.append(StageDecision(name, "reuse", "unrecorded" if changed else "same",
                                            manifest=manifests.resolve(earlier, output, name), seconds=seconds))
+        if earlier and decisions[-1].action != "run":  # what a finished output's own record says
+            decisions[-1].notes = [note for note in [libraries_note(earlier, settings)] if note]
     for decision in decisions:
         decision.depends = by_stage[decision.name]
     for before, decision in zip(decisions, decisions[1:]):  # a stage reads the one before it: refused now, not
@@ -280,6 +290,8 @@ def plan_stages(settings: dict, stages: list[str], rerun: bool) -> list[tuple[st
                          "".join(f"\n    {line}" for line in decision.changes))
             plan.append((name, None))
         elif decision.action == "reuse":
+            for note in decision.notes:
+                log.warning("%s: %s", name, note)
             if decision.reason == "unrecorded":
                 log.warning("%s: its earlier output records no dependencies, so whether it matches these inputs "
                             "and settings cannot be checked; using it (run that stage too to be sure)", name)
@@ -310,7 +322,7 @@ def format_plan(output: str, decisions: list[StageDecision]) -> str:
         action = {"absent": "-", "refuse": "error"}.get(decision.action, decision.action)
         took = f" (took {decision.seconds:.1f} s last time)" if decision.seconds is not None else ""
         lines.append(f"  {decision.name:<8} {action:<6} {decision.why()}{took}")
-        lines.extend(f"                    {line}" for line in decision.changes)
+        lines.extend(f"                    {line}" for line in decision.changes + decision.notes)
     return "\n".join(lines)
 
 

@@ -343,6 +343,32 @@ def test_plan_says_what_would_run_and_why_and_touches_nothing(sample_run, tmp_pa
     assert snapshot(copy) == before
 
 
+def test_the_extract_stage_records_its_workers_libraries_and_the_plan_tells_a_difference(sample_run, tmp_path,
+                                                                                        capsys):
+    """The extract stage's manifest holds the library versions a worker extracted with (here this process's, as the
+    dependencies record them). Workers that ran other versions (a remote runner installs its own) are told by the
+    plan and the log of a run that reuses the output, which stays reused: the dependencies are this machine's."""
+    import json
+
+    output, _ = sample_run
+    manifest = json.loads((output / "extract" / "_MANIFEST.json").read_text())
+    assert manifest["worker_libraries"] == manifest["depends"]["extract libraries"]
+    assert "trafilatura" in manifest["worker_libraries"]
+    assert main(["--output", str(output), "--plan", "--quiet"]) == 0
+    assert "made by workers" not in capsys.readouterr().out
+
+    copy = tmp_path / "copy"
+    shutil.copytree(output, copy)
+    path = copy / "extract" / "_MANIFEST.json"
+    older = {**manifest, "worker_libraries": {**manifest["worker_libraries"], "trafilatura": "0.0.1"}}
+    path.write_text(json.dumps(older))
+    here = manifest["worker_libraries"]["trafilatura"]
+    assert main(["--output", str(copy), "--plan", "--quiet"]) == 0
+    plan = capsys.readouterr().out
+    assert "extract  reuse" in plan
+    assert f"its sentences were made by workers with trafilatura 0.0.1 (here {here}): pin the workers'" in plan
+
+
 def test_sizes_are_told_in_the_units_storage_bills():
     from pipelines.job import readable_size
 
