@@ -41,3 +41,44 @@ def plot_threshold_curve(curve: dict, thresholds: dict[str, float], title: str, 
     with atomic_output(path) as handle:
         figure.savefig(handle, format="png")
     plt.close(figure)
+
+
+def pairs_kept_curve(histogram: list[list]) -> tuple[list[float], list[int]]:
+    """A score histogram ([[bin's lower edge, pairs], ...] ascending) -> (edges, pairs at or above each edge)."""
+    edges = [edge for edge, _ in histogram]
+    kept, total = [], 0
+    for _, n in reversed(histogram):
+        total += n
+        kept.append(total)
+    return edges, kept[::-1]
+
+
+def plot_pairs_by_threshold(histograms: dict[str, list[list]], threshold: float | None, title: str,
+                            path: str | Path, most: int = 10) -> None:
+    """How many mined pairs a margin threshold keeps: pairs with margin >= x against x, on a log scale, for all
+    language pairs together and the `most` largest each; the threshold mined at as a vertical line (the pairs
+    below it were not kept, so the curves start there)."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(7, 4.5), dpi=120)
+    together: dict[float, int] = {}
+    for histogram in histograms.values():
+        for edge, n in histogram:
+            together[edge] = together.get(edge, 0) + n
+    largest = sorted(histograms, key=lambda pair: (-sum(n for _, n in histograms[pair]), pair))[:most]
+    for label, histogram, style in ([(f"all {len(histograms)} pairs", sorted(together.items()), "-")]
+                                    + [(pair, histograms[pair], "--") for pair in largest]):
+        if histogram:
+            edges, kept = pairs_kept_curve([list(bin_) for bin_ in histogram])
+            axes.step(edges, kept, style, where="post", label=label, linewidth=1.5 if style == "-" else 1)
+    if threshold is not None:
+        axes.axvline(threshold, color="tab:red", linewidth=1, label=f"threshold {threshold:g}")
+    axes.set_xlabel("margin threshold")
+    axes.set_ylabel("pairs at or above it")
+    axes.set_yscale("log")
+    axes.set_title(title)
+    axes.grid(alpha=0.3)
+    axes.legend(loc="upper right", fontsize=7)
+    figure.tight_layout()
+    with atomic_output(path) as handle:
+        figure.savefig(handle, format="png")
+    plt.close(figure)

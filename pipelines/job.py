@@ -197,6 +197,18 @@ def run(settings: dict, options: PipelineOptions, stages: list[str], builders: d
     return report
 
 
+def plot_report(report: dict, path: str) -> None:
+    """The report's score histograms drawn (miner.plots.plot_pairs_by_threshold)."""
+    from miner.plots import plot_pairs_by_threshold  # matplotlib only when a plot is asked for
+
+    if any("score_histogram" not in entry for entry in report["pairs"].values()):
+        raise ValueError(f"the pairs stage's output in {report['output']} records no score histograms (made by an "
+                         "earlier version): run it again to draw them (--stages pairs --rerun)")
+    histograms = {pair: entry["score_histogram"] for pair, entry in report["pairs"].items()}
+    threshold = (report.get("mining") or {}).get("threshold")
+    plot_pairs_by_threshold(histograms, threshold, f"pairs mined in {report['output']}", path)
+
+
 OUTDATED = "(manifest of an older version)"  # a manifest without the current format: its stage is not finished
 
 
@@ -412,5 +424,8 @@ def main(argv: list[str] | None, builders: dict, prog: str, description: str | N
         prepare_for_runner(settings, options)
         report = run(settings, options, stages, builders, mine_options.rerun)
         print(format_summary(report))
+        if mine_options.plot:  # after the report: a plot that cannot be drawn must not cost the run's outputs
+            plot_report(report, mine_options.plot)
+            print(f"  drew the pairs each threshold keeps: {mine_options.plot}")
 
     return exit_status(command)

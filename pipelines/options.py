@@ -37,6 +37,9 @@ class MineOptions(PipelineOptions):
         parser.add_argument("--plan", action="store_true",
                             help="say which stages would run and why (what changed since their output was made), "
                             "then stop: nothing is run, written or deleted")
+        parser.add_argument("--plot", metavar="FILE.png",
+                            help="also draw how many mined pairs each margin threshold keeps, per language pair "
+                            "(a PNG on this machine; needs matplotlib: pip install 'cmlm-miner[plot]')")
         parser.add_argument("--verbose", action="store_true", help="debug lines of ours, info lines of the libraries")
         parser.add_argument("--quiet", action="store_true", help="warnings and the final report only")
 

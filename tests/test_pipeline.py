@@ -285,6 +285,7 @@ def test_a_large_pairs_bitext_is_written_in_parts_by_score_range_that_read_as_th
         members = b"".join((copy / part["tsv"]).read_bytes() for part in parts)
         assert gzip.decompress(members) == gzip.decompress(storage.read_bytes(one_tsv))
         assert entry["score_range"] == first["pairs"][pair]["score_range"]
+        assert entry["score_histogram"] == first["pairs"][pair]["score_histogram"]  # the parts' merged
     assert not list((copy / "bitext").glob("*-eng_Latn.parquet"))  # the one-file bitext of the run before: cleared
 
     again = run(settings(copy, bitext={"rows_per_part": 10}), PipelineOptions([]), ["pairs"])  # reused, checked
@@ -367,6 +368,41 @@ def test_the_extract_stage_records_its_workers_libraries_and_the_plan_tells_a_di
     plan = capsys.readouterr().out
     assert "extract  reuse" in plan
     assert f"its sentences were made by workers with trafilatura 0.0.1 (here {here}): pin the workers'" in plan
+
+
+def test_the_report_counts_each_pairs_margins_and_the_plot_draws_them(sample_run, tmp_path, capsys):
+    """Each pair's report entry counts its mined pairs by margin (bins of 0.01): as many as it mined, in the range
+    it reports, the bitext's own scores binned. `--plot` draws them after the report; an output made before the
+    histograms were recorded is an error saying how to record them, once the run's outputs are written."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from pipelines.pairs.output import score_histogram
+
+    output, report = sample_run
+    for pair, entry in report["pairs"].items():
+        histogram = entry["score_histogram"]
+        assert sum(n for _, n in histogram) == entry["pairs"] > 0
+        assert histogram[0][0] <= entry["score_range"][0] < histogram[0][0] + 0.01
+        scores = pq.read_table(output / entry["parquet"], columns=["score"])["score"].to_numpy()
+        assert histogram == score_histogram(scores)
+
+    copy = tmp_path / "copy"
+    shutil.copytree(output, copy)
+    plot = tmp_path / "kept.png"
+    assert main(["--output", str(copy), "--plot", str(plot), "--quiet"]) == 0
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"drew the pairs each threshold keeps: {plot}" in capsys.readouterr().out
+
+    manifest_path = copy / "pairs" / "_MANIFEST.json"
+    manifest = json.loads(manifest_path.read_text())
+    for entry in manifest["pairs"]:
+        del entry["score_histogram"]
+    manifest_path.write_text(json.dumps(manifest))
+    assert main(["--output", str(copy), "--plot", str(tmp_path / "none.png"), "--quiet"]) == 2
+    assert "records no score histograms" in capsys.readouterr().err
+    assert (copy / "report.json").exists() and not (tmp_path / "none.png").exists()
 
 
 def test_sizes_are_told_in_the_units_storage_bills():

@@ -1155,3 +1155,21 @@ def test_every_source_shard_delivered_once_passes_the_one_to_one_account():
     empty = full.take(np.empty(0, np.int64))
     [(_, kept)] = selection.whole_pair_one_to_one((pair, [(1, empty), (0, full)]), {pair: None}, {pair: [0, 1]})
     assert kept.src.tolist() == full.src.tolist()
+
+
+def test_margins_are_counted_in_bins_that_parts_merge_into_the_whole():
+    """score_histogram: the pairs of each 0.01 bin of margin, by lower edge; a pair's parts' histograms merge into
+    the whole's (the parts split a pair by score, any way); the plot's curve counts the pairs at or above each edge."""
+    from miner.plots import pairs_kept_curve
+    from pipelines.pairs.output import merged_histograms, score_histogram
+
+    scores = np.float32([1.351, 1.359, 1.36, 2.0, 1.4999, 1.5, 1.0])
+    assert score_histogram(scores) == [[1.0, 1], [1.35, 2], [1.36, 1], [1.49, 1], [1.5, 1], [2.0, 1]]
+    assert score_histogram(np.float32([])) == []
+    rng = np.random.default_rng(0)
+    many = rng.uniform(1.0, 3.0, 5000).astype(np.float32)
+    cuts = np.sort(rng.choice(many, 3, replace=False))
+    parts = np.split(np.sort(many), np.searchsorted(np.sort(many), cuts))
+    assert merged_histograms([score_histogram(part) for part in parts]) == score_histogram(many)
+    edges, kept = pairs_kept_curve(score_histogram(scores))
+    assert edges == [1.0, 1.35, 1.36, 1.49, 1.5, 2.0] and kept == [7, 6, 4, 3, 2, 1]

@@ -194,12 +194,36 @@ class WriteBitext(beam.DoFn):
         storage.write_bytes(tsv, tsv_gz(table))
         scores = table["score"].to_pylist()
         yield {"pair": f"{src_lang}-{tgt_lang}", "pairs": len(pairs), "parquet": parquet, "tsv": tsv,
-               "score_range": [min(scores), max(scores)] if scores else None, **({"part": part} if parts > 1 else {})}
+               "score_range": [min(scores), max(scores)] if scores else None,
+               "score_histogram": score_histogram(pairs.score), **({"part": part} if parts > 1 else {})}
+
+
+# The width of the bins a pair's margins are counted in for its report (score_histogram): fine enough to read a
+# threshold off, and a few hundred bins at most for any margin (ratio margins of 1-3, cosines of 0-1)
+HISTOGRAM_WIDTH = 0.01
+
+
+def score_histogram(scores: np.ndarray) -> list[list]:
+    """[[a bin's lower edge, the pairs in it], ...] by edge ascending, for the bins of HISTOGRAM_WIDTH that hold
+    pairs: what a threshold would keep, without reading the bitext."""
+    bins, counts = np.unique(np.floor(np.asarray(scores, np.float64) / HISTOGRAM_WIDTH).astype(np.int64),
+                             return_counts=True)
+    return [[round(b * HISTOGRAM_WIDTH, 6), n] for b, n in zip(bins.tolist(), counts.tolist())]
+
+
+def merged_histograms(histograms: list[list[list]]) -> list[list]:
+    """score_histograms of a pair's parts as one."""
+    counts: dict[float, int] = {}
+    for histogram in histograms:
+        for edge, n in histogram:
+            counts[edge] = counts.get(edge, 0) + n
+    return [[edge, counts[edge]] for edge in sorted(counts)]
 
 
 def pair_summary(pair: str, parts) -> dict:
-    """A language pair's summary from its parts' ({"pair", "pairs", "parquet", "tsv", "score_range"}, with
-    "parts" [{"parquet", "tsv", "pairs"}] in place of the two files where there are several)."""
+    """A language pair's summary from its parts' ({"pair", "pairs", "parquet", "tsv", "score_range",
+    "score_histogram"}, with "parts" [{"parquet", "tsv", "pairs"}] in place of the two files where there are
+    several)."""
     parts = sorted(parts, key=lambda p: p.get("part", 0))
     ranges = [p["score_range"] for p in parts if p["score_range"]]
     summary = {"pair": pair, "pairs": sum(p["pairs"] for p in parts)}
@@ -208,6 +232,7 @@ def pair_summary(pair: str, parts) -> dict:
     else:
         summary["parts"] = [{"parquet": p["parquet"], "tsv": p["tsv"], "pairs": p["pairs"]} for p in parts]
     summary["score_range"] = [min(r[0] for r in ranges), max(r[1] for r in ranges)] if ranges else None
+    summary["score_histogram"] = merged_histograms([p["score_histogram"] for p in parts])
     return summary
 
 
