@@ -44,3 +44,19 @@ def test_the_text_stage_logs_pages_and_their_rate(caplog, monkeypatch):
     finally:
         reader.teardown(), splitter.teardown()
     assert re.search(rf"extract: {len(pages)} pages " + RATE.format(unit="pages"), caplog.text)
+
+
+def test_the_pairs_stage_logs_the_similarities_it_computed_and_their_rate(tmp_path, caplog, monkeypatch):
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from pipelines.mine import run
+    from pipelines.pairs.join import CompareOnShard
+    from tests.test_pipeline_pairs import settings_for, write_shards
+
+    monkeypatch.setattr(CompareOnShard, "progress_every_s", 0)
+    output = str(tmp_path / "out")
+    write_shards(output, 2)
+    with caplog.at_level(logging.INFO, logger="pipelines.pairs"):
+        report = run(settings_for(output, "max"), PipelineOptions([]), ["embed", "pairs"])
+    counted = re.findall(r"pairs: ([\d,]+) similarities " + RATE.format(unit="similarities"), caplog.text)
+    assert counted and int(counted[-1].replace(",", "")) == report["counters"]["pairs"]["pairs"]["similarities_computed"]

@@ -15,6 +15,7 @@ from apache_beam import typehints as th
 from apache_beam.metrics import Metrics
 
 import pipelines.pairs.plan as plan
+from miner.console import PROGRESS_EVERY_S, Progress
 from miner.index import KnnConfig
 from miner.knn_join import (
     Neighbours,
@@ -329,16 +330,21 @@ class CompareOnShard(beam.DoFn):
     queries sent to it (plan.TO_DATABASE) -> ((pair, side, query shard), Neighbours) for each direction: the neighbours
     in this shard, which the merge completes over the database's shards. What was sent must arrive whole (every
     row of its language, in as many lists as it probes): a side the runner delivered in parts is an error, never
-    fewer neighbours."""
+    fewer neighbours. Each worker logs the similarities it computed and their rate at most every
+    `progress_every_s` seconds: the stage's long step."""
+
+    progress_every_s = PROGRESS_EVERY_S
 
     def __init__(self, manifest: dict, config: MiningConfig):
         self.manifest, self.config = manifest, config
         self.bytes_read = Metrics.counter("pairs", "embedding_bytes_read")
-        self.similarities = Metrics.counter("pairs", "similarities_computed")
+        self.similarities = None
         self.device = None
 
     def setup(self):
         self.device = compare_device(self.config.knn)
+        self.similarities = CountedWork(Metrics.counter("pairs", "similarities_computed"),
+                                        Progress(log, "pairs", "similarities", every_s=self.progress_every_s))
 
     def process(self, element, centroids: dict):
         (route, language, shard, _), parts = element
@@ -385,6 +391,17 @@ class CompareOnShard(beam.DoFn):
             raise RuntimeError(f"{language} shard {shard}: {sent_lang}'s rows arrived as {distinct} rows in "
                                f"{len(sent.refs)} lists' memberships, {expected} rows in {expected * each} expected: "
                                "the runner delivered them incomplete or twice")
+
+
+class CountedWork:
+    """A Beam counter whose increments also move a progress line (miner.console.Progress)."""
+
+    def __init__(self, counter, progress: Progress):
+        self.counter, self.progress = counter, progress
+
+    def inc(self, n: int = 1) -> None:
+        self.counter.inc(n)
+        self.progress.add(n)
 
 
 class MergeTopK(beam.CombineFn):
