@@ -14,8 +14,10 @@ A stage depends on everything an earlier stage depends on, plus its own settings
 - pairs: the pairing (`languages`, `pairs`, `pivot`) and `mining`, `knn`, `pair_filter`, `bitext`, and the
   threshold offsets' values (an encoder folder's thresholds.json is read for them, and left out of the encoder's
   files), and the mining settings with their defaults filled in (a default that changes is a setting that changes).
-Sizes and times, not contents, identify files: reading every crawl file again to hash it would cost as much as the
-stage itself. A file rewritten with the same size within the same second is not noticed: `--rerun` is for that.
+An extract output made for more languages (`languages`) serves a run that wants fewer: a language's sentences and
+vectors do not depend on the others. Sizes and times, not contents, identify files: reading every crawl file again
+to hash it would cost as much as the stage itself. A file rewritten with the same size within the same second is
+not noticed: `--rerun` is for that.
 """
 
 from __future__ import annotations
@@ -88,7 +90,17 @@ def changed_keys(recorded: dict | None, current: dict) -> list[str]:
     manifests recorded them, or by other means)."""
     if recorded is None:
         return [NOT_RECORDED]
-    return sorted(key for key in set(recorded) | set(current) if recorded.get(key) != current.get(key))
+    return sorted(key for key in set(recorded) | set(current) if not _holds(key, recorded.get(key), current.get(key)))
+
+
+def _holds(key: str, recorded, current) -> bool:
+    """Whether an output made with `recorded` for this dependency holds for `current`: the same value, or for the
+    extract stage's `languages`, a set that covers the one wanted now (empty: every language). A language's
+    sentences do not depend on which others are kept (dedup and shards are per language), nor its vectors, so an
+    output made for more languages serves fewer; the pairs stage's own `languages` must match."""
+    if key == "extract.languages" and recorded != current:
+        return not recorded or bool(current) and set(current) <= set(recorded)
+    return recorded == current
 
 
 MISSING = object()  # a setting or file one side does not have

@@ -405,6 +405,36 @@ def test_the_report_counts_each_pairs_margins_and_the_plot_draws_them(sample_run
     assert (copy / "report.json").exists() and not (tmp_path / "none.png").exists()
 
 
+def test_fewer_languages_reuse_the_sentences_and_vectors_of_more(sample_run, tmp_path, capsys):
+    """An extract output made for more languages serves a run that wants fewer: the extract and embed stages are
+    reused, the pairs stage runs, and the language pair left gets the bytes a run with all of them gave it. A
+    language the output lacks runs every stage again."""
+    output, _ = sample_run
+    copy = tmp_path / "copy"
+    shutil.copytree(output, copy)
+    fewer = '--set=languages=[eng_Latn,deu_Latn]'
+    assert main(["--output", str(copy), "--plan", fewer, "--quiet"]) == 0
+    plan = capsys.readouterr().out
+    assert "extract  reuse" in plan and "embed    reuse" in plan and "pairs    run    what its output" in plan
+    assert 'languages: ["eng_Latn", "deu_Latn", "fra_Latn", "spa_Latn", "rus_Cyrl", "zho_Hans"] -> ["eng_Latn", ' \
+        '"deu_Latn"]' in plan
+    before = snapshot(copy)
+    assert main(["--output", str(copy), fewer, "--quiet"]) == 0
+    capsys.readouterr()
+    after = snapshot(copy)
+    assert {k: v for k, v in after.items() if k.startswith(("sentences", "embeddings"))} == \
+        {k: v for k, v in before.items() if k.startswith(("sentences", "embeddings"))}  # untouched
+    report = json.loads((copy / "report.json").read_text())
+    assert list(report["pairs"]) == ["deu_Latn-eng_Latn"]
+    for mined, first in zip(*(layout.bitext_files(str(folder), "deu_Latn", "eng_Latn") for folder in (copy, output))):
+        assert storage.read_bytes(mined) == storage.read_bytes(first)
+
+    assert main(["--output", str(copy), "--plan", "--set=languages=[eng_Latn,deu_Latn,ita_Latn]", "--quiet"]) == 0
+    assert "extract  run    what its output depends on changed" in capsys.readouterr().out
+    assert main(["--output", str(copy), "--plan", "--set=languages=[]", "--quiet"]) == 0  # every language
+    assert "extract  run    what its output depends on changed" in capsys.readouterr().out
+
+
 def test_sizes_are_told_in_the_units_storage_bills():
     from pipelines.job import readable_size
 

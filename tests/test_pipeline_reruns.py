@@ -260,3 +260,18 @@ def test_a_model_card_edited_leaves_the_vectors_current_and_a_weight_file_does_n
     (folder / "config.json").write_text("another configuration")
     os.utime(folder / "config.json", (1, 1))
     assert encoder_identity(str(folder)) != identity
+
+
+def test_an_extract_output_for_more_languages_holds_for_fewer_and_the_pairs_need_their_own():
+    from pipelines.dependencies import changed_keys
+
+    def changed(recorded, current):
+        return changed_keys({"extract.languages": recorded, "pairs.languages": recorded},
+                            {"extract.languages": current, "pairs.languages": current})
+
+    assert changed(["a", "b"], ["b"]) == ["pairs.languages"]   # the sentences hold; the pairs differ
+    assert changed([], ["a"]) == changed(None, ["a"]) == ["pairs.languages"]   # empty: every language
+    assert changed(["a", "b"], ["a", "c"]) == ["extract.languages", "pairs.languages"]
+    assert changed(["a"], []) == ["extract.languages", "pairs.languages"]   # every language wanted now
+    assert changed(["a", "b"], ["b", "a"]) == ["pairs.languages"]
+    assert changed(["a"], ["a"]) == []
