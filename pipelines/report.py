@@ -74,6 +74,20 @@ def gold_scores(path: str, pairs_manifest: dict) -> dict:
             "all": {**totals, **prf(totals["correct"], totals["mined"], totals["gold"])}}
 
 
+def left_out(counters: dict, pair: str, mining: dict) -> str:
+    """`; its 1,024 candidates had a cosine below min_cosine 0.29 (1,000) or a margin below the threshold (24)`
+    from the pair's counters (pipelines.pairs.selection.BELOW), or `; its 24 candidates all had a margin below the
+    threshold`; "" where it had none."""
+    floor, below = (counters.get(f"{what}:{pair}", 0) for what in ("below_min_cosine", "below_threshold"))
+    if not floor + below:
+        return ""
+    reasons = {f"a cosine below min_cosine {mining.get('min_cosine')}": floor, "a margin below the threshold": below}
+    reasons = {text: n for text, n in reasons.items() if n}
+    if len(reasons) == 1:
+        return f"; its {floor + below:,} candidates all had {next(iter(reasons))}"
+    return f"; its {floor + below:,} candidates had {' or '.join(f'{text} ({n:,})' for text, n in reasons.items())}"
+
+
 def format_summary(report: dict) -> str:
     lines = [f"mined {report['input']} -> {report['output']} with {report['encoder']}",
              f"  pages: {report['pages']} kept of {report['records']} records"]
@@ -92,9 +106,10 @@ def format_summary(report: dict) -> str:
                      f"threshold={mining['threshold']} min_cosine={mining.get('min_cosine')} "
                      f"ratio_floor={mining.get('ratio_floor')} index={mining['index']}")
     gold = (report.get("gold") or {}).get("pairs", {})
+    pair_counters = report.get("counters", {}).get("pairs", {}).get("pairs", {})
     for pair, entry in report["pairs"].items():
         low_high = entry["score_range"]
-        text = f"  {pair}: {entry['pairs']} pairs"
+        text = f"  {pair}: {entry['pairs']} pair{'' if entry['pairs'] == 1 else 's'}"
         notes = [entry["index"]] if entry.get("index") and entry["index"] != mining.get("index") else []
         if entry.get("parts"):  # past bitext.rows_per_part: files by score range
             notes.append(f"in {len(entry['parts'])} parts by score range")
@@ -109,6 +124,8 @@ def format_summary(report: dict) -> str:
             text += f" ({'; '.join(notes)})"
         if low_high:
             text += f", margin {low_high[0]:.3f} .. {low_high[1]:.3f}"
+        else:  # why none: what left out the candidates it had
+            text += left_out(pair_counters, pair, mining)
         if pair in gold:
             g = gold[pair]
             text += f"; P {100 * g['precision']:.1f} R {100 * g['recall']:.1f} ({g['correct']} of {g['gold']} known)"

@@ -435,6 +435,38 @@ def test_fewer_languages_reuse_the_sentences_and_vectors_of_more(sample_run, tmp
     assert "extract  run    what its output depends on changed" in capsys.readouterr().out
 
 
+def test_a_pair_with_no_pairs_says_what_left_its_candidates_out(sample_run, tmp_path, capsys):
+    """Each pair counts the candidates the similarity floor and the threshold left out; where a pair mined none,
+    the summary says which of the two did it, so an empty bitext reads as a verdict, not a failure."""
+    output, first = sample_run
+    copy = tmp_path / "copy"
+    shutil.copytree(output, copy)
+    assert main(["--output", str(copy), "--set", "mining.threshold=9", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    counters = json.loads((copy / "report.json").read_text())["counters"]["pairs"]["pairs"]
+    for pair in PAIRS:
+        below = counters[f"below_threshold:{pair}"]
+        assert below >= first["pairs"][pair]["pairs"]  # every pair mined before, and the candidates it left
+        left = below + counters.get(f"below_min_cosine:{pair}", 0)
+        assert f"{pair}: 0 pairs (" in out and f"its {left:,} candidates " in out
+    assert "all had a margin below the threshold" in out or "or a margin below the threshold" in out
+
+    assert main(["--output", str(copy), "--set", "mining.min_cosine=0.999", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("candidates all had a cosine below min_cosine 0.999") == len(PAIRS)
+
+
+def test_what_left_a_pairs_candidates_out_is_told_in_one_line():
+    from pipelines.report import left_out
+
+    mining = {"min_cosine": 0.29}
+    assert left_out({}, "a-b", mining) == ""
+    assert left_out({"below_threshold:a-b": 24}, "a-b", mining) == "; its 24 candidates all had a margin below the threshold"
+    assert left_out({"below_min_cosine:a-b": 1000, "below_threshold:a-b": 24, "below_threshold:c-b": 5}, "a-b",
+                    mining) == ("; its 1,024 candidates had a cosine below min_cosine 0.29 (1,000) or a margin below "
+                                "the threshold (24)")
+
+
 def test_sizes_are_told_in_the_units_storage_bills():
     from pipelines.job import readable_size
 

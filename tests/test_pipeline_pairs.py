@@ -509,6 +509,7 @@ def test_a_side_sent_to_a_shard_in_part_is_an_error_not_fewer_neighbours(tmp_pat
     centroids = {lang: np.zeros((1, rows.shape[1]), np.float32) for lang in LANGS.values()}
     whole = ListRows.of("db", np.zeros(len(rows), dtype=np.int64), np.arange(len(rows)), refs, rows)
     compare = CompareOnShard(manifest, MiningConfig(k=4))
+    compare.setup()
     (key, table), = compare.process(((TO_QUERIES, "eng_Latn", 0, 0), [((pair, "tgt"), whole)]), centroids)
     assert key == (pair, "tgt", 0) and table.found().min() == 4
     part = whole.take(np.arange(len(rows)) > 0)

@@ -12,6 +12,7 @@ from encoders import binary
 from miner.margin import pair_margins
 from miner.mining import MiningConfig
 from pipelines.pairs.blocks import PairBlock, by_sentence_shard
+from pipelines.pairs.selection import count_below
 from pipelines.pairs.shards import ROW_MASK, read_language_shard, read_rotated
 
 SIGNS, HALF = "_signs", "_half"   # carried while refining, dropped after
@@ -63,10 +64,14 @@ class RefineSide(beam.DoFn):
             refined = PairBlock(pairs.src, pairs.tgt, score, cos, pairs.chosen_by, carried, pairs.means)
             keep = np.ones(len(refined), dtype=bool)
             if self.min_cosine is not None:
-                keep &= cos >= self.min_cosine
+                low = cos < self.min_cosine
+                count_below(pair, "below_min_cosine", int(low.sum()))
+                keep &= ~low
             threshold = self.thresholds.get(pair)
             if threshold is not None:
-                keep &= score >= threshold
+                below = keep & (score < threshold)
+                count_below(pair, "below_threshold", int(below.sum()))
+                keep &= ~below
             if keep.any():
                 yield pair, refined.take(np.flatnonzero(keep))
 

@@ -51,6 +51,16 @@ class BestCandidates(beam.DoFn):
             yield (pair, src_shard), pairs.take(rows)
 
 
+# `pairs` counters a language pair (`below_threshold:deu_Latn-eng_Latn`): its selected candidates left out by the
+# similarity floor (min_cosine) and by the margin threshold, what the summary gives where a pair has no pairs
+BELOW = ("below_min_cosine", "below_threshold")
+
+
+def count_below(pair: tuple[str, str], what: str, n: int) -> None:
+    if n:
+        Metrics.counter("pairs", f"{what}:{'-'.join(pair)}").inc(n)
+
+
 def chosen_by_mode(mode: str, chosen_by: np.ndarray) -> np.ndarray:
     """Which pairs a selection mode keeps, from the directions that chose each (bit 1 forward, bit 2 backward)."""
     forward, backward = (chosen_by & 1) > 0, (chosen_by & 2) > 0
@@ -70,7 +80,6 @@ class Select(beam.DoFn):
     def __init__(self, mode: str, thresholds: dict, min_cosine: float | None = None):
         self.mode, self.thresholds, self.min_cosine = mode, thresholds, min_cosine   # thresholds: by pair
         self.kept = Metrics.counter("pairs", "selected")
-        self.below_floor = Metrics.counter("pairs", "below_min_cosine")
 
     def process(self, element):
         (pair, shard), blocks = element
@@ -85,11 +94,13 @@ class Select(beam.DoFn):
         keep = chosen_by_mode(self.mode, unique.chosen_by)
         if self.min_cosine is not None:  # before one-to-one, as miner.selection does
             low = keep & (unique.sim < self.min_cosine)
-            self.below_floor.inc(int(low.sum()))
+            count_below(pair, "below_min_cosine", int(low.sum()))
             keep &= ~low
         threshold = self.thresholds[pair]
         if threshold is not None:
-            keep &= unique.score >= threshold
+            below = keep & (unique.score < threshold)
+            count_below(pair, "below_threshold", int(below.sum()))
+            keep &= ~below
         self.kept.inc(int(keep.sum()))
         if self.mode == "max":  # every source shard's block, an empty one too: OneToOne checks it has them all
             yield pair, (shard, unique.take(np.flatnonzero(keep)))
