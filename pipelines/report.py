@@ -10,6 +10,7 @@ from miner.bucc import prf
 from pipelines import storage
 from pipelines.layout import bitext_parts
 from pipelines.manifests import relative
+from pipelines.pairs.selection import BELOW
 from pipelines.text.dedup import normalise
 
 
@@ -78,7 +79,7 @@ def left_out(counters: dict, pair: str, mining: dict) -> str:
     """`; its 1,024 candidates had a cosine below min_cosine 0.29 (1,000) or a margin below the threshold (24)`
     from the pair's counters (pipelines.pairs.selection.BELOW), or `; its 24 candidates all had a margin below the
     threshold`; "" where it had none."""
-    floor, below = (counters.get(f"{what}:{pair}", 0) for what in ("below_min_cosine", "below_threshold"))
+    floor, below = (counters.get(f"{what}:{pair}", 0) for what in BELOW)
     if not floor + below:
         return ""
     reasons = {f"a cosine below min_cosine {mining.get('min_cosine')}": floor, "a margin below the threshold": below}
