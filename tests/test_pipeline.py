@@ -456,6 +456,28 @@ def test_a_pair_with_no_pairs_says_what_left_its_candidates_out(sample_run, tmp_
     assert out.count("candidates all had a cosine below min_cosine 0.999") == len(PAIRS)
 
 
+@pytest.mark.parametrize("selection", ["max", "union"])
+def test_a_higher_threshold_mines_the_rows_of_the_bitext_at_or_above_it(sample_run, tmp_path, selection):
+    """What docs/pipeline.md tells a user who wants a higher threshold over a finished output: the bitext mined at
+    it holds exactly the rows of the lower threshold's bitext scored at or above it (the greedy one-to-one pass's
+    choices above a threshold turn on better candidates only; the other modes decide each pair alone)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    output, _ = sample_run
+    lower, higher = tmp_path / "lower", tmp_path / "higher"
+    reports = {}
+    for folder, threshold in ((lower, 1.35), (higher, 1.6)):
+        shutil.copytree(output, folder)
+        reports[folder] = run(settings(folder, mining={**settings(folder)["mining"], "threshold": threshold,
+                                                       "selection": selection}), PipelineOptions([]), ["pairs"])
+    for pair in PAIRS:
+        few, many = (pq.read_table(layout.bitext_files(str(folder), *pair.split("-"))[0]) for folder in (higher, lower))
+        threshold = reports[higher]["pairs"][pair]["threshold"]  # 1.6, moved by the languages' offsets
+        assert 0 < few.num_rows < many.num_rows
+        assert few.equals(many.filter(pc.greater_equal(pc.cast(many["score"], "float64"), threshold)))
+
+
 def test_what_left_a_pairs_candidates_out_is_told_in_one_line():
     from pipelines.report import left_out
 
