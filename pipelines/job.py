@@ -42,12 +42,13 @@ from pipelines.report import format_summary, gold_scores, stage_report
 log = logging.getLogger("pipelines.mine")
 
 
-def run_stage(name: str, build, settings: dict, options: PipelineOptions) -> dict:
+def run_stage(name: str, build, settings: dict, options: PipelineOptions, depends: dict | None = None) -> dict:
     """Run one stage as its own pipeline; returns its manifest (paths joined to the output folder).
 
     `build(pipeline) -> PCollection of manifest entries`, `build.manifest(entries) -> dict`; the manifest (with
-    the stage's counters) is written after the pipeline succeeded, so its existence means the stage is complete.
-    The stage's folders were checked first (`prepare_output`): nothing is deleted through a link."""
+    the stage's counters and `depends`, by default the stage's dependencies on these settings) is written after
+    the pipeline succeeded, so its existence means the stage is complete. The stage's folders were checked first
+    (`prepare_output`): nothing is deleted through a link."""
     output = settings["output"]
     for folder in layout.stage_folders(output, name):  # nothing of an earlier or killed run survives a rerun
         storage.delete_tree(folder)
@@ -74,7 +75,7 @@ def run_stage(name: str, build, settings: dict, options: PipelineOptions) -> dic
     entries = storage.read_json(entries_file)["entries"] if storage.exists(entries_file) else []
     manifest = build.manifest(entries)
     manifest["counters"] = counters(result)
-    manifest["depends"] = stage_dependencies(name, settings)
+    manifest["depends"] = depends if depends is not None else stage_dependencies(name, settings)
     manifest["seconds"] = round(time.perf_counter() - started, 1)
     stored = manifests.write(output, name, manifest)
     storage.delete_path(entries_file)  # the stage's folders hold what its manifest lists, and the manifest
@@ -188,13 +189,24 @@ def run(settings: dict, options: PipelineOptions, stages: list[str], builders: d
     prepare_output(settings["output"], plan)
     found = {}
     for name, earlier in plan:
-        found[name] = earlier if earlier is not None else run_stage(name, builders[name](settings, found), settings,
-                                                                    options)
+        found[name] = earlier if earlier is not None else run_stage(
+            name, builders[name](settings, found), settings, options, recorded_dependencies(name, settings, found))
     report = stage_report(settings, found, time.perf_counter() - started)
     if settings.get("gold") and "pairs" in found:
         report["gold"] = gold_scores(settings["gold"], found["pairs"])
     storage.write_json(layout.report_path(settings["output"]), report)
     return report
+
+
+def recorded_dependencies(name: str, settings: dict, found: dict) -> dict:
+    """What a stage that runs over the earlier stages' outputs `found` records it depends on: its dependencies on
+    these settings, but the languages its sentences cover as the extract output records them (it may hold more
+    languages than are asked for now, dependencies._holds), so that a later run asking for those reuses it."""
+    depends = stage_dependencies(name, settings)
+    extract = (found.get("extract") or {}).get("depends") or {}
+    if name != "extract" and "extract.languages" in extract:
+        depends["extract.languages"] = extract["extract.languages"]
+    return depends
 
 
 def plot_report(report: dict, path: str) -> None:

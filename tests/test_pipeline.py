@@ -429,6 +429,13 @@ def test_fewer_languages_reuse_the_sentences_and_vectors_of_more(sample_run, tmp
     for mined, first in zip(*(layout.bitext_files(str(folder), "deu_Latn", "eng_Latn") for folder in (copy, output))):
         assert storage.read_bytes(mined) == storage.read_bytes(first)
 
+    # a stage run over it records the languages its input holds: embedding again (another batch size) with two
+    # languages asked for embeds all six, and a run asking for the six reuses those vectors
+    assert main(["--output", str(copy), fewer, "--set", "embed.batch_size=7", "--quiet"]) == 0
+    assert main(["--output", str(copy), "--plan", "--set", "embed.batch_size=7", "--quiet"]) == 0
+    plan = capsys.readouterr().out
+    assert "extract  reuse" in plan and "embed    reuse" in plan and "pairs    run" in plan
+
     assert main(["--output", str(copy), "--plan", "--set=languages=[eng_Latn,deu_Latn,ita_Latn]", "--quiet"]) == 0
     assert "extract  run    what its output depends on changed" in capsys.readouterr().out
     assert main(["--output", str(copy), "--plan", "--set=languages=[]", "--quiet"]) == 0  # every language
