@@ -197,6 +197,21 @@ def extract_libraries(extract_section: dict) -> dict:
     return {name: _installed_version(name) for name in (*EXTRACTOR_PACKAGES.get(extractor, ()), FULL_FASTTEXT)}
 
 
+def threshold_raised(recorded: dict | None, current: dict) -> tuple[float, float] | None:
+    """(before, now) where the one difference between two records of the pairs stage's dependencies is a higher
+    `mining.threshold`: then the finished bitext's rows at or above each pair's new threshold are what the stage
+    would mine (docs/pipeline.md, Reruns), and a user can filter them rather than pay for the k-NN join again."""
+    if recorded is None or not set(changed_keys(recorded, current)) <= {"pairs.mining", RESOLVED}:
+        return None
+    for key in ("pairs.mining", RESOLVED):
+        before, now = recorded.get(key) or {}, current.get(key) or {}
+        if any(before.get(name) != now.get(name) for name in set(before) | set(now) if name != "threshold"):
+            return None
+    before, now = ((record.get(RESOLVED) or {}).get("threshold") for record in (recorded, current))
+    numbers = all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in (before, now))
+    return (before, now) if numbers and now > before else None
+
+
 def libraries_note(manifest: dict, settings: dict) -> str | None:
     """Where the workers that made an extract output ran other versions of its libraries than this machine has (a
     remote runner's workers install their own): which, for the plan and the log. The stage's dependencies record

@@ -28,6 +28,7 @@ from pipelines.dependencies import (
     dependencies_by_stage,
     libraries_note,
     stage_dependencies,
+    threshold_raised,
 )
 from pipelines.options import (
     STAGES,
@@ -290,6 +291,11 @@ def stage_decisions(settings: dict, stages: list[str], rerun: bool) -> list[Stag
                                            manifest=manifests.resolve(earlier, output, name), seconds=seconds))
         if earlier and decisions[-1].action != "run":  # what a finished output's own record says
             decisions[-1].notes = [note for note in [libraries_note(earlier, settings)] if note]
+        raised = threshold_raised(earlier.get("depends"), depends) if earlier and name == "pairs" else None
+        if raised and decisions[-1].reason == "changed":
+            decisions[-1].notes = [f"only the threshold rose ({raised[0]:g} -> {raised[1]:g}): the finished bitext's "
+                                   "rows at or above each pair's new threshold are what this run mines; filtering "
+                                   "them costs no k-NN join (docs/pipeline.md, Reruns)"]
     for decision in decisions:
         decision.depends = by_stage[decision.name]
     for before, decision in zip(decisions, decisions[1:]):  # a stage reads the one before it: refused now, not
@@ -311,7 +317,7 @@ def plan_stages(settings: dict, stages: list[str], rerun: bool) -> list[tuple[st
         if decision.action == "run":
             if decision.reason in ("changed", "older"):
                 log.info("%s: %s: running it again%s", name, decision.why(),
-                         "".join(f"\n    {line}" for line in decision.changes))
+                         "".join(f"\n    {line}" for line in decision.changes + decision.notes))
             plan.append((name, None))
         elif decision.action == "reuse":
             for note in decision.notes:

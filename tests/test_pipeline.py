@@ -328,12 +328,13 @@ def test_plan_says_what_would_run_and_why_and_touches_nothing(sample_run, tmp_pa
     assert "embed    reuse" in plan
     assert "pairs    run    what its output depends on changed" in plan and "mining.threshold: 1.35 -> 1.6" in plan
     assert "mining, resolved" not in plan  # the setting given is told once
+    assert "only the threshold rose (1.35 -> 1.6): the finished bitext's rows at or above" in plan  # no join needed
     assert snapshot(copy) == before  # nothing run, written or deleted
 
     assert main(["--output", str(copy), "--plan", "--set", "embed.batch_size=7", "--quiet"]) == 0
     plan = capsys.readouterr().out
     assert "embed    run    what its output depends on changed" in plan and "embed.batch_size: 1024 -> 7" in plan
-    assert "pairs    run    embed runs before it" in plan
+    assert "pairs    run    embed runs before it" in plan and "only the threshold rose" not in plan
 
     # a stage left out whose output no longer holds: the plan shows it, and the command fails as the run would
     assert main(["--output", str(copy), "--plan", "--stages", "pairs", "--set", "filters.length.min_chars=30",

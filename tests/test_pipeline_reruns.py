@@ -275,3 +275,22 @@ def test_an_extract_output_for_more_languages_holds_for_fewer_and_the_pairs_need
     assert changed(["a"], []) == ["extract.languages", "pairs.languages"]   # every language wanted now
     assert changed(["a", "b"], ["b", "a"]) == ["pairs.languages"]
     assert changed(["a"], ["a"]) == []
+
+
+def test_a_higher_threshold_alone_is_told_apart_from_other_changes():
+    from pipelines.dependencies import RESOLVED, threshold_raised
+
+    def record(given: dict, resolved: dict, **others) -> dict:
+        return {"pairs.mining": given, RESOLVED: {"k": 4, "min_cosine": 0.29, **resolved}, "pairs.knn": {}, **others}
+
+    before = record({"threshold": 1.35}, {"threshold": 1.35})
+    assert threshold_raised(before, record({"threshold": 1.5}, {"threshold": 1.5})) == (1.35, 1.5)
+    assert threshold_raised(record({}, {"threshold": 1.35}), record({"threshold": 1.5}, {"threshold": 1.5})) == \
+        (1.35, 1.5)   # the default, then given
+    assert threshold_raised(before, record({"threshold": 1.2}, {"threshold": 1.2})) is None   # lower: a run
+    assert threshold_raised(before, before) is None
+    assert threshold_raised(before, record({"threshold": 1.5, "k": 8}, {"threshold": 1.5, "k": 8})) is None
+    assert threshold_raised(before, record({"threshold": 1.5}, {"threshold": 1.5}, **{"pairs.knn": {"nprobe": 8}})) \
+        is None
+    assert threshold_raised(before, record({"threshold": None}, {"threshold": None})) is None
+    assert threshold_raised(None, before) is None
