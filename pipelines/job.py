@@ -214,6 +214,8 @@ def plot_report(report: dict, path: str) -> None:
     """The report's score histograms drawn (miner.plots.plot_pairs_by_threshold)."""
     from miner.plots import plot_pairs_by_threshold  # matplotlib only when a plot is asked for
 
+    if not report["pairs"]:
+        raise ValueError(f"--plot: {report['output']} has no pairs stage output to draw (run --stages pairs)")
     if any("score_histogram" not in entry for entry in report["pairs"].values()):
         raise ValueError(f"the pairs stage's output in {report['output']} records no score histograms (made by an "
                          "earlier version): run it again to draw them (--stages pairs --rerun)")

@@ -403,6 +403,9 @@ def test_the_report_counts_each_pairs_margins_and_the_plot_draws_them(sample_run
     manifest_path.write_text(json.dumps(manifest))
     assert main(["--output", str(copy), "--plot", str(tmp_path / "none.png"), "--quiet"]) == 2
     assert "records no score histograms" in capsys.readouterr().err
+    fresh = tmp_path / "fresh"
+    assert main(["--output", str(fresh), "--stages", "extract", "--plot", str(tmp_path / "none.png"), "--quiet"]) == 2
+    assert "has no pairs stage output to draw" in capsys.readouterr().err
     assert (copy / "report.json").exists() and not (tmp_path / "none.png").exists()
 
 
