@@ -95,16 +95,18 @@ def greedy_one_to_one(pool: Pairs) -> np.ndarray:
     candidates at once, drop their conflicts, repeat. The leading candidate always qualifies, so each round
     makes progress; on real data a handful of rounds suffice.
     """
-    order = np.lexsort((np.arange(len(pool)), -pool.margin))
+    in_order = len(pool) < 2 or bool(np.all(pool.margin[1:] <= pool.margin[:-1]))  # a pool best first already
+    order = np.arange(len(pool)) if in_order else np.lexsort((np.arange(len(pool)), -pool.margin))
     accepted = []
-    src_first = np.full(pool.src.max(initial=-1) + 1, len(pool), dtype=np.int64)
-    tgt_first = np.full(pool.tgt.max(initial=-1) + 1, len(pool), dtype=np.int64)
+    position_type = np.int32 if len(pool) < 2**31 else np.int64  # positions in the pool: half the memory
+    src_first = np.full(pool.src.max(initial=-1) + 1, len(pool), dtype=position_type)
+    tgt_first = np.full(pool.tgt.max(initial=-1) + 1, len(pool), dtype=position_type)
     src_taken = np.zeros(len(src_first), dtype=bool)
     tgt_taken = np.zeros(len(tgt_first), dtype=bool)
     alive = order
     while len(alive):
         src, tgt = pool.src[alive], pool.tgt[alive]
-        position = np.arange(len(alive))
+        position = np.arange(len(alive), dtype=position_type)
         np.minimum.at(src_first, src, position)
         np.minimum.at(tgt_first, tgt, position)
         wins = (src_first[src] == position) & (tgt_first[tgt] == position)

@@ -1174,3 +1174,13 @@ def test_margins_are_counted_in_bins_that_parts_merge_into_the_whole():
     assert merged_histograms([score_histogram(part) for part in parts]) == score_histogram(many)
     edges, kept = pairs_kept_curve(score_histogram(scores))
     assert edges == [1.0, 1.35, 1.36, 1.49, 1.5, 2.0] and kept == [7, 6, 4, 3, 2, 1]
+
+
+def test_dense_sentence_numbers_are_np_uniques_inverse_in_int32():
+    from pipelines.pairs.selection import dense_ids
+
+    rng = np.random.default_rng(3)
+    for refs in (np.empty(0, np.int64), np.int64([7]), np.int64([5, 5, 5]),
+                 rng.integers(0, 2**40, 1000), rng.integers(0, 30, 1000) << 32):
+        dense = dense_ids(refs)
+        assert dense.dtype == np.int32 and dense.tolist() == np.unique(refs, return_inverse=True)[1].tolist()
