@@ -34,9 +34,14 @@ def plot_threshold_curve(curve: dict, thresholds: dict[str, float], title: str, 
     axes.set_xlabel("margin threshold (pairs with score >= threshold are extracted)")
     axes.set_ylabel("score")
     axes.set_ylim(0, 1.02)
+    _save(plt, figure, axes, title, path, legend="lower left", fontsize=8)
+
+
+def _save(plt, figure, axes, title: str, path: str | Path, legend: str, fontsize: int) -> None:
+    """A figure's title, grid and legend, written as a PNG atomically, and closed."""
     axes.set_title(title)
     axes.grid(alpha=0.3)
-    axes.legend(loc="lower left", fontsize=8)
+    axes.legend(loc=legend, fontsize=fontsize)
     figure.tight_layout()
     with atomic_output(path) as handle:
         figure.savefig(handle, format="png")
@@ -75,10 +80,4 @@ def plot_pairs_by_threshold(histograms: dict[str, list[list]], threshold: float 
     axes.set_xlabel("margin threshold")
     axes.set_ylabel("pairs at or above it")
     axes.set_yscale("log")
-    axes.set_title(title)
-    axes.grid(alpha=0.3)
-    axes.legend(loc="upper right", fontsize=7)
-    figure.tight_layout()
-    with atomic_output(path) as handle:
-        figure.savefig(handle, format="png")
-    plt.close(figure)
+    _save(plt, figure, axes, title, path, legend="upper right", fontsize=7)
