@@ -168,11 +168,15 @@ class OneToOne(beam.PTransform):
         self.thresholds, self.spread = thresholds, set(spread)
         self.shards = {pair: sorted(numbers) for pair, numbers in shards.items()}
 
-    def expand(self, pairs):
+    def expand(self, inputs):
+        """`inputs`: Select's blocks, or (those, a (pair, None) marker for every pair of `shards`) where the stage
+        has the markers already; the markers travel with the blocks, so that a pair whose every block was lost is
+        checked too."""
         spread, thresholds, shards = self.spread, self.thresholds, self.shards
-        # a marker for every pair, so that a pair whose every block was lost is checked too (None: no block)
-        every_pair = pairs.pipeline | "EveryPair" >> beam.Create([(pair, None) for pair in sorted(shards)],
-                                                                 reshuffle=False)
+        pairs, every_pair = inputs if isinstance(inputs, tuple) else (inputs, None)
+        if every_pair is None:
+            every_pair = pairs.pipeline | "EveryPair" >> beam.Create([(pair, None) for pair in sorted(shards)],
+                                                                     reshuffle=False)
         pairs = (pairs, every_pair) | "WithEveryPair" >> beam.Flatten()
         if not spread:
             return (pairs | "PerLanguagePair" >> beam.GroupByKey()

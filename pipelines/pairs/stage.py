@@ -70,6 +70,8 @@ class MinePairs(beam.PTransform):
         # refined pairs meet their threshold once their margins are final
         thresholds = {pair: None for pair in self.pairs} if refine else self.thresholds
         uses = neighbourhoods_by_pair(manifest, self.pairs, config)
+        # (pair, None) for every pair: the writer writes a pair without pairs too, and OneToOne's account sees it
+        markers = begin | "AllPairs" >> beam.Create([(pair, None) for pair in self.pairs], reshuffle=False)
         neighbours = begin | "KnnJoin" >> KnnJoin(manifest, self.pairs, config, self.output, self.waves)
         pairs = (neighbours
                  | "ToMarginJoin" >> beam.FlatMap(to_margin_join)
@@ -80,7 +82,7 @@ class MinePairs(beam.PTransform):
                  | "BySourceShard" >> beam.GroupByKey()
                  | "Select" >> beam.ParDo(Select(config.selection, thresholds, config.min_cosine)))
         if config.selection == "max":
-            pairs = pairs | "OneToOne" >> OneToOne(thresholds, self.spread, self.source_shards)
+            pairs = (pairs, markers) | "OneToOne" >> OneToOne(thresholds, self.spread, self.source_shards)
         if refine:
             pairs = pairs | "RefinePairs" >> RefinePairs(manifest, config, ratio_floor(config, manifest), uses,
                                                           self.thresholds)
@@ -91,8 +93,7 @@ class MinePairs(beam.PTransform):
                      | f"Attach{side}" >> beam.ParDo(AttachSide(manifest, side)))
         if PairFilter.from_settings(self.pair_filter) is not None:
             pairs = pairs | "FilterPairs" >> beam.ParDo(FilterPairs(self.pair_filter))
-        empty = begin | "AllPairs" >> beam.Create([(pair, None) for pair in self.pairs], reshuffle=False)  # a few
-        return ((pairs, empty)
+        return ((pairs, markers)
                 | "WithEmpty" >> beam.Flatten()
                 | "Write" >> WriteBitextParts(self.output, self.rows_per_part, self.most_pairs))
 
