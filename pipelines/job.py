@@ -189,9 +189,9 @@ def run(settings: dict, options: PipelineOptions, stages: list[str], builders: d
     plan = plan_stages(settings, stages, rerun)
     prepare_output(settings["output"], plan)
     found = {}
-    for name, earlier in plan:
+    for name, earlier, depends in plan:
         found[name] = earlier if earlier is not None else run_stage(
-            name, builders[name](settings, found), settings, options, recorded_dependencies(name, settings, found))
+            name, builders[name](settings, found), settings, options, recorded_dependencies(name, depends, found))
     report = stage_report(settings, found, time.perf_counter() - started)
     if settings.get("gold") and "pairs" in found:
         report["gold"] = gold_scores(settings["gold"], found["pairs"])
@@ -199,11 +199,12 @@ def run(settings: dict, options: PipelineOptions, stages: list[str], builders: d
     return report
 
 
-def recorded_dependencies(name: str, settings: dict, found: dict) -> dict:
-    """What a stage that runs over the earlier stages' outputs `found` records it depends on: its dependencies on
-    these settings, but the languages its sentences cover as the extract output records them (it may hold more
-    languages than are asked for now, dependencies._holds), so that a later run asking for those reuses it."""
-    depends = stage_dependencies(name, settings)
+def recorded_dependencies(name: str, depends: dict, found: dict) -> dict:
+    """What a stage that runs over the earlier stages' outputs `found` records it depends on: `depends`, its
+    dependencies as the run's decisions read them (the input files listed once a run, not again a stage), but the
+    languages its sentences cover as the extract output records them (it may hold more languages than are asked
+    for now, dependencies._holds), so that a later run asking for those reuses it."""
+    depends = dict(depends)
     extract = (found.get("extract") or {}).get("depends") or {}
     if name != "extract" and "extract.languages" in extract:
         depends["extract.languages"] = extract["extract.languages"]
@@ -308,9 +309,9 @@ def stage_decisions(settings: dict, stages: list[str], rerun: bool) -> list[Stag
     return decisions
 
 
-def plan_stages(settings: dict, stages: list[str], rerun: bool) -> list[tuple[str, dict | None]]:
-    """(stage, its finished manifest to use, or None: the stage runs) for every stage this run runs or reads, in
-    order (stage_decisions), with the reasons logged; the first refusal raised."""
+def plan_stages(settings: dict, stages: list[str], rerun: bool) -> list[tuple[str, dict | None, dict]]:
+    """(stage, its finished manifest to use, or None: the stage runs, what its output depends on) for every stage
+    this run runs or reads, in order (stage_decisions), with the reasons logged; the first refusal raised."""
     output, plan = settings["output"], []
     for decision in stage_decisions(settings, stages, rerun):
         name = decision.name
@@ -320,7 +321,7 @@ def plan_stages(settings: dict, stages: list[str], rerun: bool) -> list[tuple[st
             if decision.reason in ("changed", "older"):
                 log.info("%s: %s: running it again%s", name, decision.why(),
                          "".join(f"\n    {line}" for line in decision.changes + decision.notes))
-            plan.append((name, None))
+            plan.append((name, None, decision.depends))
         elif decision.action == "reuse":
             for note in decision.notes:
                 log.warning("%s: %s", name, note)
@@ -330,7 +331,7 @@ def plan_stages(settings: dict, stages: list[str], rerun: bool) -> list[tuple[st
             else:
                 log.info("%s: finished in an earlier run with the same inputs and settings (%s)%s", name,
                          layout.manifest_path(output, name), "; --rerun to redo it" if name in stages else "")
-            plan.append((name, decision.manifest))
+            plan.append((name, decision.manifest, decision.depends))
     return plan
 
 
@@ -358,14 +359,14 @@ def format_plan(output: str, decisions: list[StageDecision]) -> str:
     return "\n".join(lines)
 
 
-def prepare_output(output: str, plan: list[tuple[str, dict | None]]) -> None:
+def prepare_output(output: str, plan: list[tuple[str, dict | None, dict]]) -> None:
     """Check the output folder for every stage of `plan`, then clean it: a stage that will run must be able to
     clear its folders (no links), a finished stage's files must be whole (later stages read them), and a finished
     stage's folders keep only what its manifest lists. Nothing is deleted until every check passed."""
     from pipelines import preflight
 
     strays = {}
-    for name, manifest in plan:
+    for name, manifest, _ in plan:
         if manifest is None:
             preflight.check_stage_folders(output, name)
         else:

@@ -294,3 +294,18 @@ def test_a_higher_threshold_alone_is_told_apart_from_other_changes():
         is None
     assert threshold_raised(before, record({"threshold": None}, {"threshold": None})) is None
     assert threshold_raised(None, before) is None
+
+
+def test_a_run_lists_the_crawl_once_and_records_what_it_listed(tmp_path, monkeypatch):
+    """The run's decisions list the input files (a crawl's listing is a bucket's); each stage that runs records
+    those dependencies, not a listing of its own after it ran."""
+    from pipelines import dependencies
+    from pipelines.settings import load_settings
+
+    listed, list_files = [], dependencies.input_files
+    monkeypatch.setattr(dependencies, "input_files", lambda pattern: listed.append(pattern) or list_files(pattern))
+    settings = {**load_settings(), "output": str(tmp_path / "out")}
+    run(settings, PipelineOptions([]), list(STAGES))
+    assert listed.count(settings["input"]) == 1
+    for name in STAGES:
+        assert manifests.read(settings["output"], name)["depends"]["input files"] == list_files(settings["input"])
