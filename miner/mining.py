@@ -64,7 +64,7 @@ class MiningConfig:
     threshold_offsets: str | dict | None = field(default=None, hash=False)
     # The Beam pairs stage's `max` selection: a language pair that could have more candidates than this (one a
     # sentence of either side) passes them in rounds across workers rather than on one (pipelines/pairs/selection.py,
-    # OneToOne: the same pairs); a worker holds about 140 bytes a candidate
+    # OneToOne: the same pairs); a worker holds about 103 bytes a candidate
     one_to_one_rows: int = 10_000_000
     knn: KnnConfig = field(default_factory=KnnConfig)
 

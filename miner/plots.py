@@ -48,8 +48,9 @@ def _save(plt, figure, axes, title: str, path: str | Path, legend: str, fontsize
     plt.close(figure)
 
 
-def pairs_kept_curve(histogram: list[list]) -> tuple[list[float], list[int]]:
-    """A score histogram ([[bin's lower edge, pairs], ...] ascending) -> (edges, pairs at or above each edge)."""
+def pairs_kept_curve(histogram) -> tuple[list[float], list[int]]:
+    """A score histogram ([[bin's lower edge, pairs], ...] or (edge, pairs) tuples, ascending) -> (edges, pairs at or
+    above each edge)."""
     edges = [edge for edge, _ in histogram]
     kept, total = [], 0
     for _, n in reversed(histogram):
@@ -73,7 +74,7 @@ def plot_pairs_by_threshold(histograms: dict[str, list[list]], threshold: float 
     for label, histogram, style in ([(f"all {len(histograms)} pairs", sorted(together.items()), "-")]
                                     + [(pair, histograms[pair], "--") for pair in largest]):
         if histogram:
-            edges, kept = pairs_kept_curve([list(bin_) for bin_ in histogram])
+            edges, kept = pairs_kept_curve(histogram)
             axes.step(edges, kept, style, where="post", label=label, linewidth=1.5 if style == "-" else 1)
     if threshold is not None:
         axes.axvline(threshold, color="tab:red", linewidth=1, label=f"threshold {threshold:g}")

@@ -27,6 +27,7 @@ from apache_beam.metrics import Metrics
 from miner.console import PROGRESS_EVERY_S, Progress
 from pipelines import layout, storage
 from pipelines.options import spread
+from pipelines.settings import with_defaults
 from pipelines.text.dedup import dedup_key, keep_first
 from pipelines.text.records import Sentence, Tally
 
@@ -129,10 +130,7 @@ class ExtractSentences(beam.PTransform):
     def __init__(self, settings: dict):
         super().__init__()
         self.settings = settings
-        unknown = set(settings.get("shards") or {}) - set(SHARD_DEFAULTS)
-        if unknown:
-            raise ValueError(f"shards: unknown setting(s) {sorted(unknown)}; known: {sorted(SHARD_DEFAULTS)}")
-        self.per_shard = {**SHARD_DEFAULTS, **(settings.get("shards") or {})}["sentences"]
+        self.per_shard = with_defaults(settings, "shards", SHARD_DEFAULTS)["sentences"]
 
     def expand(self, begin):
         languages = set(self.settings.get("languages") or [])

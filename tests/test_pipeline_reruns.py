@@ -309,3 +309,12 @@ def test_a_run_lists_the_crawl_once_and_records_what_it_listed(tmp_path, monkeyp
     assert listed.count(settings["input"]) == 1
     for name in STAGES:
         assert manifests.read(settings["output"], name)["depends"]["input files"] == list_files(settings["input"])
+
+
+def test_an_unknown_shards_setting_is_named_with_the_known_ones():
+    from pipelines.extract import ExtractSentences
+
+    with pytest.raises(ValueError, match=r"shards: unknown setting\(s\) \['rows'\]; known: \['sentences'\]"):
+        ExtractSentences({"shards": {"rows": 5}})
+    assert ExtractSentences({"shards": {"sentences": 7}}).per_shard == 7
+    assert ExtractSentences({}).per_shard == 100_000
