@@ -1032,6 +1032,14 @@ def test_candidates_below_the_threshold_never_change_the_one_to_one_pairs():
         assert [(p.src.tolist(), p.tgt.tolist()) for _, p in every] == [(p.src.tolist(), p.tgt.tolist()) for _, p in kept]
 
 
+def with_markers(pipeline, selected: list, pairs) -> tuple:
+    """OneToOne's inputs: Select's blocks and a marker for every pair, as the pairs stage makes them."""
+    import apache_beam as beam
+
+    return (pipeline | "Selected" >> beam.Create(selected, reshuffle=False),
+            pipeline | "Markers" >> beam.Create([(pair, None) for pair in sorted(pairs)], reshuffle=False))
+
+
 @pytest.mark.parametrize("rounds", [0, 1, 2, 8])
 def test_the_one_to_one_pass_in_rounds_across_shards_keeps_the_one_worker_pairs(rounds, monkeypatch):
     """`max` selection for a pair too large for one worker: rounds of candidates first at both their sentences, by
@@ -1071,7 +1079,7 @@ def test_the_one_to_one_pass_in_rounds_across_shards_keeps_the_one_worker_pairs(
         assert {pair: sorted(kept) for pair, kept in got.items()} == expected
 
     with beam.Pipeline(runner=LocalRunner()) as pipeline:
-        found = (pipeline | beam.Create(pairs, reshuffle=False)
+        found = (with_markers(pipeline, pairs, shards)
                  | selection.OneToOne(thresholds, spread=set(expected) - {("l5", "eng")}, shards=shards))  # l5: one
         assert_that(found, same_pairs)                                                                    # worker
 
@@ -1109,7 +1117,7 @@ def test_a_group_the_runner_loses_in_the_rounds_stops_the_pass_with_an_error(mon
     pair = ("deu_Latn", "eng_Latn")
     with pytest.raises(Exception, match="deu_Latn-eng_Latn: the one-to-one pass in rounds settled"):
         with beam.Pipeline(runner=LocalRunner()) as pipeline:
-            _ = (pipeline | beam.Create([(pair, (0, block))], reshuffle=False)
+            _ = (with_markers(pipeline, [(pair, (0, block))], [pair])
                  | selection.OneToOne({pair: None}, spread={pair}, shards={pair: [0]}))
 
 
@@ -1139,7 +1147,7 @@ def test_a_source_shard_the_runner_loses_before_the_one_to_one_pass_stops_it(del
     elements = [(pair, (shard, block(shard, 0 if shard == 2 else 3))) for shard in delivered]
     with pytest.raises(Exception, match=f"deu_Latn-eng_Latn: the one-to-one pass needs .* 3 source shards .*{problem}"):
         with beam.Pipeline(runner=LocalRunner()) as pipeline:
-            _ = (pipeline | beam.Create(elements, reshuffle=False)
+            _ = (with_markers(pipeline, elements, [pair])
                  | selection.OneToOne({pair: None}, spread={pair} if spread else set(), shards={pair: [0, 1, 2]}))
 
 

@@ -169,15 +169,10 @@ class OneToOne(beam.PTransform):
         self.shards = {pair: sorted(numbers) for pair, numbers in shards.items()}
 
     def expand(self, inputs):
-        """`inputs`: Select's blocks, or (those, a (pair, None) marker for every pair of `shards`) where the stage
-        has the markers already; the markers travel with the blocks, so that a pair whose every block was lost is
-        checked too."""
+        """`inputs`: (Select's blocks, a (pair, None) marker for every pair of `shards`, the stage's own markers);
+        the markers travel with the blocks, so that a pair whose every block was lost is checked too."""
         spread, thresholds, shards = self.spread, self.thresholds, self.shards
-        pairs, every_pair = inputs if isinstance(inputs, tuple) else (inputs, None)
-        if every_pair is None:
-            every_pair = pairs.pipeline | "EveryPair" >> beam.Create([(pair, None) for pair in sorted(shards)],
-                                                                     reshuffle=False)
-        pairs = (pairs, every_pair) | "WithEveryPair" >> beam.Flatten()
+        pairs = inputs | "WithMarkers" >> beam.Flatten()
         if not spread:
             return (pairs | "PerLanguagePair" >> beam.GroupByKey()
                     | "Greedy" >> beam.FlatMap(whole_pair_one_to_one, thresholds, shards))
@@ -211,9 +206,9 @@ class OneToOne(beam.PTransform):
 
 def whole_pair_one_to_one(element, thresholds: dict, shards: dict) -> Iterable[tuple]:
     """one_to_one over a pair's blocks as Select gives them, (source shard, block), once every source shard's
-    block is there once (None: OneToOne's marker of the pair)."""
+    block is there once (None: the pair's marker)."""
     pair, selected = element
-    selected = [block for block in selected if block is not None]   # EveryPair's marker
+    selected = [block for block in selected if block is not None]   # the pair's marker
     check_shards(pair, [shard for shard, _ in selected], shards[pair])
     yield from one_to_one((pair, [block for _, block in selected]), thresholds)
 
@@ -367,7 +362,7 @@ def check_account(element, shards: dict) -> Iterable[tuple]:
     entered the rounds once and every candidate that entered was settled once; else an error naming the pair: a
     group that a runner delivered short or twice would have changed which pairs the pass accepts."""
     pair, counts = element
-    blocks = [block for block in counts["entered"] if block is not None]   # EveryPair's marker
+    blocks = [block for block in counts["entered"] if block is not None]   # the pair's marker
     check_shards(pair, [shard for shard, _ in blocks], shards[pair])
     entered, settled = sum(n for _, n in blocks), sum(counts["settled"])
     if entered != settled:
