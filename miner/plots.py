@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 from miner.io import atomic_output
@@ -66,10 +67,7 @@ def plot_pairs_by_threshold(histograms: dict[str, list[list]], threshold: float 
     below it were not kept, so the curves start there)."""
     plt = _pyplot()
     figure, axes = plt.subplots(figsize=(7, 4.5), dpi=120)
-    together: dict[float, int] = {}
-    for histogram in histograms.values():
-        for edge, n in histogram:
-            together[edge] = together.get(edge, 0) + n
+    together = sum((Counter(dict(histogram)) for histogram in histograms.values()), Counter())
     largest = sorted(histograms, key=lambda pair: (-sum(n for _, n in histograms[pair]), pair))[:most]
     for label, histogram, style in ([(f"all {len(histograms)} pairs", sorted(together.items()), "-")]
                                     + [(pair, histograms[pair], "--") for pair in largest]):

@@ -5,6 +5,8 @@ as parts by score range, so that no worker holds a large pair's whole bitext (Wr
 
 from __future__ import annotations
 
+from collections import Counter
+
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
@@ -122,21 +124,17 @@ class MergeCounts(beam.CombineFn):
     """{bin: count} dicts summed: a pair's score histogram, a few thousand bins whatever its size."""
 
     def create_accumulator(self):
-        return {}
+        return Counter()
 
     def add_input(self, counts, more):
-        for key, n in more.items():
-            counts[key] = counts.get(key, 0) + n
+        counts.update(more)
         return counts
 
     def merge_accumulators(self, accumulators):
-        merged = {}
-        for counts in accumulators:
-            self.add_input(merged, counts)
-        return merged
+        return sum(accumulators, Counter())
 
     def extract_output(self, counts):
-        return counts
+        return dict(counts)
 
 
 def parts_of(bins: dict[int, int], rows_per_part: int) -> tuple[list[int], list[int]]:
@@ -213,10 +211,7 @@ def score_histogram(scores: np.ndarray) -> list[list]:
 
 def merged_histograms(histograms: list[list[list]]) -> list[list]:
     """score_histograms of a pair's parts as one."""
-    counts: dict[float, int] = {}
-    for histogram in histograms:
-        for edge, n in histogram:
-            counts[edge] = counts.get(edge, 0) + n
+    counts = sum((Counter(dict(histogram)) for histogram in histograms), Counter())
     return [[edge, counts[edge]] for edge in sorted(counts)]
 
 
