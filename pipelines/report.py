@@ -20,11 +20,16 @@ def stage_report(settings: dict, manifests: dict, seconds: float) -> dict:
     read = extract.get("counters", {}).get("read", {})
     output = settings.get("output")
     files = {"parquet", "tsv", "parts"}
+    extracted = {lang: entry["rows"] for lang, entry in sorted(extract.get("languages", {}).items())}
+    # a run narrowed to fewer languages reuses an extract output made for more (pipelines.dependencies): its
+    # sentences are those of the languages asked for, the others named by count only
+    asked = set(settings.get("languages") or extracted)
     return {
         "input": settings.get("input"), "output": settings.get("output"), "encoder": settings.get("encoder"),
         "pages": read.get("pages", 0),
         "records": read.get("records", 0),
-        "sentences": {lang: entry["rows"] for lang, entry in sorted(extract.get("languages", {}).items())},
+        "sentences": {lang: n for lang, n in extracted.items() if lang in asked},
+        "sentences_not_asked_for": len(set(extracted) - asked),
         "mining": pairs.get("settings"),
         "pairs": {entry["pair"]: {k: relative_files(v, output) if k in files else v for k, v in entry.items()
                                   if k != "pair"} for entry in pairs.get("pairs", [])},
@@ -94,7 +99,10 @@ def format_summary(report: dict) -> str:
              f"  pages: {report['pages']} kept of {report['records']} records"]
     sentences = report["sentences"]
     if sentences:
-        lines.append("  sentences: " + ", ".join(f"{lang} {n}" for lang, n in sentences.items()))
+        others = report.get("sentences_not_asked_for", 0)
+        lines.append("  sentences: " + ", ".join(f"{lang} {n}" for lang, n in sentences.items())
+                     + (f" (and {others} more language{'s' if others > 1 else ''} in the extracted sentences, "
+                        "not asked for)" if others else ""))
     embed = report.get("counters", {}).get("embed", {}).get("embed", {})
     cut = {name.partition(":")[2] or "the encoder": n for name, n in embed.items()
            if name.startswith("truncated") and n}
