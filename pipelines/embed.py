@@ -20,6 +20,7 @@ from __future__ import annotations
 import io
 import logging
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import apache_beam as beam
 import numpy as np
@@ -30,7 +31,7 @@ from encoders import binary
 from miner.console import PROGRESS_EVERY_S, Progress
 from pipelines import layout, storage
 from pipelines.options import spread
-from pipelines.settings import centres_languages, code_of, embed_settings, refines_pairs
+from pipelines.settings import binary_code_written, centres_languages, code_of, embed_settings, refines_pairs
 
 log = logging.getLogger("pipelines.embed")
 class EncoderModelHandler(ModelHandler[list, PredictionResult, object]):
@@ -239,15 +240,50 @@ class EmbedStage:
             raise ValueError("no encoder: set `encoder` in the config or give --encoder")
         embed_settings(settings)  # bad settings fail here, before a pipeline starts
         self.settings, self.sentences = settings, manifests["extract"]
+        self.kept: dict[tuple[str, int], dict] = {}  # shards a stopped run finished (resume), by (language, shard)
+
+    def resume(self) -> list[str] | None:
+        """Keep the shards a stopped run of this stage wrote whole (pipelines.job calls this where the run it stopped
+        was run on the same inputs, settings and sentences: the same bytes this run would write), so that only the
+        others are embedded; returns the files kept. None where the stage cannot resume: sign codes less each
+        language's mean are written once all of the language's vectors are summed, which a stopped run's codes
+        cannot give again."""
+        if centres_languages(self.settings):
+            return None
+        from pipelines.preflight import whole_vectors_dim
+
+        code = binary_code_written(self.settings)
+        output, tasks = self.settings["output"], tasks_from_manifest(self.sentences)
+        paths = [layout.embedding_shard(output, t["language"], t["sentences"]) for t in tasks]
+        with ThreadPoolExecutor(16 if storage.is_remote(output) else 1) as pool:  # headers only, in parallel on gs://
+            dims = list(pool.map(lambda task, path: whole_vectors_dim(path, task["rows"], code), tasks, paths))
+        if len({dim for dim in dims if dim}) > 1:  # cannot be with the same encoder: trust none of them
+            log.warning("embed: the stopped run's shards have vectors of different widths (%s): embedding every "
+                        "shard again", sorted({dim for dim in dims if dim}))
+            return []
+        self.kept = {(t["language"], t["shard"]): {"language": t["language"], "shard": t["shard"], "rows": t["rows"],
+                                                  "dim": dim, "embeddings": path}
+                     for t, path, dim in zip(tasks, paths, dims) if dim}
+        log.info("embed: resuming a stopped run with the same inputs and settings: %d of %d shards (%s of %s "
+                 "sentences) were written whole and are kept", len(self.kept), len(tasks),
+                 f"{sum(e['rows'] for e in self.kept.values()):,}", f"{sum(t['rows'] for t in tasks):,}")
+        return [entry["embeddings"] for entry in self.kept.values()]
 
     def __call__(self, pipeline):
-        tasks = tasks_from_manifest(self.sentences)
+        tasks = [t for t in tasks_from_manifest(self.sentences) if (t["language"], t["shard"]) not in self.kept]
         paths = {(t["language"], t["shard"]): t["sentences"] for t in tasks}
         shards = pipeline | "embed/Shards" >> beam.Create(tasks, reshuffle=False)  # embed/Spread spreads them
-        return spread(shards, "embed/Spread") | "embed/Embed" >> EmbedShards(self.settings, paths)
+        embedded = spread(shards, "embed/Spread") | "embed/Embed" >> EmbedShards(self.settings, paths)
+        if not self.kept:
+            return embedded
+        kept = pipeline | "embed/Kept" >> beam.Create([self.kept[key] for key in sorted(self.kept)], reshuffle=False)
+        return (embedded, kept) | "embed/WithKept" >> beam.Flatten()
 
     def manifest(self, entries: list[dict]) -> dict:
-        return embeddings_manifest(entries, self.sentences, self.settings)
+        manifest = embeddings_manifest(entries, self.sentences, self.settings)
+        if self.kept:
+            manifest["resumed"] = {"shards": len(self.kept), "sentences": sum(e["rows"] for e in self.kept.values())}
+        return manifest
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,6 +8,7 @@ have commands of their own without importing pipelines.mine.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -43,16 +44,21 @@ from pipelines.report import format_summary, gold_scores, stage_report
 log = logging.getLogger("pipelines.mine")
 
 
-def run_stage(name: str, build, settings: dict, options: PipelineOptions, depends: dict | None = None) -> dict:
+def run_stage(name: str, build, settings: dict, options: PipelineOptions, depends: dict | None = None,
+              reads: dict | None = None, resume: bool = False) -> dict:
     """Run one stage as its own pipeline; returns its manifest (paths joined to the output folder).
 
     `build(pipeline) -> PCollection of manifest entries`, `build.manifest(entries) -> dict`; the manifest (with
     the stage's counters and `depends`, by default the stage's dependencies on these settings) is written after
     the pipeline succeeded, so its existence means the stage is complete. The stage's folders were checked first
-    (`prepare_output`): nothing is deleted through a link."""
+    (`prepare_output`): nothing is deleted through a link. With `resume`, a stage that can (`build.resume()`)
+    keeps what a stopped run of it on the same dependencies and earlier outputs (`reads`) finished."""
     output = settings["output"]
-    for folder in layout.stage_folders(output, name):  # nothing of an earlier or killed run survives a rerun
-        storage.delete_tree(folder)
+    depends = depends if depends is not None else stage_dependencies(name, settings)
+    attempt = attempt_record(depends, reads or {})
+    kept = build.resume() if resume and hasattr(build, "resume") and stopped_attempt(output, name, attempt) else None
+    clear_stage_folders(output, name, kept)
+    storage.write_json(layout.attempt_path(output, name), attempt)
     started = time.perf_counter()
     log.info("%s: starting", name)
     options = ViewCachingOptions.of(options)
@@ -76,12 +82,43 @@ def run_stage(name: str, build, settings: dict, options: PipelineOptions, depend
     entries = storage.read_json(entries_file)["entries"] if storage.exists(entries_file) else []
     manifest = build.manifest(entries)
     manifest["counters"] = counters(result)
-    manifest["depends"] = depends if depends is not None else stage_dependencies(name, settings)
+    manifest["depends"] = depends
     manifest["seconds"] = round(time.perf_counter() - started, 1)
+    storage.delete_path(layout.attempt_path(output, name))  # a finished stage's folders hold what its manifest lists
     stored = manifests.write(output, name, manifest)
     storage.delete_path(entries_file)  # the stage's folders hold what its manifest lists, and the manifest
     log.info("%s: done in %.1f s", name, manifest["seconds"])
     return manifests.resolve(stored, output, name)
+
+
+def attempt_record(depends: dict, reads: dict) -> dict:
+    """What a stage is run on, as its attempt file records it: its dependencies, and the earlier stages' outputs it
+    reads by a digest of their manifests (an earlier stage run again in between writes another manifest, its
+    time at least)."""
+    digest = hashlib.sha256(json.dumps(reads, sort_keys=True, default=str).encode()).hexdigest()
+    return json.loads(json.dumps({"depends": depends, "reads": digest}, default=str))
+
+
+def stopped_attempt(output: str, name: str, attempt: dict) -> bool:
+    """Whether a run of `name` on the same as `attempt` was stopped in `output` (its attempt file left there)."""
+    path = layout.attempt_path(output, name)
+    try:
+        return storage.exists(path) and storage.read_json(path) == attempt
+    except ValueError:  # an attempt file cut short by the stop: nothing to resume from
+        return False
+
+
+def clear_stage_folders(output: str, name: str, kept: list[str] | None) -> None:
+    """Nothing of an earlier or stopped run survives a stage that runs, but the files `kept` (a resumed stage's)."""
+    if kept is None:
+        for folder in layout.stage_folders(output, name):
+            storage.delete_tree(folder)
+        return
+    keep = {os.path.normpath(path) for path in kept}
+    for folder in layout.stage_folders(output, name):
+        for path in storage.list_files(folder):
+            if os.path.normpath(path) not in keep:
+                storage.delete_path(path)
 
 
 def counters(result) -> dict[str, dict[str, int]]:
@@ -191,7 +228,8 @@ def run(settings: dict, options: PipelineOptions, stages: list[str], builders: d
     found = {}
     for name, earlier, depends in plan:
         found[name] = earlier if earlier is not None else run_stage(
-            name, builders[name](settings, found), settings, options, recorded_dependencies(name, depends, found))
+            name, builders[name](settings, found), settings, options, recorded_dependencies(name, depends, found),
+            reads=dict(found), resume=not rerun)
     report = stage_report(settings, found, time.perf_counter() - started)
     if settings.get("gold") and "pairs" in found:
         report["gold"] = gold_scores(settings["gold"], found["pairs"])
@@ -236,6 +274,7 @@ REASONS = {
     "unrecorded": "its output records no dependencies: used unchecked",
     "stale": "made with other inputs or settings", "absent": "left out (--stages) and not finished here",
     "needs": "the stage before it is neither run nor finished",
+    "resume": "a run of it on the same inputs and settings stopped: what it finished is kept, the rest is done",
 }
 
 
@@ -260,10 +299,12 @@ class StageDecision:
         return REASONS[self.reason].format(after=self.after)
 
 
-def stage_decisions(settings: dict, stages: list[str], rerun: bool) -> list[StageDecision]:
+def stage_decisions(settings: dict, stages: list[str], rerun: bool, resumable: tuple[str, ...] = ()
+                    ) -> list[StageDecision]:
     """A decision for every stage, in order. A stage in `stages` runs when `rerun`, when it has no current
     manifest, or when what its output depends on changed, and then so does every later stage in `stages`; a
-    stage left out whose output is stale is refused. Reads manifests and file listings only."""
+    stage left out whose output is stale is refused; a stage that runs and can resume (`resumable`) says so where a
+    run of it on the same was stopped (`stopped_attempt`). Reads manifests and file listings only."""
     output, decisions, ran = settings["output"], [], None
     by_stage = dependencies_by_stage(settings)
     for name in STAGES:
@@ -301,6 +342,13 @@ def stage_decisions(settings: dict, stages: list[str], rerun: bool) -> list[Stag
                                    "them costs no k-NN join (docs/pipeline.md, Reruns)"]
     for decision in decisions:
         decision.depends = by_stage[decision.name]
+    for position, decision in enumerate(decisions):
+        before = {d.name: d.manifest for d in decisions[:position] if d.action == "reuse"}
+        if (decision.reason == "new" and decision.name in resumable and not rerun
+                and all(d.action in ("reuse", "absent") for d in decisions[:position])
+                and stopped_attempt(output, decision.name, attempt_record(
+                    recorded_dependencies(decision.name, decision.depends, before), before))):
+            decision.reason = "resume"
     for before, decision in zip(decisions, decisions[1:]):  # a stage reads the one before it: refused now, not
         if decision.action == "run" and before.action == "absent":  # after the stages before it have run for hours
             decision.action, decision.reason = "refuse", "needs"
@@ -436,7 +484,8 @@ def main(argv: list[str] | None, builders: dict, prog: str, description: str | N
         for name in stages:  # errors now, not after the extract stage has run
             builders[name].check(settings)
         if mine_options.plan:  # before models are staged to a remote runner's storage: nothing is written
-            decisions = stage_decisions(settings, stages, mine_options.rerun)
+            decisions = stage_decisions(settings, stages, mine_options.rerun,
+                                        tuple(name for name, stage in builders.items() if hasattr(stage, "resume")))
             print(format_plan(settings["output"], decisions))
             refused = next((d for d in decisions if d.action == "refuse"), None)
             if refused:

@@ -14,8 +14,9 @@
 
 A stage is finished when its manifest exists and records the same dependencies as the run at hand: the manifest is
 written last, so a run killed midway leaves none, and the rerun does that stage again after clearing its folders
-(its shards are rewritten whole, with the same names and bytes). A stage that is reused keeps only the files its
-manifest lists.
+(its shards are rewritten whole, with the same names and bytes), but for the embed stage, which keeps the shards a
+stopped run with the same inputs and settings finished (`embed/_ATTEMPT.json` says what it was run on) and
+embeds the rest. A stage that is reused keeps only the files its manifest lists.
 """
 
 from __future__ import annotations
@@ -41,6 +42,13 @@ def stage_folders(output: str, stage: str) -> list[str]:
 
 def manifest_path(output: str, stage: str) -> str:
     return join(output, stage, "_MANIFEST.json")
+
+
+def attempt_path(output: str, stage: str) -> str:
+    """What a stage that runs is run on (its dependencies and the earlier outputs it reads), written when it starts
+    and removed when it finishes: a run stopped midway leaves it, and a stage that can resume (the embed stage)
+    keeps the stopped run's whole shards when the next run is run on the same."""
+    return join(output, stage, "_ATTEMPT.json")
 
 
 def sentence_shard(output: str, language: str, shard: int, count: int) -> str:

@@ -196,34 +196,47 @@ def _check_vectors(path: str, rows: int, dim: int | None, code: str | None = Non
     """The .npy header (never the data: a header that asks for pickles is refused) against the manifest, and the
     file's size against the header: a cut file is found without reading it. `code`: packed binary vectors
     (uint8, dim / 8 bytes a row)."""
+    return _vectors(path, rows, dim, code)[0]
+
+
+def whole_vectors_dim(path: str, rows: int, code: str | None = None) -> int | None:
+    """The vector width of a whole shard of `rows` vectors at `path` (the checks of _check_vectors, any width;
+    a binary code's in bits), None where there is none or it is not whole."""
+    problem, width = _vectors(path, rows, None, code)
+    return None if problem else width * (8 if code else 1)
+
+
+def _vectors(path: str, rows: int, dim: int | None, code: str | None) -> tuple[str | None, int | None]:
+    """(the problem with the shard, or None; its row width in stored columns)."""
     problem = _check_present(path)
     if problem:
-        return problem
+        return problem, None
     try:
         with storage.open_file(path) as handle:
             version = np.lib.format.read_magic(handle)
             read_header = {(1, 0): np.lib.format.read_array_header_1_0,
                            (2, 0): np.lib.format.read_array_header_2_0}.get(version)
             if read_header is None:
-                return f"{path}: a .npy file of format {version}, which the embed stage does not write"
+                return f"{path}: a .npy file of format {version}, which the embed stage does not write", None
             shape, fortran, dtype = read_header(handle)
             offset = handle.tell()
     except (ValueError, EOFError, OSError) as err:
-        return f"{path}: not a .npy file of vectors ({err})"
+        return f"{path}: not a .npy file of vectors ({err})", None
     expected_dtypes = (np.uint8,) if code else VECTOR_DTYPES
     if dtype.hasobject or dtype not in expected_dtypes:
         wanted = "uint8 (packed binary vectors)" if code else "float16 or float32"
         return f"{path}: dtype {dtype}, not {wanted}" + (" (an array of Python objects: a pickle)"
-                                                         if dtype.hasobject else "")
+                                                         if dtype.hasobject else ""), None
     if len(shape) != 2 or fortran:
-        return f"{path}: an array of shape {shape}{' in Fortran order' if fortran else ''}, not rows of vectors"
+        return f"{path}: an array of shape {shape}{' in Fortran order' if fortran else ''}, not rows of vectors", None
     if shape[0] != rows:
-        return f"{path}: {shape[0]} rows, the manifest lists {rows}"
+        return f"{path}: {shape[0]} rows, the manifest lists {rows}", None
     if code and dim is not None and 8 * shape[1] != dim:
-        return f"{path}: binary vectors of {8 * shape[1]} bits, expected {dim}"
+        return f"{path}: binary vectors of {8 * shape[1]} bits, expected {dim}", None
     if not code and dim is not None and shape[1] != dim:
-        return f"{path}: vectors have {shape[1]} dimensions, expected {dim}"
+        return f"{path}: vectors have {shape[1]} dimensions, expected {dim}", None
     data, expected = storage.size(path) - offset, rows * shape[1] * dtype.itemsize
     if data != expected:
-        return f"{path}: holds {data} bytes of vectors, {expected} expected ({rows} x {shape[1]} {dtype}): cut short"
-    return None
+        return (f"{path}: holds {data} bytes of vectors, {expected} expected ({rows} x {shape[1]} {dtype}): cut "
+                "short"), None
+    return None, int(shape[1])

@@ -318,3 +318,94 @@ def test_an_unknown_shards_setting_is_named_with_the_known_ones():
         ExtractSentences({"shards": {"rows": 5}})
     assert ExtractSentences({"shards": {"sentences": 7}}).per_shard == 7
     assert ExtractSentences({}).per_shard == 100_000
+
+
+def _stop_embedding_after(monkeypatch, shards: int) -> list[str]:
+    """The embed stage fails as it writes its shard `shards + 1`, as a run stopped midway (a killed job, a lost
+    machine) leaves it: the shards written before are whole, the manifest is not written. Returns their paths."""
+    import pipelines.embed
+
+    written, save = [], pipelines.embed.save_npy
+
+    def stopping(path, matrix):
+        if len(written) == shards:
+            raise RuntimeError("the run is stopped here")
+        save(path, matrix)
+        written.append(path)
+
+    monkeypatch.setattr(pipelines.embed, "save_npy", stopping)
+    return written
+
+
+def _stopped_run(output: Path | str, monkeypatch, settings: dict, shards: int = 3) -> list[str]:
+    write_shards(str(output), 4)
+    with monkeypatch.context() as patch:  # undoes this patch only (a bucket's fixture patches too)
+        written = _stop_embedding_after(patch, shards)
+        with pytest.raises(Exception, match="the run is stopped here"):
+            run(settings, PipelineOptions([]), ["embed", "pairs"])
+    assert storage.exists(layout.attempt_path(str(output), "embed"))
+    assert manifests.stored(str(output), "embed") is None and len(written) == shards
+    return list(written)
+
+
+def test_a_stopped_embed_stage_keeps_the_shards_it_finished(tmp_path, monkeypatch, capsys):
+    """The next run on the same inputs and settings keeps the whole shards a stopped run wrote (not rewritten: the
+    same inode and time) and embeds the others, and ends with the bytes of a run never stopped; `--plan` says so."""
+    from pipelines.job import format_plan, stage_decisions
+
+    output = tmp_path / "out"
+    settings = settings_for(str(output), "max")
+    written = _stopped_run(output, monkeypatch, settings)
+    Path(written[0]).write_bytes(Path(written[0]).read_bytes()[:-8])  # cut short (by hand: writes are atomic)
+    cut_off = Path(written[1]).parent / ".tmp-part"
+    cut_off.write_bytes(b"half")  # a write the stop cut off
+    stamps = {path: (Path(path).stat().st_ino, Path(path).stat().st_mtime_ns) for path in written[1:]}
+
+    plan = format_plan(str(output), stage_decisions(settings, ["embed", "pairs"], False, ("embed",)))
+    assert "embed    run    a run of it on the same inputs and settings stopped" in plan
+    assert "resume" not in [d.reason for d in stage_decisions(settings, ["embed", "pairs"], True, ("embed",))]
+
+    report = run(settings, PipelineOptions([]), ["embed", "pairs"])
+    embed = manifests.stored(str(output), "embed")
+    assert embed["resumed"] == {"shards": 2, "sentences": sum(len(np.load(path)) for path in written[1:])}
+    assert {path: (Path(path).stat().st_ino, Path(path).stat().st_mtime_ns) for path in written[1:]} == stamps
+    assert not storage.exists(layout.attempt_path(str(output), "embed"))
+    assert not cut_off.exists()
+
+    fresh = tmp_path / "fresh"
+    write_shards(str(fresh), 4)
+    run(settings_for(str(fresh), "max"), PipelineOptions([]), ["embed", "pairs"])
+    assert files(output / "embeddings") == files(fresh / "embeddings")
+    for name in files(fresh / "embeddings"):
+        assert (output / "embeddings" / name).read_bytes() == (fresh / "embeddings" / name).read_bytes(), name
+    assert bitext(output) == bitext(fresh) and report["pairs"]
+
+
+@pytest.mark.parametrize("change", ["rerun", "setting", "centred codes"])
+def test_a_stopped_embed_stage_is_redone_whole_when_the_run_differs(tmp_path, monkeypatch, change):
+    """--rerun, another embed setting, or sign codes less each language's mean (whose mean needs every vector of the
+    language, which a stopped run's codes cannot give): every shard is embedded again."""
+    output = tmp_path / "out"
+    settings = settings_for(str(output), "max")
+    if change == "centred codes":
+        settings["embed"] = {"dtype": "binary", "batch_size": 16}
+    written = _stopped_run(output, monkeypatch, settings)
+    stamps = {path: Path(path).stat().st_mtime_ns for path in written}
+    if change == "setting":
+        settings["embed"] = {**settings["embed"], "batch_size": 8}
+    run(settings, PipelineOptions([]), ["embed", "pairs"], rerun=change == "rerun")
+    assert "resumed" not in manifests.stored(str(output), "embed")
+    assert all(Path(path).stat().st_mtime_ns != stamp for path, stamp in stamps.items())
+
+
+def test_a_stopped_embed_stage_resumes_on_cloud_storage(gcs_bucket, tmp_path, monkeypatch):
+    """The same on a bucket: the stopped run's objects are listed and their headers read there."""
+    remote = f"{gcs_bucket}/stopped"
+    written = _stopped_run(remote, monkeypatch, settings_for(remote, "max"))
+    assert all(path.startswith(remote) for path in written)
+    run(settings_for(remote, "max"), PipelineOptions([]), ["embed", "pairs"])
+    assert manifests.stored(remote, "embed")["resumed"]["shards"] == 3
+    fresh = tmp_path / "fresh"
+    write_shards(str(fresh), 4)
+    run(settings_for(str(fresh), "max"), PipelineOptions([]), ["embed", "pairs"])
+    assert tuple(storage.read_bytes(p) for p in layout.bitext_files(remote, *PAIR)) == bitext(fresh)
