@@ -13,6 +13,10 @@ margin needs; `embed.dtype: binary` stores packed binary codes, 1 bit a dimensio
 are made after each language's mean vector is removed (`embed.binary_center: language`, the default): the float
 vectors' column sums are added up per language in fixed point first (exact in any order, so the same bits on every
 runner), and the shards are written once that mean is known.
+
+Each chunk is saved as it leaves the encoder (`embed/chunks/`), and the shards are written from the saved chunks:
+a run stopped midway keeps what it embedded, and the next run on the same inputs and settings embeds only the rest
+(`EmbedStage.resume`, called by pipelines.job; docs/pipeline.md, Reruns). The chunks go once the stage finished.
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ from __future__ import annotations
 import io
 import logging
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import apache_beam as beam
 import numpy as np
@@ -106,17 +109,69 @@ def _gpu_visible() -> bool:
         return False
 
 
-def read_shard_chunks(task: dict, chunk: int) -> Iterable[tuple[tuple[str, int, int], tuple[str, list[str]]]]:
-    """((language, shard, first row), (language, texts)) for each chunk of `chunk` rows of one sentence shard."""
-    texts = storage.read_parquet(task["sentences"], columns=["text"]).column("text").to_pylist()
-    for start in range(0, len(texts), chunk):
-        yield (task["language"], task["shard"], start), (task["language"], texts[start:start + chunk])
+class ReadShardChunks(beam.DoFn):
+    """A sentence shard's chunks of `chunk` rows, ((language, shard, first row), (language, texts)) each, to embed.
+    Resuming (`resume`), a chunk a stopped run saved whole goes to the `saved` output as the reference the encoder's
+    chunks get (SaveChunk), not to the encoder: the shard's saved chunks are listed once, their headers read."""
+
+    SAVED = "saved"
+
+    def __init__(self, output: str, chunk: int, resume: bool = False, code: str | None = None,
+                 centre: bool = False):
+        self.output, self.chunk, self.resume, self.code, self.centre = output, chunk, resume, code, centre
+        self.resumed = Metrics.counter("embed", "resumed_sentences")
+
+    def process(self, task):
+        language, shard, rows = task["language"], task["shard"], task["rows"]
+        saved = self._saved(language, shard, rows) if self.resume else set()
+        texts = None
+        for start in range(0, rows, self.chunk):
+            if start in saved:
+                path, size = layout.embedding_chunk(self.output, language, shard, start), min(self.chunk, rows - start)
+                self.resumed.inc(size)
+                yield beam.pvalue.TaggedOutput(self.SAVED, ((language, shard), (start, size, path, self._sum(path))))
+                continue
+            if texts is None:
+                texts = storage.read_parquet(task["sentences"], columns=["text"]).column("text").to_pylist()
+            yield (language, shard, start), (language, texts[start:start + self.chunk])
+
+    def _saved(self, language: str, shard: int, rows: int) -> set[int]:
+        from pipelines.preflight import whole_vectors_dim
+
+        try:
+            found = {path.rsplit("/", 1)[-1] for path in
+                     storage.match(layout.embedding_chunk(self.output, language, shard, "*"))}
+        except FileNotFoundError:  # none saved
+            return set()
+        paths = {start: layout.embedding_chunk(self.output, language, shard, start)
+                 for start in range(0, rows, self.chunk)}
+        return {start for start, path in paths.items() if path.rsplit("/", 1)[-1] in found
+                and whole_vectors_dim(path, min(self.chunk, rows - start), self.code)}
+
+    def _sum(self, path: str):
+        return binary.fixed_point_sum(load_npy(path)) if self.centre else None
+
+
+class SaveChunk(beam.DoFn):
+    """An embedded chunk saved as it leaves the encoder (`embed/chunks/`), so that a stopped run keeps what it
+    embedded; emits ((language, shard), (first row, rows, its file, its fixed-point column sum when `centre`))."""
+
+    def __init__(self, output: str, centre: bool = False):
+        self.output, self.centre = output, centre
+
+    def process(self, element):
+        (language, shard, start), result = element
+        path = layout.embedding_chunk(self.output, language, shard, start)
+        save_npy(path, result.inference)
+        matrix = result.inference
+        yield (language, shard), (start, len(matrix), path, binary.fixed_point_sum(matrix) if self.centre else None)
 
 
 class WriteEmbeddingShard(beam.DoFn):
-    """All vectors of one shard, in row order, to one `.npy` (atomically); emits the shard's manifest entry. With
-    `means` (language -> its vectors' fixed-point column sum and row count), float vectors arrive and leave as
-    sign codes of v less the language's mean."""
+    """All vectors of one shard, in row order, from its chunks' files to one `.npy` (atomically); emits the shard's
+    manifest entry. With `means` (language -> its vectors' fixed-point column sum and row count), float vectors
+    arrive and leave as sign codes of v less the language's mean. The chunks' files stay until the stage is
+    finished (a retried bundle reads them again)."""
 
     def __init__(self, output: str, dtype: str, refine: bool = False):
         self.output, self.dtype, self.refine = output, dtype, refine
@@ -126,10 +181,9 @@ class WriteEmbeddingShard(beam.DoFn):
     def process(self, element, sentence_paths: dict, means: dict | None = None):
         (language, shard), chunks = element
         chunks = sorted(chunks, key=lambda c: c[0])
-        starts = [start for start, _ in chunks]
-        if starts != [sum(len(m) for _, m in chunks[:i]) for i in range(len(chunks))]:
+        if [start for start, *_ in chunks] != [sum(c[1] for c in chunks[:i]) for i in range(len(chunks))]:
             raise RuntimeError(f"{language} shard {shard}: rows missing from the embedded output")
-        matrix = np.concatenate([m for _, m in chunks])
+        matrix = np.concatenate([load_npy(path) for _, _, path, _ in chunks])
         path = layout.embedding_shard(self.output, language, sentence_paths[(language, shard)])
         written = {}
         if means is not None:
@@ -156,30 +210,40 @@ def save_npy(path: str, matrix: np.ndarray) -> None:
     storage.write_bytes(path, buffer.getvalue())
 
 
+def load_npy(path: str) -> np.ndarray:
+    return np.load(io.BytesIO(storage.read_bytes(path)), allow_pickle=False)
+
+
 class EmbedShards(beam.PTransform):
     """PCollection of sentence-shard tasks -> PCollection of embedding-shard manifest entries; the chunks are spread
-    over the workers that encode them (options.spread)."""
+    over the workers that encode them (options.spread), each saved as it is embedded, and the shards written from
+    the saved chunks. `resume`: a stopped run's saved chunks are used, not embedded again."""
 
-    def __init__(self, settings: dict, sentence_paths: dict[tuple[str, int], str]):
+    def __init__(self, settings: dict, sentence_paths: dict[tuple[str, int], str], resume: bool = False):
         super().__init__()
-        self.settings, self.sentence_paths = settings, sentence_paths
+        self.settings, self.sentence_paths, self.resume = settings, sentence_paths, resume
 
     def expand(self, tasks):
-        values = embed_settings(self.settings)
-        chunks = spread(tasks | "ReadChunks" >> beam.FlatMap(read_shard_chunks, values["batch_size"]), "Spread")
-        chunks = (chunks
-                  | "Encode" >> RunInference(handler_from_settings(self.settings))
-                  | "ByShard" >> beam.Map(lambda kv: ((kv[0][0], kv[0][1]), (kv[0][2], kv[1].inference))))
+        values, output = embed_settings(self.settings), self.settings["output"]
+        centre = centres_languages(self.settings)
+        # the chunks' files hold what leaves the encoder: centred codes' float vectors, other codes packed
+        code = None if centre else binary_code_written(self.settings)
+        read = tasks | "ReadChunks" >> beam.ParDo(ReadShardChunks(output, values["batch_size"], self.resume, code,
+                                                                  centre)).with_outputs(ReadShardChunks.SAVED,
+                                                                                        main="texts")
+        embedded = (spread(read.texts, "Spread")
+                    | "Encode" >> RunInference(handler_from_settings(self.settings))
+                    | "Save" >> beam.ParDo(SaveChunk(output, centre)))
+        chunks = (embedded, read[ReadShardChunks.SAVED]) | "WithSaved" >> beam.Flatten()
         means = None
-        if centres_languages(self.settings):
+        if centre:
             means = beam.pvalue.AsDict(
                 chunks
-                | "LanguageSums" >> beam.Map(lambda kv: (kv[0][0], (binary.fixed_point_sum(kv[1][1]), len(kv[1][1]))))
+                | "LanguageSums" >> beam.Map(lambda kv: (kv[0][0], (kv[1][3], kv[1][1])))
                 | "LanguageMeans" >> beam.CombinePerKey(add_sums))
         return (chunks
                 | "GroupShard" >> beam.GroupByKey()
-                | "Write" >> beam.ParDo(WriteEmbeddingShard(self.settings["output"], values["dtype"],
-                                                            refines_pairs(self.settings)),
+                | "Write" >> beam.ParDo(WriteEmbeddingShard(output, values["dtype"], refines_pairs(self.settings)),
                                         self.sentence_paths, means))
 
 
@@ -240,50 +304,28 @@ class EmbedStage:
             raise ValueError("no encoder: set `encoder` in the config or give --encoder")
         embed_settings(settings)  # bad settings fail here, before a pipeline starts
         self.settings, self.sentences = settings, manifests["extract"]
-        self.kept: dict[tuple[str, int], dict] = {}  # shards a stopped run finished (resume), by (language, shard)
+        self.resuming = False
+        self.scratch = [layout.embedding_chunks(settings["output"])]  # removed once the stage is finished
 
-    def resume(self) -> list[str] | None:
-        """Keep the shards a stopped run of this stage wrote whole (pipelines.job calls this where the run it stopped
-        was run on the same inputs, settings and sentences: the same bytes this run would write), so that only the
-        others are embedded; returns the files kept. None where the stage cannot resume: sign codes less each
-        language's mean are written once all of the language's vectors are summed, which a stopped run's codes
-        cannot give again."""
-        if centres_languages(self.settings):
-            return None
-        from pipelines.preflight import whole_vectors_dim
-
-        code = binary_code_written(self.settings)
-        output, tasks = self.settings["output"], tasks_from_manifest(self.sentences)
-        paths = [layout.embedding_shard(output, t["language"], t["sentences"]) for t in tasks]
-        with ThreadPoolExecutor(16 if storage.is_remote(output) else 1) as pool:  # headers only, in parallel on gs://
-            dims = list(pool.map(lambda task, path: whole_vectors_dim(path, task["rows"], code), tasks, paths))
-        if len({dim for dim in dims if dim}) > 1:  # cannot be with the same encoder: trust none of them
-            log.warning("embed: the stopped run's shards have vectors of different widths (%s): embedding every "
-                        "shard again", sorted({dim for dim in dims if dim}))
-            return []
-        self.kept = {(t["language"], t["shard"]): {"language": t["language"], "shard": t["shard"], "rows": t["rows"],
-                                                  "dim": dim, "embeddings": path}
-                     for t, path, dim in zip(tasks, paths, dims) if dim}
-        log.info("embed: resuming a stopped run with the same inputs and settings: %d of %d shards (%s of %s "
-                 "sentences) were written whole and are kept", len(self.kept), len(tasks),
-                 f"{sum(e['rows'] for e in self.kept.values()):,}", f"{sum(t['rows'] for t in tasks):,}")
-        return [entry["embeddings"] for entry in self.kept.values()]
+    def resume(self) -> list[str]:
+        """Keep the chunks a stopped run of this stage saved, and embed only the others (pipelines.job calls this
+        where the stopped run was run on the same inputs, settings and sentences, so its chunks are what this run
+        would embed); returns the files kept. Each is checked where it is read (ReadShardChunks)."""
+        self.resuming = True
+        kept = [path for path in storage.list_files(layout.embedding_chunks(self.settings["output"]))
+                if storage.TEMPORARY_MARK not in path.rsplit("/", 1)[-1]]  # a write the stop cut off goes
+        log.info("embed: resuming a stopped run with the same inputs and settings: the %s chunks it saved are kept",
+                 f"{len(kept):,}")
+        return kept
 
     def __call__(self, pipeline):
-        tasks = [t for t in tasks_from_manifest(self.sentences) if (t["language"], t["shard"]) not in self.kept]
+        tasks = tasks_from_manifest(self.sentences)
         paths = {(t["language"], t["shard"]): t["sentences"] for t in tasks}
         shards = pipeline | "embed/Shards" >> beam.Create(tasks, reshuffle=False)  # embed/Spread spreads them
-        embedded = spread(shards, "embed/Spread") | "embed/Embed" >> EmbedShards(self.settings, paths)
-        if not self.kept:
-            return embedded
-        kept = pipeline | "embed/Kept" >> beam.Create([self.kept[key] for key in sorted(self.kept)], reshuffle=False)
-        return (embedded, kept) | "embed/WithKept" >> beam.Flatten()
+        return spread(shards, "embed/Spread") | "embed/Embed" >> EmbedShards(self.settings, paths, self.resuming)
 
     def manifest(self, entries: list[dict]) -> dict:
-        manifest = embeddings_manifest(entries, self.sentences, self.settings)
-        if self.kept:
-            manifest["resumed"] = {"shards": len(self.kept), "sentences": sum(e["rows"] for e in self.kept.values())}
-        return manifest
+        return embeddings_manifest(entries, self.sentences, self.settings)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,6 +6,7 @@
                                                       counters and what its output depends on
                                                       (pipelines/dependencies.py)
     embeddings/<lang>/part-00000-of-00002.npy         embed: row i = row i of the sentence shard of the same name
+    embed/chunks/<lang>/00000-000001024.npy           embed, while it runs: each chunk as it leaves the encoder
     embed/_MANIFEST.json
     index/<lang>/centroids.npy                        pairs: the coarse quantizer of a language searched by lists
     bitext/<src>-<tgt>.parquet, .tsv.gz               pairs: the mined pairs, best first
@@ -14,9 +15,9 @@
 
 A stage is finished when its manifest exists and records the same dependencies as the run at hand: the manifest is
 written last, so a run killed midway leaves none, and the rerun does that stage again after clearing its folders
-(its shards are rewritten whole, with the same names and bytes), but for the embed stage, which keeps the shards a
-stopped run with the same inputs and settings finished (`embed/_ATTEMPT.json` says what it was run on) and
-embeds the rest. A stage that is reused keeps only the files its manifest lists.
+(its shards are rewritten whole, with the same names and bytes), but for the embed stage, which keeps the chunks a
+stopped run with the same inputs and settings embedded (`embed/chunks/`; `embed/_ATTEMPT.json` says what it was
+run on) and embeds the rest. A stage that is reused keeps only the files its manifest lists.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def manifest_path(output: str, stage: str) -> str:
 def attempt_path(output: str, stage: str) -> str:
     """What a stage that runs is run on (its dependencies and the earlier outputs it reads), written when it starts
     and removed when it finishes: a run stopped midway leaves it, and a stage that can resume (the embed stage)
-    keeps the stopped run's whole shards when the next run is run on the same."""
+    keeps what the stopped run finished when the next run is run on the same."""
     return join(output, stage, "_ATTEMPT.json")
 
 
@@ -59,6 +60,18 @@ def embedding_shard(output: str, language: str, sentence_shard_path: str) -> str
     """The vectors of a sentence shard: same name, under embeddings/, as .npy."""
     name = sentence_shard_path.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".parquet")
     return join(output, "embeddings", language, name + ".npy")
+
+
+def embedding_chunk(output: str, language: str, shard: int, start: int | str) -> str:
+    """An embedded chunk of a language's shard `shard` (its number) from row `start`, saved as it leaves the
+    encoder and removed once the stage is finished (`start` "*": the pattern of a shard's chunks)."""
+    first = start if isinstance(start, str) else f"{start:09d}"
+    return join(embedding_chunks(output), language, f"{shard:05d}-{first}.npy")
+
+
+def embedding_chunks(output: str) -> str:
+    """The embed stage's chunks, kept while it runs (a stopped run's are what its next run resumes from)."""
+    return join(output, "embed", "chunks")
 
 
 def rotated_shard(embedding_path: str) -> str:

@@ -115,8 +115,10 @@ def outdated_message(output: str, stage: str) -> str:
 
 def is_temporary(path: str) -> bool:
     """A file a killed run leaves behind: a write not yet renamed into place, or entries not yet in a manifest."""
-    name = path.replace("\\", "/").rsplit("/", 1)[-1]
-    return storage.TEMPORARY_MARK in name or name == ENTRIES_FILE
+    path = path.replace("\\", "/")
+    name = path.rsplit("/", 1)[-1]
+    # the embed stage's chunks are removed once it finished: a run stopped in between leaves them
+    return storage.TEMPORARY_MARK in name or name == ENTRIES_FILE or "/embed/chunks/" in path
 
 
 def unlisted(output: str, stage: str, manifest: dict) -> list[str]:

@@ -320,15 +320,16 @@ def test_an_unknown_shards_setting_is_named_with_the_known_ones():
     assert ExtractSentences({}).per_shard == 100_000
 
 
-def _stop_embedding_after(monkeypatch, shards: int) -> list[str]:
-    """The embed stage fails as it writes its shard `shards + 1`, as a run stopped midway (a killed job, a lost
-    machine) leaves it: the shards written before are whole, the manifest is not written. Returns their paths."""
+def _stop_embedding_after(monkeypatch, chunks: int) -> list[str]:
+    """The embed stage fails as it saves its chunk `chunks + 1`, as a run stopped midway (a killed job, a lost
+    machine) leaves it: the chunks saved before are whole, no shard and no manifest is written. Returns their
+    paths."""
     import pipelines.embed
 
     written, save = [], pipelines.embed.save_npy
 
     def stopping(path, matrix):
-        if len(written) == shards:
+        if len(written) == chunks:
             raise RuntimeError("the run is stopped here")
         save(path, matrix)
         written.append(path)
@@ -337,75 +338,86 @@ def _stop_embedding_after(monkeypatch, shards: int) -> list[str]:
     return written
 
 
-def _stopped_run(output: Path | str, monkeypatch, settings: dict, shards: int = 3) -> list[str]:
+def _stopped_run(output: Path | str, monkeypatch, settings: dict, chunks: int = 3) -> list[str]:
     write_shards(str(output), 4)
     with monkeypatch.context() as patch:  # undoes this patch only (a bucket's fixture patches too)
-        written = _stop_embedding_after(patch, shards)
+        written = _stop_embedding_after(patch, chunks)
         with pytest.raises(Exception, match="the run is stopped here"):
             run(settings, PipelineOptions([]), ["embed", "pairs"])
     assert storage.exists(layout.attempt_path(str(output), "embed"))
-    assert manifests.stored(str(output), "embed") is None and len(written) == shards
+    assert manifests.stored(str(output), "embed") is None and len(written) == chunks
+    assert all("/embed/chunks/" in path for path in written)
+    assert not storage.list_files(f"{output}/embeddings")  # shards are written once every chunk is embedded
     return list(written)
 
 
-def test_a_stopped_embed_stage_keeps_the_shards_it_finished(tmp_path, monkeypatch, capsys):
-    """The next run on the same inputs and settings keeps the whole shards a stopped run wrote (not rewritten: the
-    same inode and time) and embeds the others, and ends with the bytes of a run never stopped; `--plan` says so."""
+def _fresh_run(tmp_path: Path, settings: dict) -> tuple[Path, dict]:
+    """The same sentences and settings run never stopped, in tmp_path/fresh: its folder and report."""
+    fresh = tmp_path / "fresh"
+    write_shards(str(fresh), 4)
+    return fresh, run({**settings, "output": str(fresh)}, PipelineOptions([]), ["embed", "pairs"])
+
+
+def _resumed(report: dict) -> int:
+    return report["counters"]["embed"]["embed"].get("resumed_sentences", 0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "binary"])
+def test_a_stopped_embed_stage_keeps_the_chunks_it_embedded(tmp_path, monkeypatch, dtype):
+    """The next run on the same inputs and settings embeds only what the stopped run did not save whole, and ends
+    with the bytes of a run never stopped, its chunks gone; `--plan` says so. Sign codes less each language's mean
+    too (`binary`): the chunks hold the float vectors the mean is summed from."""
     from pipelines.job import format_plan, stage_decisions
 
     output = tmp_path / "out"
-    settings = settings_for(str(output), "max")
+    settings = {**settings_for(str(output), "max"), "embed": {"dtype": dtype, "batch_size": 16}}
     written = _stopped_run(output, monkeypatch, settings)
     Path(written[0]).write_bytes(Path(written[0]).read_bytes()[:-8])  # cut short (by hand: writes are atomic)
     cut_off = Path(written[1]).parent / ".tmp-part"
     cut_off.write_bytes(b"half")  # a write the stop cut off
-    stamps = {path: (Path(path).stat().st_ino, Path(path).stat().st_mtime_ns) for path in written[1:]}
+    kept = sum(len(np.load(path)) for path in written[1:])
 
     plan = format_plan(str(output), stage_decisions(settings, ["embed", "pairs"], False, ("embed",)))
     assert "embed    run    a run of it on the same inputs and settings stopped" in plan
     assert "resume" not in [d.reason for d in stage_decisions(settings, ["embed", "pairs"], True, ("embed",))]
 
     report = run(settings, PipelineOptions([]), ["embed", "pairs"])
-    embed = manifests.stored(str(output), "embed")
-    assert embed["resumed"] == {"shards": 2, "sentences": sum(len(np.load(path)) for path in written[1:])}
-    assert {path: (Path(path).stat().st_ino, Path(path).stat().st_mtime_ns) for path in written[1:]} == stamps
-    assert not storage.exists(layout.attempt_path(str(output), "embed"))
-    assert not cut_off.exists()
+    assert _resumed(report) == kept > 0
+    assert not (output / "embed" / "chunks").exists() and not storage.exists(layout.attempt_path(str(output), "embed"))
+    assert sorted(p.name for p in (output / "embed").iterdir()) == ["_MANIFEST.json"]
 
-    fresh = tmp_path / "fresh"
-    write_shards(str(fresh), 4)
-    run(settings_for(str(fresh), "max"), PipelineOptions([]), ["embed", "pairs"])
+    fresh, fresh_report = _fresh_run(tmp_path, settings)
+    assert _resumed(fresh_report) == 0
     assert files(output / "embeddings") == files(fresh / "embeddings")
     for name in files(fresh / "embeddings"):
         assert (output / "embeddings" / name).read_bytes() == (fresh / "embeddings" / name).read_bytes(), name
     assert bitext(output) == bitext(fresh) and report["pairs"]
 
 
-@pytest.mark.parametrize("change", ["rerun", "setting", "centred codes"])
+@pytest.mark.parametrize("change", ["rerun", "setting", "sentences"])
 def test_a_stopped_embed_stage_is_redone_whole_when_the_run_differs(tmp_path, monkeypatch, change):
-    """--rerun, another embed setting, or sign codes less each language's mean (whose mean needs every vector of the
-    language, which a stopped run's codes cannot give): every shard is embedded again."""
+    """--rerun, another embed setting, or sentences made again in between (the extract stage's output is not the
+    one the stopped run read): every chunk is embedded again."""
     output = tmp_path / "out"
     settings = settings_for(str(output), "max")
-    if change == "centred codes":
-        settings["embed"] = {"dtype": "binary", "batch_size": 16}
-    written = _stopped_run(output, monkeypatch, settings)
-    stamps = {path: Path(path).stat().st_mtime_ns for path in written}
+    _stopped_run(output, monkeypatch, settings)
     if change == "setting":
         settings["embed"] = {**settings["embed"], "batch_size": 8}
-    run(settings, PipelineOptions([]), ["embed", "pairs"], rerun=change == "rerun")
-    assert "resumed" not in manifests.stored(str(output), "embed")
-    assert all(Path(path).stat().st_mtime_ns != stamp for path, stamp in stamps.items())
+    if change == "sentences":
+        write_shards(str(output), 4)  # the extract manifest written again: another output, though the same text
+        stored = manifests.stored(str(output), "extract")
+        storage.write_json(layout.manifest_path(str(output), "extract"), {**stored, "seconds": 1.0})
+    report = run(settings, PipelineOptions([]), ["embed", "pairs"], rerun=change == "rerun")
+    assert _resumed(report) == 0
+    assert bitext(output) == bitext(_fresh_run(tmp_path, settings)[0])
 
 
 def test_a_stopped_embed_stage_resumes_on_cloud_storage(gcs_bucket, tmp_path, monkeypatch):
-    """The same on a bucket: the stopped run's objects are listed and their headers read there."""
+    """The same on a bucket: the stopped run's chunks are listed and their headers read there."""
     remote = f"{gcs_bucket}/stopped"
     written = _stopped_run(remote, monkeypatch, settings_for(remote, "max"))
     assert all(path.startswith(remote) for path in written)
-    run(settings_for(remote, "max"), PipelineOptions([]), ["embed", "pairs"])
-    assert manifests.stored(remote, "embed")["resumed"]["shards"] == 3
-    fresh = tmp_path / "fresh"
-    write_shards(str(fresh), 4)
-    run(settings_for(str(fresh), "max"), PipelineOptions([]), ["embed", "pairs"])
+    report = run(settings_for(remote, "max"), PipelineOptions([]), ["embed", "pairs"])
+    assert _resumed(report) > 0 and not storage.exists(f"{remote}/embed/chunks/deu_Latn/00000-000000000.npy")
+    fresh, _ = _fresh_run(tmp_path, settings_for(remote, "max"))
     assert tuple(storage.read_bytes(p) for p in layout.bitext_files(remote, *PAIR)) == bitext(fresh)
