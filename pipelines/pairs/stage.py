@@ -137,9 +137,10 @@ class PairsStage:
                      "margins' pool sizes", len(moved), len(self.pairs), listed)
         for name, small in self.small_pools.items():
             large = rows[next(lang for lang in name.split("-") if lang != small)]["rows"]
-            log.info("%s: %s has %d sentences against %d (mining.one_sided_below %s, one_sided_ratio %s): margins "
-                     "over its neighbourhoods only", name, small, rows[small]["rows"], large, config.one_sided_below,
-                     config.one_sided_ratio)
+            count = rows[small]["rows"]
+            log.info("%s: %s has %d sentence%s against %d (mining.one_sided_below %s, one_sided_ratio %s): margins "
+                     "over its neighbourhoods only", name, small, count, "" if count == 1 else "s", large,
+                     config.one_sided_below, config.one_sided_ratio)
 
     def __call__(self, pipeline):
         from pipelines.options import wave_bytes
