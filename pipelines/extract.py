@@ -2,8 +2,12 @@
 
     python -m pipelines.extract --input 'crawl/*.warc.gz' --output out      # same flags as pipelines.mine
 
-    MatchFiles -> read pages (per file) -> Reshuffle -> text stage (per page: main content, language, sentences,
-    filters) -> dedup (CombinePerKey on language + normalised text) -> shard by document -> Parquet per shard
+    MatchFiles -> read pages (per file, in chunks of pages) -> Reshuffle -> text stage (per page: main content,
+    language, sentences, filters; each chunk's sentences saved) -> dedup (CombinePerKey on language + normalised
+    text) -> shard by document -> Parquet per shard
+
+A run stopped midway keeps the chunks it saved, and the next run on the same inputs and settings sends only the
+others to the text stage (`ExtractStage.resume`, called by pipelines.job; docs/pipeline.md, Reruns).
 
 The per-page work is pipelines.text (plain Python); this module only wires it. Every count the text stages
 report becomes a Beam Metrics counter (namespace = stage, name = what: `read/pages`, `read/skipped:truncated`,
@@ -16,8 +20,11 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import logging
 import math
+from collections import Counter
+from collections.abc import Iterable
 
 import apache_beam as beam
 import pyarrow as pa
@@ -66,20 +73,68 @@ class _TextStageDoFn(beam.DoFn):
             self.stage.close()
 
 
+# A crawl file's pages go to the text stage in chunks, each saved as the text stage finishes it (the unit a stopped
+# run resumes from): at most this many pages, and at most this many characters of their content
+PAGES_PER_CHUNK = 100
+CHUNK_CHARACTERS = 16_000_000
+
+
 class ReadPages(_TextStageDoFn):
-    """A matched crawl file -> its pages; a bad record is a counted, logged skip, never the file's end."""
+    """A matched crawl file -> ((file, chunk number), pages) for each chunk of its pages (PAGES_PER_CHUNK, at most
+    CHUNK_CHARACTERS of content); a bad record is a counted, logged skip, never the file's end. Resuming, a chunk a
+    stopped run saved whole is not sent to the text stage: its file goes to the `saved` output."""
+
+    SAVED = "saved"
+
+    def __init__(self, settings: dict, resume: bool = False):
+        super().__init__(settings)
+        self.resume = resume
+        self.resumed = Metrics.counter("extract", "resumed_pages")
 
     def process(self, metadata):
-        pages = 0
-        for page in self.stage.pages(metadata.path, self.tally):
-            pages += 1
-            yield page
-        log.info("read %s: %d pages", metadata.path, pages)  # progress: one line per crawl file
+        source = metadata.path
+        saved = saved_text_chunks(self.settings["output"], source) if self.resume else set()
+        pages = number = 0
+        for number, chunk in enumerate(page_chunks(self.stage.pages(source, self.tally))):
+            pages += len(chunk)
+            if number in saved:
+                self.resumed.inc(len(chunk))
+                yield beam.pvalue.TaggedOutput(self.SAVED, layout.text_chunk(self.settings["output"], source, number))
+            else:
+                yield (source, number), chunk
+        log.info("read %s: %d pages", source, pages)  # progress: one line per crawl file
 
 
-class PageSentences(_TextStageDoFn):
-    """A page -> its filtered sentences in order (main content, language identification, splitting). Each worker
-    logs its progress (`extract: n pages in s (rate/s)`) at most every `progress_every_s` seconds."""
+def page_chunks(pages) -> Iterable[list]:
+    """Consecutive pages in chunks of at most PAGES_PER_CHUNK and CHUNK_CHARACTERS (a chunk holds one page at
+    least): the same chunks for the same file on every run."""
+    chunk, characters = [], 0
+    for page in pages:
+        if chunk and (len(chunk) == PAGES_PER_CHUNK or characters + len(page.content) > CHUNK_CHARACTERS):
+            yield chunk
+            chunk, characters = [], 0
+        chunk.append(page)
+        characters += len(page.content)
+    if chunk:
+        yield chunk
+
+
+def saved_text_chunks(output: str, source: str) -> set[int]:
+    """The numbers of a crawl file's chunks a stopped run saved whole (their Parquet footers read)."""
+    from pipelines.preflight import _check_parquet
+
+    try:
+        found = storage.match(layout.text_chunk(output, source, "*"))
+    except FileNotFoundError:
+        return set()
+    return {int(path.rsplit("/", 1)[-1].split(".")[0]) for path in found
+            if storage.TEMPORARY_MARK not in path and _check_parquet(path, None) is None}
+
+
+class ChunkSentences(_TextStageDoFn):
+    """A chunk of pages -> their filtered sentences in order (main content, language identification, splitting),
+    saved with the chunk's counts (save_text_chunk) before they go on. Each worker logs its progress (`extract: n
+    pages in s (rate/s)`) at most every `progress_every_s` seconds."""
 
     progress_every_s = PROGRESS_EVERY_S
 
@@ -87,9 +142,46 @@ class PageSentences(_TextStageDoFn):
         super().setup()
         self.progress = Progress(log, "extract", "pages", every_s=self.progress_every_s)
 
-    def process(self, page):
-        yield from self.stage.sentences(page, self.tally)
-        self.progress.add(1)
+    def process(self, element):
+        (source, number), pages = element
+        before = Counter(self.tally.counts)
+        sentences = []
+        for page in pages:
+            sentences.extend(self.stage.sentences(page, self.tally))
+            self.progress.add(1)
+        save_text_chunk(layout.text_chunk(self.settings["output"], source, number), sentences,
+                        self.tally.counts - before)
+        yield from sentences
+
+
+SENTENCE_TYPES = {str: pa.string(), int: pa.int64(), float: pa.float64()}
+SENTENCE_SCHEMA = pa.schema([(f.name, SENTENCE_TYPES[{"str": str, "int": int, "float": float}.get(f.type, f.type)])
+                             for f in dataclasses.fields(Sentence)])
+
+
+def save_text_chunk(path: str, sentences: list[Sentence], counts: Counter) -> None:
+    """A chunk's sentences, in order, with the text stage's counts for its pages (the report's counters, given
+    again when a resumed run reads the chunk instead of extracting it)."""
+    table = pa.table({name: [getattr(s, name) for s in sentences] for name in SENTENCE_SCHEMA.names},
+                     schema=SENTENCE_SCHEMA.with_metadata({"counts": json.dumps(sorted(
+                         [stage, what, n] for (stage, what), n in counts.items()))}))
+    storage.write_parquet(path, table)
+
+
+class LoadTextChunk(beam.DoFn):
+    """A saved chunk's file -> its sentences, its counts given to the counters as extracting it gave them."""
+
+    def __init__(self):
+        self.tally = None
+
+    def process(self, path: str):
+        if self.tally is None:
+            self.tally = metrics_tally()
+        table = storage.read_parquet(path)
+        for stage, what, n in json.loads(table.schema.metadata[b"counts"]):
+            self.tally.count(stage, what, n)
+        for row in table.to_pylist():
+            yield Sentence(**row)
 
 
 def shard_of(sentence: Sentence, count: int) -> int:
@@ -127,9 +219,9 @@ class WriteSentenceShard(beam.DoFn):
 class ExtractSentences(beam.PTransform):
     """PBegin -> PCollection of shard manifest entries ({language, shard, path, rows})."""
 
-    def __init__(self, settings: dict):
+    def __init__(self, settings: dict, resume: bool = False):
         super().__init__()
-        self.settings = settings
+        self.settings, self.resume = settings, resume
         self.per_shard = with_defaults(settings, "shards", SHARD_DEFAULTS)["sentences"]
 
     def expand(self, begin):
@@ -137,8 +229,11 @@ class ExtractSentences(beam.PTransform):
         # files, then pages, spread over the workers where there are several (options.spreads_work); with one,
         # the pages stream from their files to the text stage instead of being held all at once by a grouping
         files = spread(begin | "Match" >> fileio.MatchFiles(self.settings["input"]), "SpreadFiles")
-        pages = spread(files | "ReadPages" >> beam.ParDo(ReadPages(self.settings)), "SpreadPages")
-        sentences = pages | "Sentences" >> beam.ParDo(PageSentences(self.settings))
+        read = files | "ReadPages" >> beam.ParDo(ReadPages(self.settings, self.resume)).with_outputs(
+            ReadPages.SAVED, main="chunks")
+        extracted = spread(read.chunks, "SpreadPages") | "Sentences" >> beam.ParDo(ChunkSentences(self.settings))
+        saved = read[ReadPages.SAVED] | "SavedSentences" >> beam.ParDo(LoadTextChunk())
+        sentences = (extracted, saved) | "WithSaved" >> beam.Flatten()
         if languages:
             sentences = sentences | "Languages" >> beam.Filter(lambda s: s.language in languages)
         unique = (sentences
@@ -227,10 +322,22 @@ class ExtractStage:
         if not settings.get("input"):
             raise ValueError("no input: set `input` in the config or give --input")
         TextStage.check_settings(settings)  # bad settings fail here, before a pipeline starts
-        self.settings = settings
+        self.settings, self.resuming = settings, False
+        self.scratch = [layout.text_chunks(settings["output"])]  # removed once the stage is finished
+
+    def resume(self) -> list[str]:
+        """Keep the chunks of pages a stopped run of this stage saved, and extract only the others (pipelines.job
+        calls this where the stopped run was run on the same inputs and settings, so its chunks are what this run
+        would extract); returns the files kept. Each is checked where it is read (ReadPages)."""
+        self.resuming = True
+        kept = [path for path in storage.list_files(layout.text_chunks(self.settings["output"]))
+                if storage.TEMPORARY_MARK not in path.rsplit("/", 1)[-1]]
+        log.info("extract: resuming a stopped run with the same inputs and settings: the %s chunks of pages it "
+                 "saved are kept", f"{len(kept):,}")
+        return kept
 
     def __call__(self, pipeline):
-        return pipeline | "extract/Extract" >> ExtractSentences(self.settings)
+        return pipeline | "extract/Extract" >> ExtractSentences(self.settings, self.resuming)
 
     def manifest(self, entries: list[dict]) -> dict:
         from pipelines.dependencies import libraries_note

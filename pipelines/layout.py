@@ -1,6 +1,7 @@
 """Where each stage writes under the job's output folder (local or gs://):
 
     sentences/<lang>/part-00000-of-00002.parquet    extract: unique sentences, a document's sentences together
+    extract/chunks/<file digest>/000003.parquet       extract, while it runs: a crawl file's pages' sentences
     extract/_MANIFEST.json                            the shards (paths relative to the output folder:
                                                       pipelines/manifests.py), their row counts, the stage's
                                                       counters and what its output depends on
@@ -15,12 +16,14 @@
 
 A stage is finished when its manifest exists and records the same dependencies as the run at hand: the manifest is
 written last, so a run killed midway leaves none, and the rerun does that stage again after clearing its folders
-(its shards are rewritten whole, with the same names and bytes), but for the embed stage, which keeps the chunks a
-stopped run with the same inputs and settings embedded (`embed/chunks/`; `embed/_ATTEMPT.json` says what it was
-run on) and embeds the rest. A stage that is reused keeps only the files its manifest lists.
+(its shards are rewritten whole, with the same names and bytes), but for the extract and embed stages, which keep
+the chunks a stopped run with the same inputs and settings finished (`<stage>/chunks/`; `<stage>/_ATTEMPT.json`
+says what it was run on) and do the rest. A stage that is reused keeps only the files its manifest lists.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 from pipelines.storage import join
 
@@ -50,6 +53,18 @@ def attempt_path(output: str, stage: str) -> str:
     and removed when it finishes: a run stopped midway leaves it, and a stage that can resume (the embed stage)
     keeps what the stopped run finished when the next run is run on the same."""
     return join(output, stage, "_ATTEMPT.json")
+
+
+def text_chunk(output: str, source: str, number: int | str) -> str:
+    """A chunk of a crawl file's pages as the text stage left it (its sentences; `number` "*": the pattern of the
+    file's chunks), saved while the extract stage runs and removed once it finished. The file is named by a digest
+    of its path: crawl files in different folders may share a name."""
+    name = hashlib.blake2b(source.encode("utf-8"), digest_size=10).hexdigest()
+    return join(text_chunks(output), name, (number if isinstance(number, str) else f"{number:06d}") + ".parquet")
+
+
+def text_chunks(output: str) -> str:
+    return join(output, "extract", "chunks")
 
 
 def sentence_shard(output: str, language: str, shard: int, count: int) -> str:

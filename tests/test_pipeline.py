@@ -450,6 +450,41 @@ def test_fewer_languages_reuse_the_sentences_and_vectors_of_more(sample_run, tmp
     assert "extract  run    what its output depends on changed" in capsys.readouterr().out
 
 
+def test_a_stopped_extract_stage_keeps_the_chunks_of_pages_it_extracted(sample_run, tmp_path, monkeypatch, capsys):
+    """A crawl file's pages go through the text stage in chunks, each saved as it is done; a run stopped midway
+    leaves them, and the next run on the same inputs and settings extracts only the others. Chunked or not, stopped
+    or not: the sentences, the counters and the bitext of a run never stopped."""
+    import pipelines.extract
+
+    output, first = sample_run
+    folder = tmp_path / "out"
+    monkeypatch.setattr(pipelines.extract, "PAGES_PER_CHUNK", 4)  # the sample's 30 pages in many chunks
+    saved, save = [], pipelines.extract.save_text_chunk
+
+    def stopping(path, sentences, counts):
+        if len(saved) == 3:
+            raise RuntimeError("the run is stopped here")
+        save(path, sentences, counts)
+        saved.append(path)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(pipelines.extract, "save_text_chunk", stopping)
+        with pytest.raises(Exception, match="the run is stopped here"):
+            run(settings(folder), PipelineOptions([]), ["extract", "embed", "pairs"])
+    assert storage.exists(layout.attempt_path(str(folder), "extract")) and len(saved) == 3
+    assert main(["--output", str(folder), "--plan", "--quiet"]) == 0
+    assert "extract  run    a run of it on the same inputs and settings stopped" in capsys.readouterr().out
+
+    report = run(settings(folder), PipelineOptions([]), ["extract", "embed", "pairs"])
+    counters = report["counters"]["extract"]
+    assert counters["extract"].pop("resumed_pages") == 12  # 3 chunks of 4 pages
+    assert counters == first["counters"]["extract"]  # the saved chunks' counts given again
+    assert not (folder / "extract" / "chunks").exists()
+    for path in sorted((output / "sentences").rglob("*.parquet")):
+        assert (folder / path.relative_to(output)).read_bytes() == path.read_bytes(), path
+    assert bitext_bytes(folder) == bitext_bytes(output)
+
+
 def test_a_pair_with_no_pairs_says_what_left_its_candidates_out(sample_run, tmp_path, capsys):
     """Each pair counts the candidates the similarity floor and the threshold left out; where a pair mined none,
     the summary says which of the two did it, so an empty bitext reads as a verdict, not a failure."""

@@ -4,7 +4,7 @@ import logging
 import re
 
 from pipelines.embed import EncoderModelHandler
-from pipelines.extract import PageSentences, ReadPages
+from pipelines.extract import ChunkSentences, ReadPages
 from pipelines.settings import load_settings
 from tests.conftest import REPO
 
@@ -30,20 +30,21 @@ def test_a_quiet_interval_logs_nothing_until_it_passes(caplog):
     assert "embed:" not in caplog.text
 
 
-def test_the_text_stage_logs_pages_and_their_rate(caplog, monkeypatch):
-    monkeypatch.setattr(PageSentences, "progress_every_s", 0)
-    settings = load_settings()
-    reader, splitter = ReadPages(settings), PageSentences(settings)
+def test_the_text_stage_logs_pages_and_their_rate(caplog, monkeypatch, tmp_path):
+    monkeypatch.setattr(ChunkSentences, "progress_every_s", 0)
+    settings = {**load_settings(), "output": str(tmp_path)}  # where the chunks' sentences are saved
+    reader, splitter = ReadPages(settings), ChunkSentences(settings)
     reader.setup(), splitter.setup()
     try:
         with caplog.at_level(logging.INFO, logger="pipelines.extract"):
             file = type("Metadata", (), {"path": str(REPO / "sample" / "web" / "sample.warc.gz")})()
-            pages = list(reader.process(file))
-            for page in pages:
-                list(splitter.process(page))
+            chunks = list(reader.process(file))
+            for chunk in chunks:
+                list(splitter.process(chunk))
     finally:
         reader.teardown(), splitter.teardown()
-    assert re.search(rf"extract: {len(pages)} pages " + RATE.format(unit="pages"), caplog.text)
+    pages = sum(len(pages) for _, pages in chunks)
+    assert re.search(rf"extract: {pages} pages " + RATE.format(unit="pages"), caplog.text)
 
 
 def test_the_pairs_stage_logs_the_similarities_it_computed_and_their_rate(tmp_path, caplog, monkeypatch):
