@@ -94,6 +94,15 @@ def left_out(counters: dict, pair: str, mining: dict) -> str:
     return f"; its {floor + below:,} candidates had {' or '.join(f'{text} ({n:,})' for text, n in reasons.items())}"
 
 
+def resumed_line(counters: dict) -> str | None:
+    """What this run kept of a stopped run's work (pipelines.job resumes the extract and embed stages), if any."""
+    pages = counters.get("extract", {}).get("extract", {}).get("resumed_pages", 0)
+    sentences = counters.get("embed", {}).get("embed", {}).get("resumed_sentences", 0)
+    kept = [f"{pages:,} pages extracted" if pages else "", f"{sentences:,} sentences embedded" if sentences else ""]
+    kept = [part for part in kept if part]
+    return f"  resumed: kept the {' and '.join(kept)} by a stopped run" if kept else None
+
+
 def format_summary(report: dict) -> str:
     lines = [f"mined {report['input']} -> {report['output']} with {report['encoder']}",
              f"  pages: {report['pages']} kept of {report['records']} records"]
@@ -103,6 +112,9 @@ def format_summary(report: dict) -> str:
         lines.append("  sentences: " + ", ".join(f"{lang} {n}" for lang, n in sentences.items())
                      + (f" (and {others} more language{'s' if others > 1 else ''} in the extracted sentences, "
                         "not asked for)" if others else ""))
+    resumed = resumed_line(report.get("counters", {}))
+    if resumed:
+        lines.append(resumed)
     embed = report.get("counters", {}).get("embed", {}).get("embed", {})
     cut = {name.partition(":")[2] or "the encoder": n for name, n in embed.items()
            if name.startswith("truncated") and n}

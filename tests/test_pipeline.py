@@ -476,6 +476,7 @@ def test_a_stopped_extract_stage_keeps_the_chunks_of_pages_it_extracted(sample_r
     assert "extract  run    a run of it on the same inputs and settings stopped" in capsys.readouterr().out
 
     report = run(settings(folder), PipelineOptions([]), ["extract", "embed", "pairs"])
+    assert "  resumed: kept the 12 pages extracted by a stopped run" in format_summary(report)
     counters = report["counters"]["extract"]
     assert counters["extract"].pop("resumed_pages") == 12  # 3 chunks of 4 pages
     assert counters == first["counters"]["extract"]  # the saved chunks' counts given again

@@ -15,6 +15,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from pipelines import layout, manifests, storage
 from pipelines.mine import run
 from pipelines.options import STAGES
+from pipelines.report import format_summary
 from tests.test_pipeline_pairs import settings_for, write_shards
 
 PAIR = ("deu_Latn", "eng_Latn")
@@ -383,6 +384,7 @@ def test_a_stopped_embed_stage_keeps_the_chunks_it_embedded(tmp_path, monkeypatc
 
     report = run(settings, PipelineOptions([]), ["embed", "pairs"])
     assert _resumed(report) == kept > 0
+    assert f"  resumed: kept the {kept:,} sentences embedded by a stopped run" in format_summary(report)
     assert not (output / "embed" / "chunks").exists() and not storage.exists(layout.attempt_path(str(output), "embed"))
     assert sorted(p.name for p in (output / "embed").iterdir()) == ["_MANIFEST.json"]
 
