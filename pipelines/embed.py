@@ -161,9 +161,8 @@ class SaveChunk(beam.DoFn):
 
     def process(self, element):
         (language, shard, start), result = element
-        path = layout.embedding_chunk(self.output, language, shard, start)
-        save_npy(path, result.inference)
-        matrix = result.inference
+        path, matrix = layout.embedding_chunk(self.output, language, shard, start), result.inference
+        save_npy(path, matrix)
         yield (language, shard), (start, len(matrix), path, binary.fixed_point_sum(matrix) if self.centre else None)
 
 
@@ -312,8 +311,7 @@ class EmbedStage:
         where the stopped run was run on the same inputs, settings and sentences, so its chunks are what this run
         would embed); returns the files kept. Each is checked where it is read (ReadShardChunks)."""
         self.resuming = True
-        kept = [path for path in storage.list_files(layout.embedding_chunks(self.settings["output"]))
-                if storage.TEMPORARY_MARK not in path.rsplit("/", 1)[-1]]  # a write the stop cut off goes
+        kept = storage.list_finished(layout.embedding_chunks(self.settings["output"]))
         log.info("embed: resuming a stopped run with the same inputs and settings: the %s chunks it saved are kept",
                  f"{len(kept):,}")
         return kept

@@ -23,6 +23,7 @@ import hashlib
 import json
 import logging
 import math
+import typing
 from collections import Counter
 from collections.abc import Iterable
 
@@ -121,14 +122,15 @@ def page_chunks(pages) -> Iterable[list]:
 
 def saved_text_chunks(output: str, source: str) -> set[int]:
     """The numbers of a crawl file's chunks a stopped run saved whole (their Parquet footers read)."""
-    from pipelines.preflight import _check_parquet
+    from pipelines.preflight import parquet_problem
 
     try:
         found = storage.match(layout.text_chunk(output, source, "*"))
     except FileNotFoundError:
         return set()
-    return {int(path.rsplit("/", 1)[-1].split(".")[0]) for path in found
-            if storage.TEMPORARY_MARK not in path and _check_parquet(path, None) is None}
+    numbers = {path: path.rsplit("/", 1)[-1].removesuffix(".parquet") for path in found}
+    return {int(number) for path, number in numbers.items()
+            if number.isdigit() and parquet_problem(path, None) is None}
 
 
 class ChunkSentences(_TextStageDoFn):
@@ -155,8 +157,7 @@ class ChunkSentences(_TextStageDoFn):
 
 
 SENTENCE_TYPES = {str: pa.string(), int: pa.int64(), float: pa.float64()}
-SENTENCE_SCHEMA = pa.schema([(f.name, SENTENCE_TYPES[{"str": str, "int": int, "float": float}.get(f.type, f.type)])
-                             for f in dataclasses.fields(Sentence)])
+SENTENCE_SCHEMA = pa.schema([(name, SENTENCE_TYPES[kind]) for name, kind in typing.get_type_hints(Sentence).items()])
 
 
 def save_text_chunk(path: str, sentences: list[Sentence], counts: Counter) -> None:
@@ -330,8 +331,7 @@ class ExtractStage:
         calls this where the stopped run was run on the same inputs and settings, so its chunks are what this run
         would extract); returns the files kept. Each is checked where it is read (ReadPages)."""
         self.resuming = True
-        kept = [path for path in storage.list_files(layout.text_chunks(self.settings["output"]))
-                if storage.TEMPORARY_MARK not in path.rsplit("/", 1)[-1]]
+        kept = storage.list_finished(layout.text_chunks(self.settings["output"]))
         log.info("extract: resuming a stopped run with the same inputs and settings: the %s chunks of pages it "
                  "saved are kept", f"{len(kept):,}")
         return kept

@@ -86,7 +86,7 @@ def run_stage(name: str, build, settings: dict, options: PipelineOptions, depend
     manifest["seconds"] = round(time.perf_counter() - started, 1)
     storage.delete_path(layout.attempt_path(output, name))  # a finished stage's folders hold what its manifest lists
     stored = manifests.write(output, name, manifest)
-    for folder in getattr(build, "scratch", ()):  # what the stage kept while it ran (the embed stage's chunks)
+    for folder in getattr(build, "scratch", ()):  # what the stage kept while it ran (extract's and embed's chunks)
         storage.delete_tree(folder)
     storage.delete_path(entries_file)  # the stage's folders hold what its manifest lists, and the manifest
     log.info("%s: done in %.1f s", name, manifest["seconds"])

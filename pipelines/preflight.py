@@ -150,7 +150,7 @@ def check_finished_stage(output: str, stage: str, manifest: dict) -> None:
     for language, entry in (manifest.get("languages") or {}).items():
         for shard in entry.get("shards", []):
             if stage == "extract":
-                checks.append((_check_parquet, shard["path"], shard["rows"]))
+                checks.append((parquet_problem, shard["path"], shard["rows"]))
             elif "embeddings" in shard:
                 checks.append((_check_vectors, shard["embeddings"], shard["rows"], entry.get("dim"),
                                entry.get("binary")))
@@ -158,7 +158,7 @@ def check_finished_stage(output: str, stage: str, manifest: dict) -> None:
                     checks.append((_check_vectors, shard["rotated"], shard["rows"], entry.get("dim"), None))
     for entry in manifest.get("pairs") or []:
         for part in layout.bitext_parts(entry):
-            checks += [(_check_parquet, part["parquet"], part.get("pairs")), (_check_present, part["tsv"])]
+            checks += [(parquet_problem, part["parquet"], part.get("pairs")), (_check_present, part["tsv"])]
     checks += [(_check_present, path) for path in (manifest.get("quantizers") or {}).values()]
     with ThreadPoolExecutor(16 if storage.is_remote(output) else 1) as pool:
         problems = [p for p in pool.map(lambda check: check[0](*check[1:]), checks) if p]
@@ -176,7 +176,7 @@ def _check_present(path: str) -> str | None:
     return f"{path}: empty file (0 bytes)" if size == 0 else None
 
 
-def _check_parquet(path: str, rows: int | None) -> str | None:
+def parquet_problem(path: str, rows: int | None) -> str | None:
     import pyarrow.parquet as pq
 
     problem = _check_present(path)

@@ -111,6 +111,11 @@ def list_files(folder: str) -> list[str]:
     return sorted(m.path for m in FileSystems.match([folder.rstrip("/") + "/**"])[0].metadata_list)
 
 
+def list_finished(folder: str) -> list[str]:
+    """`list_files` less the writes not finished (a temporary name: a run stopped as it wrote them)."""
+    return [path for path in list_files(folder) if TEMPORARY_MARK not in path.rsplit("/", 1)[-1]]
+
+
 def size(path: str) -> int | None:
     """A file's size in bytes; None when there is no such file."""
     if not is_remote(path):
