@@ -233,7 +233,9 @@ class EmbedShards(beam.PTransform):
         embedded = (spread(read.texts, "Spread")
                     | "Encode" >> RunInference(handler_from_settings(self.settings))
                     | "Save" >> beam.ParDo(SaveChunk(output, centre)))
-        chunks = (embedded, read[ReadShardChunks.SAVED]) | "WithSaved" >> beam.Flatten()
+        chunks = embedded
+        if self.resume:  # a fresh run has no saved chunks: no branch for them
+            chunks = (embedded, read[ReadShardChunks.SAVED]) | "WithSaved" >> beam.Flatten()
         means = None
         if centre:
             means = beam.pvalue.AsDict(

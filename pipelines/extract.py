@@ -232,9 +232,10 @@ class ExtractSentences(beam.PTransform):
         files = spread(begin | "Match" >> fileio.MatchFiles(self.settings["input"]), "SpreadFiles")
         read = files | "ReadPages" >> beam.ParDo(ReadPages(self.settings, self.resume)).with_outputs(
             ReadPages.SAVED, main="chunks")
-        extracted = spread(read.chunks, "SpreadPages") | "Sentences" >> beam.ParDo(ChunkSentences(self.settings))
-        saved = read[ReadPages.SAVED] | "SavedSentences" >> beam.ParDo(LoadTextChunk())
-        sentences = (extracted, saved) | "WithSaved" >> beam.Flatten()
+        sentences = spread(read.chunks, "SpreadPages") | "Sentences" >> beam.ParDo(ChunkSentences(self.settings))
+        if self.resume:  # a fresh run has no saved chunks: no branch for them
+            saved = read[ReadPages.SAVED] | "SavedSentences" >> beam.ParDo(LoadTextChunk())
+            sentences = (sentences, saved) | "WithSaved" >> beam.Flatten()
         if languages:
             sentences = sentences | "Languages" >> beam.Filter(lambda s: s.language in languages)
         unique = (sentences
