@@ -172,12 +172,10 @@ def save_text_chunk(path: str, sentences: list[Sentence], counts: Counter) -> No
 class LoadTextChunk(beam.DoFn):
     """A saved chunk's file -> its sentences, its counts given to the counters as extracting it gave them."""
 
-    def __init__(self):
-        self.tally = None
+    def setup(self):
+        self.tally = metrics_tally()
 
     def process(self, path: str):
-        if self.tally is None:
-            self.tally = metrics_tally()
         table = storage.read_parquet(path)
         for stage, what, n in json.loads(table.schema.metadata[b"counts"]):
             self.tally.count(stage, what, n)
