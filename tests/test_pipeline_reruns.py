@@ -423,3 +423,14 @@ def test_a_stopped_embed_stage_resumes_on_cloud_storage(gcs_bucket, tmp_path, mo
     assert _resumed(report) > 0 and not storage.exists(f"{remote}/embed/chunks/deu_Latn/00000-000000000.npy")
     fresh, _ = _fresh_run(tmp_path, settings_for(remote, "max"))
     assert tuple(storage.read_bytes(p) for p in layout.bitext_files(remote, *PAIR)) == bitext(fresh)
+
+
+def test_an_attempt_record_cut_short_starts_the_stage_afresh(tmp_path, monkeypatch):
+    """A stop while the attempt record was written leaves it unreadable: nothing is resumed, nothing fails."""
+    output = tmp_path / "out"
+    settings = settings_for(str(output), "max")
+    _stopped_run(output, monkeypatch, settings)
+    attempt = Path(layout.attempt_path(str(output), "embed"))
+    attempt.write_text(attempt.read_text()[:40])
+    assert _resumed(run(settings, PipelineOptions([]), ["embed", "pairs"])) == 0
+    assert bitext(output) == bitext(_fresh_run(tmp_path, settings)[0])
