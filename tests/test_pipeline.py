@@ -413,7 +413,7 @@ def test_fewer_languages_reuse_the_sentences_and_vectors_of_more(sample_run, tmp
     """An extract output made for more languages serves a run that wants fewer: the extract and embed stages are
     reused, the pairs stage runs, and the language pair left gets the bytes a run with all of them gave it. A
     language the output lacks runs every stage again."""
-    output, first = sample_run
+    output, first_report = sample_run
     copy = tmp_path / "copy"
     shutil.copytree(output, copy)
     fewer = '--set=languages=[eng_Latn,deu_Latn]'
@@ -432,7 +432,7 @@ def test_fewer_languages_reuse_the_sentences_and_vectors_of_more(sample_run, tmp
     assert list(report["pairs"]) == ["deu_Latn-eng_Latn"]
     # the sentences reported are those of the languages mined, the extract output's others counted
     assert list(report["sentences"]) == ["deu_Latn", "eng_Latn"] and report["sentences_not_asked_for"] == 4
-    assert report["sentences"]["deu_Latn"] == first["sentences"]["deu_Latn"]
+    assert report["sentences"]["deu_Latn"] == first_report["sentences"]["deu_Latn"]
     assert "(and 4 more languages in the extracted sentences, not asked for)" in summary
     for mined, first in zip(*(layout.bitext_files(str(folder), "deu_Latn", "eng_Latn") for folder in (copy, output))):
         assert storage.read_bytes(mined) == storage.read_bytes(first)
