@@ -64,7 +64,7 @@ def text_chunk(output: str, source: str, number: int | str) -> str:
 
 
 def text_chunks(output: str) -> str:
-    return join(output, "extract", "chunks")
+    return stage_chunks(output, "extract")
 
 
 def sentence_shard(output: str, language: str, shard: int, count: int) -> str:
@@ -85,8 +85,12 @@ def embedding_chunk(output: str, language: str, shard: int, start: int | str) ->
 
 
 def embedding_chunks(output: str) -> str:
-    """The embed stage's chunks, kept while it runs (a stopped run's are what its next run resumes from)."""
-    return join(output, "embed", "chunks")
+    return stage_chunks(output, "embed")
+
+
+def stage_chunks(output: str, stage: str) -> str:
+    """A stage's chunks, kept while it runs (a stopped run's are what its next run resumes from)."""
+    return join(output, stage, "chunks")
 
 
 def rotated_shard(embedding_path: str) -> str:

@@ -473,7 +473,9 @@ def test_a_stopped_extract_stage_keeps_the_chunks_of_pages_it_extracted(sample_r
             run(settings(folder), PipelineOptions([]), ["extract", "embed", "pairs"])
     assert storage.exists(layout.attempt_path(str(folder), "extract")) and len(saved) == 3
     assert main(["--output", str(folder), "--plan", "--quiet"]) == 0
-    assert "extract  run    a run of it on the same inputs and settings stopped" in capsys.readouterr().out
+    plan = capsys.readouterr().out
+    assert "extract  run    a run of it on the same inputs and settings stopped" in plan
+    assert "the stopped run saved 3 chunks" in plan
 
     report = run(settings(folder), PipelineOptions([]), ["extract", "embed", "pairs"])
     assert "  resumed: kept the 12 pages extracted by a stopped run" in format_summary(report)

@@ -380,6 +380,7 @@ def test_a_stopped_embed_stage_keeps_the_chunks_it_embedded(tmp_path, monkeypatc
 
     plan = format_plan(str(output), stage_decisions(settings, ["embed", "pairs"], False, ("embed",)))
     assert "embed    run    a run of it on the same inputs and settings stopped" in plan
+    assert "the stopped run saved 3 chunks" in plan  # a cut one among them: counted, checked when read
     assert "resume" not in [d.reason for d in stage_decisions(settings, ["embed", "pairs"], True, ("embed",))]
 
     report = run(settings, PipelineOptions([]), ["embed", "pairs"])
