@@ -98,7 +98,8 @@ def resumed_line(counters: dict) -> str | None:
     """What this run kept of a stopped run's work (pipelines.job resumes the extract and embed stages), if any."""
     pages = counters.get("extract", {}).get("extract", {}).get("resumed_pages", 0)
     sentences = counters.get("embed", {}).get("embed", {}).get("resumed_sentences", 0)
-    kept = [f"{pages:,} pages extracted" if pages else "", f"{sentences:,} sentences embedded" if sentences else ""]
+    kept = [f"{pages:,} page{'' if pages == 1 else 's'} extracted" if pages else "",
+            f"{sentences:,} sentence{'' if sentences == 1 else 's'} embedded" if sentences else ""]
     kept = [part for part in kept if part]
     return f"  resumed: kept the {' and '.join(kept)} by a stopped run" if kept else None
 

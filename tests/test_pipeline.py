@@ -92,6 +92,17 @@ def test_the_summary_names_sentences_an_encoder_cut(sample_run):
     assert "embedded: 273 sentences, cut at the maximum length: 7 by cmlm-distilled" in format_summary(cut)
 
 
+def test_the_summary_says_what_a_run_kept_of_a_stopped_runs_work(sample_run):
+    _, report = sample_run
+    assert "resumed:" not in format_summary(report)
+    counters = report["counters"]
+    kept = {**report, "counters": {**counters,
+                                   "extract": {**counters["extract"], "extract": {"resumed_pages": 1}},
+                                   "embed": {"embed": {**counters["embed"]["embed"], "resumed_sentences": 1024}}}}
+    assert "  resumed: kept the 1 page extracted and 1,024 sentences embedded by a stopped run" in \
+        format_summary(kept)
+
+
 def test_several_processes_give_the_same_bytes(sample_run, tmp_path):
     output, _ = sample_run
     multi = tmp_path / "multi"
