@@ -123,29 +123,28 @@ class ReadShardChunks(beam.DoFn):
 
     def process(self, task):
         language, shard, rows = task["language"], task["shard"], task["rows"]
-        saved = self._saved(language, shard, rows) if self.resume else set()
+        saved = self._saved(language, shard, rows) if self.resume else {}
         texts = None
         for start in range(0, rows, self.chunk):
             if start in saved:
-                path, size = layout.embedding_chunk(self.output, language, shard, start), min(self.chunk, rows - start)
+                size = min(self.chunk, rows - start)
                 self.resumed.inc(size)
-                yield beam.pvalue.TaggedOutput(self.SAVED, ((language, shard), (start, size, path, self._sum(path))))
+                yield beam.pvalue.TaggedOutput(self.SAVED, ((language, shard), (start, size, saved[start],
+                                                                                self._sum(saved[start]))))
                 continue
             if texts is None:
                 texts = storage.read_parquet(task["sentences"], columns=["text"]).column("text").to_pylist()
             yield (language, shard, start), (language, texts[start:start + self.chunk])
 
-    def _saved(self, language: str, shard: int, rows: int) -> set[int]:
+    def _saved(self, language: str, shard: int, rows: int) -> dict[int, str]:
+        """The shard's chunks a stopped run saved whole: first row -> file."""
         from pipelines.preflight import whole_vectors_dim
 
-        try:
-            found = {path.rsplit("/", 1)[-1] for path in
-                     storage.match(layout.embedding_chunk(self.output, language, shard, "*"))}
-        except FileNotFoundError:  # none saved
-            return set()
+        found = {path.rsplit("/", 1)[-1] for path in
+                 storage.match(layout.embedding_chunk(self.output, language, shard, "*"), allow_empty=True)}
         paths = {start: layout.embedding_chunk(self.output, language, shard, start)
                  for start in range(0, rows, self.chunk)}
-        return {start for start, path in paths.items() if path.rsplit("/", 1)[-1] in found
+        return {start: path for start, path in paths.items() if path.rsplit("/", 1)[-1] in found
                 and whole_vectors_dim(path, min(self.chunk, rows - start), self.code)}
 
     def _sum(self, path: str):

@@ -124,10 +124,7 @@ def saved_text_chunks(output: str, source: str) -> set[int]:
     """The numbers of a crawl file's chunks a stopped run saved whole (their Parquet footers read)."""
     from pipelines.preflight import parquet_problem
 
-    try:
-        found = storage.match(layout.text_chunk(output, source, "*"))
-    except FileNotFoundError:
-        return set()
+    found = storage.match(layout.text_chunk(output, source, "*"), allow_empty=True)
     numbers = {path: path.rsplit("/", 1)[-1].removesuffix(".parquet") for path in found}
     return {int(number) for path, number in numbers.items()
             if number.isdigit() and parquet_problem(path, None) is None}

@@ -50,8 +50,8 @@ def manifest_path(output: str, stage: str) -> str:
 
 def attempt_path(output: str, stage: str) -> str:
     """What a stage that runs is run on (its dependencies and the earlier outputs it reads), written when it starts
-    and removed when it finishes: a run stopped midway leaves it, and a stage that can resume (the embed stage)
-    keeps what the stopped run finished when the next run is run on the same."""
+    and removed when it finishes: a run stopped midway leaves it, and a stage that can resume (the extract and embed
+    stages) keeps what the stopped run finished when the next run is run on the same."""
     return join(output, stage, "_ATTEMPT.json")
 
 

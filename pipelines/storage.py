@@ -34,10 +34,11 @@ def join(base: str, *parts: str) -> str:
     return FileSystems.join(base, *parts) if is_remote(base) else os.path.join(base, *parts)
 
 
-def match(pattern: str) -> list[str]:
-    """Paths matching a glob, sorted (a rerun sees the same order); an empty match is an error naming it."""
+def match(pattern: str, allow_empty: bool = False) -> list[str]:
+    """Paths matching a glob, sorted (a rerun sees the same order); an empty match is an error naming it, unless
+    `allow_empty`."""
     paths = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
-    if not paths:
+    if not paths and not allow_empty:
         raise FileNotFoundError(f"{pattern}: no files match")
     return paths
 
