@@ -78,6 +78,11 @@ class Progress:
         return f"{self.what}: {self.count:,}{of} {self.unit} in {seconds:.0f} s ({rate:,.1f} {self.unit}/s)"
 
 
+def plural(n: int, noun: str) -> str:
+    """`noun` as a count of `n` says it: 1 sentence, 2 sentences (nouns whose plural takes an s)."""
+    return noun if n == 1 else noun + "s"
+
+
 def wide_table(header: list[str], rows: list[list[str]], columns: int) -> str:
     """A Markdown table with `columns` records side by side in each line (long per-language lists stay short);
     the last line is padded with empty cells."""

@@ -21,6 +21,7 @@ import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions
 
+from miner.console import plural
 from pipelines import dofn_inspection, layout, manifests, storage
 from pipelines.dependencies import (
     NOT_RECORDED,
@@ -352,7 +353,7 @@ def stage_decisions(settings: dict, stages: list[str], rerun: bool, resumable: t
                     recorded_dependencies(decision.name, decision.depends, before), before))):
             decision.reason = "resume"
             saved = len(storage.list_finished(layout.stage_chunks(output, decision.name)))
-            decision.notes = [f"the stopped run saved {saved:,} chunk{'' if saved == 1 else 's'}"]
+            decision.notes = [f"the stopped run saved {saved:,} {plural(saved, 'chunk')}"]
     for before, decision in zip(decisions, decisions[1:]):  # a stage reads the one before it: refused now, not
         if decision.action == "run" and before.action == "absent":  # after the stages before it have run for hours
             decision.action, decision.reason = "refuse", "needs"

@@ -7,6 +7,7 @@ import io
 from collections import defaultdict
 
 from miner.bucc import prf
+from miner.console import plural
 from pipelines import storage
 from pipelines.layout import bitext_parts
 from pipelines.manifests import relative
@@ -98,8 +99,8 @@ def resumed_line(counters: dict) -> str | None:
     """What this run kept of a stopped run's work (pipelines.job resumes the extract and embed stages), if any."""
     pages = counters.get("extract", {}).get("extract", {}).get("resumed_pages", 0)
     sentences = counters.get("embed", {}).get("embed", {}).get("resumed_sentences", 0)
-    kept = [f"{pages:,} page{'' if pages == 1 else 's'} extracted" if pages else "",
-            f"{sentences:,} sentence{'' if sentences == 1 else 's'} embedded" if sentences else ""]
+    kept = [f"{pages:,} {plural(pages, 'page')} extracted" if pages else "",
+            f"{sentences:,} {plural(sentences, 'sentence')} embedded" if sentences else ""]
     kept = [part for part in kept if part]
     return f"  resumed: kept the {' and '.join(kept)} by a stopped run" if kept else None
 
@@ -131,7 +132,7 @@ def format_summary(report: dict) -> str:
     pair_counters = report.get("counters", {}).get("pairs", {}).get("pairs", {})
     for pair, entry in report["pairs"].items():
         low_high = entry["score_range"]
-        text = f"  {pair}: {entry['pairs']} pair{'' if entry['pairs'] == 1 else 's'}"
+        text = f"  {pair}: {entry['pairs']} {plural(entry['pairs'], 'pair')}"
         notes = [entry["index"]] if entry.get("index") and entry["index"] != mining.get("index") else []
         if entry.get("parts"):  # past bitext.rows_per_part: files by score range
             notes.append(f"in {len(entry['parts'])} parts by score range")

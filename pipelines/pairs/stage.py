@@ -7,6 +7,7 @@ import logging
 
 import apache_beam as beam
 
+from miner.console import plural
 from miner.knn_join import join_plan
 from miner.pair_filters import PairFilter
 from miner.thresholds import pair_threshold
@@ -138,8 +139,8 @@ class PairsStage:
         for name, small in self.small_pools.items():
             large = rows[next(lang for lang in name.split("-") if lang != small)]["rows"]
             count = rows[small]["rows"]
-            log.info("%s: %s has %d sentence%s against %d (mining.one_sided_below %s, one_sided_ratio %s): margins "
-                     "over its neighbourhoods only", name, small, count, "" if count == 1 else "s", large,
+            log.info("%s: %s has %d %s against %d (mining.one_sided_below %s, one_sided_ratio %s): margins "
+                     "over its neighbourhoods only", name, small, count, plural(count, "sentence"), large,
                      config.one_sided_below, config.one_sided_ratio)
 
     def __call__(self, pipeline):
