@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
+from miner.histograms import merged_histograms, pairs_kept_curve
 from miner.io import atomic_output
 
 
@@ -49,17 +49,6 @@ def _save(plt, figure, axes, title: str, path: str | Path, legend: str, fontsize
     plt.close(figure)
 
 
-def pairs_kept_curve(histogram) -> tuple[list[float], list[int]]:
-    """A score histogram ([[bin's lower edge, pairs], ...] or (edge, pairs) tuples, ascending) -> (edges, pairs at or
-    above each edge)."""
-    edges = [edge for edge, _ in histogram]
-    kept, total = [], 0
-    for _, n in reversed(histogram):
-        total += n
-        kept.append(total)
-    return edges, kept[::-1]
-
-
 def plot_pairs_by_threshold(histograms: dict[str, list[list]], threshold: float | None, title: str,
                             path: str | Path, most: int = 10) -> None:
     """How many mined pairs a margin threshold keeps: pairs with margin >= x against x, on a log scale, for all
@@ -67,9 +56,8 @@ def plot_pairs_by_threshold(histograms: dict[str, list[list]], threshold: float 
     below it were not kept, so the curves start there)."""
     plt = _pyplot()
     figure, axes = plt.subplots(figsize=(7, 4.5), dpi=120)
-    together = sum((Counter(dict(histogram)) for histogram in histograms.values()), Counter())
     largest = sorted(histograms, key=lambda pair: (-sum(n for _, n in histograms[pair]), pair))[:most]
-    for label, histogram, style in ([(f"all {len(histograms)} pairs", sorted(together.items()), "-")]
+    for label, histogram, style in ([(f"all {len(histograms)} pairs", merged_histograms(histograms.values()), "-")]
                                     + [(pair, histograms[pair], "--") for pair in largest]):
         if histogram:
             edges, kept = pairs_kept_curve(histogram)

@@ -390,7 +390,7 @@ def test_the_report_counts_each_pairs_margins_and_the_plot_draws_them(sample_run
 
     import pyarrow.parquet as pq
 
-    from pipelines.pairs.output import score_histogram
+    from miner.histograms import score_histogram
 
     output, report = sample_run
     for pair, entry in report["pairs"].items():

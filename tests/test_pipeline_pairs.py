@@ -1169,8 +1169,7 @@ def test_every_source_shard_delivered_once_passes_the_one_to_one_account():
 def test_margins_are_counted_in_bins_that_parts_merge_into_the_whole():
     """score_histogram: the pairs of each 0.01 bin of margin, by lower edge; a pair's parts' histograms merge into
     the whole's (the parts split a pair by score, any way); the plot's curve counts the pairs at or above each edge."""
-    from miner.plots import pairs_kept_curve
-    from pipelines.pairs.output import merged_histograms, score_histogram
+    from miner.histograms import merged_histograms, pairs_kept_curve, score_histogram
 
     scores = np.float32([1.351, 1.359, 1.36, 2.0, 1.4999, 1.5, 1.0])
     assert score_histogram(scores) == [[1.0, 1], [1.35, 2], [1.36, 1], [1.49, 1], [1.5, 1], [2.0, 1]]

@@ -13,6 +13,7 @@ import pyarrow as pa
 from apache_beam import typehints as th
 from apache_beam.metrics import Metrics
 
+from miner.histograms import merged_histograms, score_histogram
 from miner.pair_filters import KEEP, PairFilter
 from pipelines import layout, storage
 from pipelines.pairs.blocks import CARRIED, PairBlock, empty_pairs, take_column
@@ -194,25 +195,6 @@ class WriteBitext(beam.DoFn):
         yield {"pair": f"{src_lang}-{tgt_lang}", "pairs": len(pairs), "parquet": parquet, "tsv": tsv,
                "score_range": [min(scores), max(scores)] if scores else None,
                "score_histogram": score_histogram(pairs.score), **({"part": part} if parts > 1 else {})}
-
-
-# The width of the bins a pair's margins are counted in for its report (score_histogram): fine enough to read a
-# threshold off, and a few hundred bins at most for any margin (ratio margins of 1-3, cosines of 0-1)
-HISTOGRAM_WIDTH = 0.01
-
-
-def score_histogram(scores: np.ndarray) -> list[list]:
-    """[[a bin's lower edge, the pairs in it], ...] by edge ascending, for the bins of HISTOGRAM_WIDTH that hold
-    pairs: what a threshold would keep, without reading the bitext."""
-    bins, counts = np.unique(np.floor(np.asarray(scores, np.float64) / HISTOGRAM_WIDTH).astype(np.int64),
-                             return_counts=True)
-    return [[round(b * HISTOGRAM_WIDTH, 6), n] for b, n in zip(bins.tolist(), counts.tolist())]
-
-
-def merged_histograms(histograms: list[list[list]]) -> list[list]:
-    """score_histograms of a pair's parts as one."""
-    counts = sum((Counter(dict(histogram)) for histogram in histograms), Counter())
-    return [[edge, counts[edge]] for edge in sorted(counts)]
 
 
 def pair_summary(pair: str, parts) -> dict:
