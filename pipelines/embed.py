@@ -21,7 +21,6 @@ a run stopped midway keeps what it embedded, and the next run on the same inputs
 
 from __future__ import annotations
 
-import io
 import logging
 from collections.abc import Iterable, Sequence
 
@@ -148,7 +147,7 @@ class ReadShardChunks(beam.DoFn):
                 and whole_vectors_dim(path, min(self.chunk, rows - start), self.code)}
 
     def _sum(self, path: str):
-        return binary.fixed_point_sum(load_npy(path)) if self.centre else None
+        return binary.fixed_point_sum(storage.read_npy(path)) if self.centre else None
 
 
 class SaveChunk(beam.DoFn):
@@ -161,7 +160,7 @@ class SaveChunk(beam.DoFn):
     def process(self, element):
         (language, shard, start), result = element
         path, matrix = layout.embedding_chunk(self.output, language, shard, start), result.inference
-        save_npy(path, matrix)
+        storage.write_npy(path, matrix)
         yield (language, shard), (start, len(matrix), path, binary.fixed_point_sum(matrix) if self.centre else None)
 
 
@@ -181,7 +180,7 @@ class WriteEmbeddingShard(beam.DoFn):
         chunks = sorted(chunks, key=lambda c: c[0])
         if [start for start, *_ in chunks] != [sum(c[1] for c in chunks[:i]) for i in range(len(chunks))]:
             raise RuntimeError(f"{language} shard {shard}: rows missing from the embedded output")
-        matrix = np.concatenate([load_npy(path) for _, _, path, _ in chunks])
+        matrix = np.concatenate([storage.read_npy(path) for _, _, path, _ in chunks])
         path = layout.embedding_shard(self.output, language, sentence_paths[(language, shard)])
         written = {}
         if means is not None:
@@ -189,27 +188,16 @@ class WriteEmbeddingShard(beam.DoFn):
             if self.refine:  # the rows the codes' signs come from, for the pairs the codes select (float16)
                 matrix, rows = binary.sign_code_and_rows(matrix, mean)
                 written["rotated"] = layout.rotated_shard(path)
-                save_npy(written["rotated"], rows.astype(np.float16))
+                storage.write_npy(written["rotated"], rows.astype(np.float16))
             else:
                 matrix = binary.pack(binary.sign_bits(matrix, mean))
         matrix = matrix if self.dtype == binary.DTYPE else matrix.astype(self.dtype)
-        save_npy(path, matrix)
+        storage.write_npy(path, matrix)
         self.shards.inc()
         self.rows.inc(len(matrix))
         bits = self.dtype == binary.DTYPE  # the dimension of a binary vector is its bit count
         yield {"language": language, "shard": shard, "rows": len(matrix),
                "dim": int(matrix.shape[1]) * (8 if bits else 1), "embeddings": path, **written}
-
-
-def save_npy(path: str, matrix: np.ndarray) -> None:
-    """A matrix as .npy (data only), written atomically through storage."""
-    buffer = io.BytesIO()
-    np.save(buffer, matrix, allow_pickle=False)
-    storage.write_bytes(path, buffer.getvalue())
-
-
-def load_npy(path: str) -> np.ndarray:
-    return np.load(io.BytesIO(storage.read_bytes(path)), allow_pickle=False)
 
 
 class EmbedShards(beam.PTransform):
@@ -312,7 +300,7 @@ class EmbedStage:
         where the stopped run was run on the same inputs, settings and sentences, so its chunks are what this run
         would embed); returns the files kept. Each is checked where it is read (ReadShardChunks)."""
         self.resuming = True
-        kept = storage.list_finished(layout.embedding_chunks(self.settings["output"]))
+        kept = layout.saved_files(self.settings["output"], "embed")
         log.info("embed: resuming a stopped run with the same inputs and settings: the %s chunks it saved are kept",
                  f"{len(kept):,}")
         return kept

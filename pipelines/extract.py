@@ -327,7 +327,7 @@ class ExtractStage:
         calls this where the stopped run was run on the same inputs and settings, so its chunks are what this run
         would extract); returns the files kept. Each is checked where it is read (ReadPages)."""
         self.resuming = True
-        kept = storage.list_finished(layout.text_chunks(self.settings["output"]))
+        kept = layout.saved_files(self.settings["output"], "extract")
         log.info("extract: resuming a stopped run with the same inputs and settings: the %s chunks of pages it "
                  "saved are kept", f"{len(kept):,}")
         return kept

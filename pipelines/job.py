@@ -352,8 +352,10 @@ def stage_decisions(settings: dict, stages: list[str], rerun: bool, resumable: t
                 and stopped_attempt(output, decision.name, attempt_record(
                     recorded_dependencies(decision.name, decision.depends, before), before))):
             decision.reason = "resume"
-            saved = len(storage.list_finished(layout.stage_chunks(output, decision.name)))
-            decision.notes = [f"the stopped run saved {saved:,} {plural(saved, 'chunk')}"]
+            saved = {kind: len(storage.list_finished(folder))
+                     for kind, folder in layout.saved_work(output, decision.name).items()}
+            decision.notes = ["the stopped run saved " + " and ".join(f"{n:,} {plural(n, kind)}"
+                                                                      for kind, n in saved.items())]
     for before, decision in zip(decisions, decisions[1:]):  # a stage reads the one before it: refused now, not
         if decision.action == "run" and before.action == "absent":  # after the stages before it have run for hours
             decision.action, decision.reason = "refuse", "needs"

@@ -10,22 +10,23 @@
     embed/chunks/<lang>/00000-000001024.npy           embed, while it runs: each chunk as it leaves the encoder
     embed/_MANIFEST.json
     index/<lang>/centroids.npy                        pairs: the coarse quantizer of a language searched by lists
+    pairs/chunks/lists/<lang>/00000-<lang>.npy        pairs, while it runs: a shard's rows' lists in a quantizer
     bitext/<src>-<tgt>.parquet, .tsv.gz               pairs: the mined pairs, best first
     pairs/_MANIFEST.json
     report.json                                       the whole run: counters per stage, pairs, score ranges
 
 A stage is finished when its manifest exists and records the same dependencies as the run at hand: the manifest is
 written last, so a run killed midway leaves none, and the rerun does that stage again after clearing its folders
-(its shards are rewritten whole, with the same names and bytes), but for the extract and embed stages, which keep
-the chunks a stopped run with the same inputs and settings finished (`<stage>/chunks/`; `<stage>/_ATTEMPT.json`
-says what it was run on) and do the rest. A stage that is reused keeps only the files its manifest lists.
+(its shards are rewritten whole, with the same names and bytes), but for what a stopped run with the same inputs
+and settings finished (`<stage>/chunks/`, and the pairs stage's quantizers; `<stage>/_ATTEMPT.json` says what it
+was run on), which is kept, and the rest done. A stage that is reused keeps only the files its manifest lists.
 """
 
 from __future__ import annotations
 
 import hashlib
 
-from pipelines.storage import join
+from pipelines.storage import join, list_finished
 
 SHARD_NAME = "part-{shard:05d}-of-{count:05d}"
 
@@ -50,8 +51,8 @@ def manifest_path(output: str, stage: str) -> str:
 
 def attempt_path(output: str, stage: str) -> str:
     """What a stage that runs is run on (its dependencies and the earlier outputs it reads), written when it starts
-    and removed when it finishes: a run stopped midway leaves it, and a stage that can resume (the extract and embed
-    stages) keeps what the stopped run finished when the next run is run on the same."""
+    and removed when it finishes: a run stopped midway leaves it, and a stage that can resume (all three) keeps what
+    the stopped run finished (saved_work) when the next run is run on the same."""
     return join(output, stage, "_ATTEMPT.json")
 
 
@@ -100,6 +101,31 @@ def rotated_shard(embedding_path: str) -> str:
 
 def quantizer_file(output: str, language: str) -> str:
     return join(output, "index", language, "centroids.npy")
+
+
+def list_assignment(output: str, language: str, shard: int, quantizer: str) -> str:
+    """The lists of `quantizer`'s quantizer that a language's shard `shard`'s rows fall in (the language's own: each
+    row's list; another's: each row's nprobe nearest), saved as the pairs stage assigns them and removed once it
+    finished."""
+    return join(stage_chunks(output, "pairs"), "lists", language, f"{shard:05d}-{quantizer}.npy")
+
+
+# What a stopped run of a stage leaves that its next run on the same inputs and settings keeps (pipelines.job),
+# by what each folder's files are: the extract and embed stages' chunks, the pairs stage's quantizers (its
+# outputs, written as each is trained) and its shards' list assignments
+SAVED_WORK = {"extract": {"chunk": ("extract", "chunks")}, "embed": {"chunk": ("embed", "chunks")},
+              "pairs": {"quantizer": ("index",), "chunk": ("pairs", "chunks")}}
+
+
+def saved_work(output: str, stage: str) -> dict[str, str]:
+    """What a stopped run of `stage` saved, by kind: kind -> its folder (SAVED_WORK)."""
+    return {kind: join(output, *parts) for kind, parts in SAVED_WORK.get(stage, {}).items()}
+
+
+def saved_files(output: str, stage: str) -> list[str]:
+    """The files a stopped run of `stage` saved whole (saved_work; a write the stop cut off is left out): what
+    its next run on the same keeps."""
+    return [path for folder in saved_work(output, stage).values() for path in list_finished(folder)]
 
 
 def bitext_files(output: str, src: str, tgt: str, part: int = 0, parts: int = 1) -> tuple[str, str]:

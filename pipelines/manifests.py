@@ -117,9 +117,9 @@ def is_temporary(path: str) -> bool:
     """A file a killed run leaves behind: a write not yet renamed into place, or entries not yet in a manifest."""
     path = path.replace("\\", "/")
     name = path.rsplit("/", 1)[-1]
-    # the extract and embed stages' chunks are removed once the stage finished: a run stopped in between leaves them
+    # a stage's chunks are removed once the stage finished: a run stopped in between leaves them
     return (storage.TEMPORARY_MARK in name or name == ENTRIES_FILE
-            or any(f"/{stage}/chunks/" in path for stage in ("extract", "embed")))
+            or any(f"/{stage}/chunks/" in path for stage in layout.SAVED_WORK))
 
 
 def unlisted(output: str, stage: str, manifest: dict) -> list[str]:

@@ -96,13 +96,20 @@ def left_out(counters: dict, pair: str, mining: dict) -> str:
 
 
 def resumed_line(counters: dict) -> str | None:
-    """What this run kept of a stopped run's work (pipelines.job resumes the extract and embed stages), if any."""
+    """What this run kept of a stopped run's work (pipelines.job resumes each stage), if any."""
     pages = counters.get("extract", {}).get("extract", {}).get("resumed_pages", 0)
     sentences = counters.get("embed", {}).get("embed", {}).get("resumed_sentences", 0)
+    pairs = counters.get("pairs", {}).get("pairs", {})
+    quantizers, assigned = pairs.get("resumed_quantizers", 0), pairs.get("resumed_rows_assigned", 0)
     kept = [f"{pages:,} {plural(pages, 'page')} extracted" if pages else "",
-            f"{sentences:,} {plural(sentences, 'sentence')} embedded" if sentences else ""]
+            f"{sentences:,} {plural(sentences, 'sentence')} embedded" if sentences else "",
+            f"{quantizers:,} {plural(quantizers, 'quantizer')} trained" if quantizers else "",
+            f"{assigned:,} {plural(assigned, 'row')} assigned to lists" if assigned else ""]
     kept = [part for part in kept if part]
-    return f"  resumed: kept the {' and '.join(kept)} by a stopped run" if kept else None
+    if not kept:
+        return None
+    listed = kept[0] if len(kept) == 1 else f"{', '.join(kept[:-1])} and {kept[-1]}"
+    return f"  resumed: kept the {listed} by a stopped run"
 
 
 def format_summary(report: dict) -> str:

@@ -16,6 +16,7 @@ import shutil
 import tempfile
 import uuid
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
@@ -78,6 +79,17 @@ def table_bytes(table: pa.Table) -> bytes:
 
 def write_parquet(path: str, table: pa.Table) -> None:
     write_bytes(path, table_bytes(table))
+
+
+def write_npy(path: str, matrix: np.ndarray) -> None:
+    """An array as .npy (data only, never a pickle), written atomically."""
+    buffer = io.BytesIO()
+    np.save(buffer, matrix, allow_pickle=False)
+    write_bytes(path, buffer.getvalue())
+
+
+def read_npy(path: str) -> np.ndarray:
+    return np.load(io.BytesIO(read_bytes(path)), allow_pickle=False)
 
 
 def read_parquet(path: str, columns: list[str] | None = None) -> pa.Table:

@@ -498,6 +498,7 @@ def test_a_side_sent_to_a_shard_in_part_is_an_error_not_fewer_neighbours(tmp_pat
     from pipelines.pairs.join import CompareOnShard
     from pipelines.pairs.plan import TO_QUERIES
     from pipelines.pairs.rows import ListRows
+    from pipelines.pairs.saved import ListAssignments
 
     output = str(tmp_path / "out")
     write_shards(output, 1)
@@ -508,7 +509,7 @@ def test_a_side_sent_to_a_shard_in_part_is_an_error_not_fewer_neighbours(tmp_pat
     pair = ("deu_Latn", "eng_Latn")
     centroids = {lang: np.zeros((1, rows.shape[1]), np.float32) for lang in LANGS.values()}
     whole = ListRows.of("db", np.zeros(len(rows), dtype=np.int64), np.arange(len(rows)), refs, rows)
-    compare = CompareOnShard(manifest, MiningConfig(k=4))
+    compare = CompareOnShard(manifest, MiningConfig(k=4), ListAssignments(output))
     compare.setup()
     (key, table), = compare.process(((TO_QUERIES, "eng_Latn", 0, 0), [((pair, "tgt"), whole)]), centroids)
     assert key == (pair, "tgt", 0) and table.found().min() == 4
@@ -632,6 +633,7 @@ def test_what_waits_for_the_list_sizes_is_memberships_and_the_rows_are_read_afte
     from miner.sizes import held_bytes
     from pipelines.pairs.join import AssignShard, CountByList, SplitHotLists
     from pipelines.pairs.plan import directions, join_shapes, shard_list_sizes
+    from pipelines.pairs.saved import ListAssignments
 
     pair, rng = ("deu_Latn", "eng_Latn"), np.random.default_rng(0)
     manifest = {"languages": {}}
@@ -646,7 +648,8 @@ def test_what_waits_for_the_list_sizes_is_memberships_and_the_rows_are_read_afte
     knn = KnnConfig(index="IVF8,Flat", nprobe=3, max_list_rows=20)
     centroids = {language: rng.standard_normal((8, 256)).astype(np.float32) for language in pair}
     assigned = [out for language in pair for shard in range(10)
-                for out in AssignShard(manifest, [pair], knn).process((language, shard), centroids)]
+                for out in AssignShard(manifest, [pair], knn, ListAssignments(str(tmp_path / "out")))
+                .process((language, shard), centroids)]
     assert [key for key, _ in assigned] == [(language, shard) for language in pair for shard in range(10)]
     groups = [chunk for _, memberships in assigned for _, chunk in memberships]
     assert all(chunk.rows.shape == (len(chunk.refs), 0) for chunk in groups)

@@ -321,28 +321,25 @@ def test_an_unknown_shards_setting_is_named_with_the_known_ones():
     assert ExtractSentences({}).per_shard == 100_000
 
 
-def _stop_embedding_after(monkeypatch, chunks: int) -> list[str]:
-    """The embed stage fails as it saves its chunk `chunks + 1`, as a run stopped midway (a killed job, a lost
-    machine) leaves it: the chunks saved before are whole, no shard and no manifest is written. Returns their
-    paths."""
-    import pipelines.embed
-
-    written, save = [], pipelines.embed.save_npy
+def _stop_at_write(monkeypatch, writes: int) -> list[str]:
+    """A run fails as it writes its .npy file `writes + 1`, as a run stopped midway (a killed job, a lost machine)
+    leaves it: the files written before are whole. Returns their paths, as they are written."""
+    written, save = [], storage.write_npy
 
     def stopping(path, matrix):
-        if len(written) == chunks:
+        if len(written) == writes:
             raise RuntimeError("the run is stopped here")
         save(path, matrix)
         written.append(path)
 
-    monkeypatch.setattr(pipelines.embed, "save_npy", stopping)
+    monkeypatch.setattr(storage, "write_npy", stopping)
     return written
 
 
 def _stopped_run(output: Path | str, monkeypatch, settings: dict, chunks: int = 3) -> list[str]:
     write_shards(str(output), 4)
     with monkeypatch.context() as patch:  # undoes this patch only (a bucket's fixture patches too)
-        written = _stop_embedding_after(patch, chunks)
+        written = _stop_at_write(patch, chunks)  # the embed stage's chunks: no shard before the last
         with pytest.raises(Exception, match="the run is stopped here"):
             run(settings, PipelineOptions([]), ["embed", "pairs"])
     assert storage.exists(layout.attempt_path(str(output), "embed"))
@@ -435,3 +432,106 @@ def test_an_attempt_record_cut_short_starts_the_stage_afresh(tmp_path, monkeypat
     attempt.write_text(attempt.read_text()[:40])
     assert _resumed(run(settings, PipelineOptions([]), ["embed", "pairs"])) == 0
     assert bitext(output) == bitext(_fresh_run(tmp_path, settings)[0])
+
+
+def _stop_pairs_after(output: Path | str, monkeypatch, settings: dict, writes: int) -> list[str]:
+    """The embed stage finished; the pairs stage fails as it writes its .npy file `writes + 1` (the quantizers,
+    then the shards' list assignments), as a run stopped midway leaves it. Returns the files written."""
+    write_shards(str(output), 4)
+    run(settings, PipelineOptions([]), ["embed"])
+    with monkeypatch.context() as patch:
+        written = _stop_at_write(patch, writes)
+        with pytest.raises(Exception, match="the run is stopped here"):
+            run(settings, PipelineOptions([]), ["pairs"])
+    assert storage.exists(layout.attempt_path(str(output), "pairs")) and manifests.stored(str(output), "pairs") is None
+    return written
+
+
+def _pairs_resumed(report: dict) -> tuple[int, int]:
+    counted = report["counters"]["pairs"]["pairs"]
+    return counted.get("resumed_quantizers", 0), counted.get("resumed_rows_assigned", 0)
+
+
+def _with_routes(monkeypatch, route):
+    """Every direction through the join's groups (None), or to the other side's shards (`route`), where the
+    shards' rows are assigned as they are compared."""
+    from pipelines.pairs import plan
+
+    monkeypatch.setattr(plan, "shard_routes", lambda manifest, pairs, knn: {
+        (pair, side): (route, 0) for pair, side, _, _ in plan.directions(pairs)} if route else {})
+
+
+@pytest.mark.parametrize("route", [None, "to_queries"])
+def test_a_stopped_pairs_stage_keeps_its_quantizers_and_list_assignments(tmp_path, monkeypatch, route):
+    """The next run on the same vectors and settings reads the quantizers and the shards' list assignments the
+    stopped run wrote whole, assigns the rest, and writes the bitext and quantizers of a run never stopped; `--plan`
+    says so, the summary counts what was kept, and the saved assignments are gone after."""
+    from pipelines.job import format_plan, stage_decisions
+    from pipelines.pairs import plan
+
+    _with_routes(monkeypatch, route and plan.TO_QUERIES)
+    output = tmp_path / "out"
+    settings = {**settings_for(str(output), "max"), "knn": {"index": "IVF4,Flat", "nprobe": 2}}
+    written = _stop_pairs_after(output, monkeypatch, settings, writes=5)
+    quantizers = [path for path in written if path.endswith("centroids.npy")]
+    lists = [path for path in written if "/pairs/chunks/lists/" in path]
+    assert len(quantizers) == 2 and len(lists) == 3
+    Path(lists[0]).write_bytes(Path(lists[0]).read_bytes()[:-8])  # cut short (by hand: writes are atomic)
+    kept_rows = sum(len(np.load(path)) for path in lists[1:])
+
+    decisions = stage_decisions(settings, ["pairs"], False, ("pairs",))
+    plan_text = format_plan(str(output), decisions)
+    assert "pairs    run    a run of it on the same inputs and settings stopped" in plan_text
+    assert "the stopped run saved 2 quantizers and 3 chunks" in plan_text
+
+    report = run(settings, PipelineOptions([]), ["pairs"])
+    assert _pairs_resumed(report) == (2, kept_rows)
+    assert f"kept the 2 quantizers trained and {kept_rows:,} rows assigned to lists by a stopped run" in \
+        format_summary(report)
+    assert not (output / "pairs" / "chunks").exists() and not storage.exists(layout.attempt_path(str(output), "pairs"))
+
+    fresh = tmp_path / "fresh"
+    write_shards(str(fresh), 4)
+    fresh_report = run({**settings, "output": str(fresh)}, PipelineOptions([]), ["embed", "pairs"])
+    assert _pairs_resumed(fresh_report) == (0, 0)
+    assert bitext(output) == bitext(fresh) and report["pairs"]
+    for path in quantizers:
+        assert Path(path).read_bytes() == (fresh / Path(path).relative_to(output)).read_bytes()
+
+
+@pytest.mark.parametrize("change", ["rerun", "setting", "damaged"])
+def test_a_stopped_pairs_stage_is_redone_where_the_run_differs_or_a_file_is_not_whole(tmp_path, monkeypatch,
+                                                                                       change):
+    """--rerun or another setting: everything is done again. A saved quantizer of another shape is trained again
+    (and the assignments, made in the same quantizer, are kept)."""
+    _with_routes(monkeypatch, None)
+    output = tmp_path / "out"
+    settings = {**settings_for(str(output), "max"), "knn": {"index": "IVF4,Flat", "nprobe": 2}}
+    written = _stop_pairs_after(output, monkeypatch, settings, writes=4)
+    if change == "setting":
+        settings["mining"] = {**settings["mining"], "k": 3}
+    if change == "damaged":
+        storage.write_npy(written[0], np.zeros((3, 5), dtype=np.float32))
+    report = run(settings, PipelineOptions([]), ["pairs"], rerun=change == "rerun")
+    quantizers, rows = _pairs_resumed(report)
+    assert (quantizers, rows > 0) == ((1, True) if change == "damaged" else (0, False))
+    fresh = tmp_path / "fresh"
+    write_shards(str(fresh), 4)
+    run({**settings, "output": str(fresh)}, PipelineOptions([]), ["embed", "pairs"])
+    assert bitext(output) == bitext(fresh)
+
+
+def test_a_stopped_pairs_stage_resumes_on_cloud_storage(gcs_bucket, tmp_path, monkeypatch):
+    """The same on a bucket: the quantizers and assignments are found, read and checked there."""
+    _with_routes(monkeypatch, None)
+    remote = f"{gcs_bucket}/stopped-pairs"
+    settings = {**settings_for(remote, "max"), "knn": {"index": "IVF4,Flat", "nprobe": 2}}
+    written = _stop_pairs_after(remote, monkeypatch, settings, writes=4)
+    assert all(path.startswith(remote) for path in written)
+    report = run(settings, PipelineOptions([]), ["pairs"])
+    assert _pairs_resumed(report)[0] == 2 and _pairs_resumed(report)[1] > 0
+    assert not storage.list_files(f"{remote}/pairs/chunks")
+    fresh = tmp_path / "fresh"
+    write_shards(str(fresh), 4)
+    run({**settings, "output": str(fresh)}, PipelineOptions([]), ["embed", "pairs"])
+    assert tuple(storage.read_bytes(p) for p in layout.bitext_files(remote, *PAIR)) == bitext(fresh)

@@ -6,7 +6,6 @@ the plan of groups, blocks, routes and waves is pipelines.pairs.plan's."""
 from __future__ import annotations
 
 import functools
-import io
 import logging
 
 import apache_beam as beam
@@ -20,7 +19,6 @@ from miner.index import KnnConfig
 from miner.knn_join import (
     Neighbours,
     TopKTable,
-    assign,
     block_count,
     blocks,
     compare_device,
@@ -36,6 +34,7 @@ from miner.mining import MiningConfig
 from pipelines import layout, storage
 from pipelines.options import spread
 from pipelines.pairs.rows import GroupRows, ListRows, by_query_shard, compare_lists, in_lists, stacked
+from pipelines.pairs.saved import ListAssignments, saved_quantizer
 from pipelines.pairs.shards import (
     ROW_MASK,
     as_cosines,
@@ -53,12 +52,14 @@ log = logging.getLogger("pipelines.pairs")
 
 class TrainQuantizer(beam.DoFn):
     """language -> (language, centroids [nlist, d]), written to index/<lang>/centroids.npy; one list (exact
-    search) for a language below knn.exact_below rows or with fewer rows than the lists."""
+    search) for a language below knn.exact_below rows or with fewer rows than the lists. `resume`: a quantizer a
+    stopped run wrote whole is read, not trained again (pipelines.pairs.saved)."""
 
-    def __init__(self, manifest: dict, knn: KnnConfig, output: str):
-        self.manifest, self.knn, self.output = manifest, knn, output
+    def __init__(self, manifest: dict, knn: KnnConfig, output: str, resume: bool = False):
+        self.manifest, self.knn, self.output, self.resume = manifest, knn, output, resume
         self.exact = Metrics.counter("pairs", "languages_searched_exactly")
         self.bytes_read = Metrics.counter("pairs", "embedding_bytes_read")
+        self.resumed = Metrics.counter("pairs", "resumed_quantizers")
 
     def process(self, language: str):
         entry = self.manifest["languages"][language]
@@ -68,11 +69,17 @@ class TrainQuantizer(beam.DoFn):
             log.info("%s: %d sentences, searched exactly", language, entry["rows"])
             yield language, np.zeros((1, entry["dim"]), dtype=np.float32)
             return
+        path = layout.quantizer_file(self.output, language)
+        saved = saved_quantizer(path, nlist, entry["dim"]) if self.resume else None
+        if saved is not None:
+            self.resumed.inc()
+            log.info("%s: %d sentences in %d lists, the quantizer a stopped run trained", language, entry["rows"],
+                     nlist)
+            yield language, saved
+            return
         sample = training_sample(entry, training_rows(nlist, self.knn), self.knn.seed, self.bytes_read)
         centroids = train_quantizer(sample, nlist, self.knn, language)
-        buffer = io.BytesIO()
-        np.save(buffer, centroids, allow_pickle=False)
-        storage.write_bytes(layout.quantizer_file(self.output, language), buffer.getvalue())
+        storage.write_npy(path, centroids)
         log.info("%s: %d sentences in %d lists (trained on %d), queries probe %d", language, entry["rows"], nlist,
                  len(sample), nprobe)
         yield language, centroids
@@ -90,10 +97,11 @@ class AssignShard(beam.DoFn):
     (tens of bytes a row), not the rows (at 10^6 float16 sentences a language, 16 GB held at once). A direction's
     small side that goes to the other's shards (plan.shard_routes) is sent to each of them instead, with its rows,
     tagged with its route: ((route, that language, shard, batch), ((pair, side), ListRows)), and the other side
-    not at all."""
+    not at all. Each assignment is saved as it is made, and read back where a stopped run saved it (`assignments`,
+    pipelines.pairs.saved)."""
 
-    def __init__(self, manifest: dict, pairs: list, knn: KnnConfig):
-        self.manifest, self.pairs, self.knn = manifest, pairs, knn
+    def __init__(self, manifest: dict, pairs: list, knn: KnnConfig, assignments: ListAssignments):
+        self.manifest, self.pairs, self.knn, self.assignments = manifest, pairs, knn, assignments
         self.routes, self.shapes = plan.shard_routes(manifest, pairs, knn), plan.join_shapes(manifest, pairs, knn)
         self.bytes_read = Metrics.counter("pairs", "embedding_bytes_read")
         self.copies = {"db": Metrics.counter("pairs", "database_rows_sent"),
@@ -108,12 +116,16 @@ class AssignShard(beam.DoFn):
         # the rows as assigned, made once: each row's own list, assigned once for every direction where this
         # language is the database; as a query, its nprobe nearest lists of the other language's quantizer
         unit = functools.cache(lambda: compared_rows(rows, entry.get("binary"), info["embeddings"], packed=False))
-        own_lists = functools.cache(lambda: assign(unit(), centroids[language], 1, info["embeddings"], unit=True))
+
+        def lists_in(quantizer: str, nprobe: int) -> np.ndarray:
+            return self.assignments.lists(language, shard, quantizer, centroids[quantizer], nprobe, unit, len(rows),
+                                          info["embeddings"])
+
+        own_lists = functools.cache(lambda: lists_in(language, 1))
         memberships = []
 
         def probed_lists(db_lang: str) -> np.ndarray:
-            nprobe = join_plan(self.knn, self.manifest["languages"][db_lang]["rows"])[1]
-            return assign(unit(), centroids[db_lang], nprobe, info["embeddings"], unit=True)
+            return lists_in(db_lang, join_plan(self.knn, self.manifest["languages"][db_lang]["rows"])[1])
 
         for pair, side, query_lang, db_lang in plan.directions(self.pairs):
             if (pair, side) in self.routes:
@@ -331,12 +343,13 @@ class CompareOnShard(beam.DoFn):
     in this shard, which the merge completes over the database's shards. What was sent must arrive whole (every
     row of its language, in as many lists as it probes): a side the runner delivered in parts is an error, never
     fewer neighbours. Each worker logs the similarities it computed and their rate at most every
-    `progress_every_s` seconds: the stage's long step."""
+    `progress_every_s` seconds: the stage's long step. The shard's assignments are saved and read back as
+    AssignShard's are (`assignments`)."""
 
     progress_every_s = PROGRESS_EVERY_S
 
-    def __init__(self, manifest: dict, config: MiningConfig):
-        self.manifest, self.config = manifest, config
+    def __init__(self, manifest: dict, config: MiningConfig, assignments: ListAssignments):
+        self.manifest, self.config, self.assignments = manifest, config, assignments
         self.bytes_read = Metrics.counter("pairs", "embedding_bytes_read")
         self.similarities = None
         self.device = None
@@ -371,7 +384,8 @@ class CompareOnShard(beam.DoFn):
             if db_lang not in in_database_lists:  # a query's nprobe nearest lists, a database row's own
                 probes = join_plan(self.config.knn, db_entry["rows"])[1]
                 kind, nprobe = ("q", probes) if route == plan.TO_QUERIES else ("db", 1)
-                lists = assign(unit, centroids[db_lang], nprobe, name, unit=True)
+                lists = self.assignments.lists(language, shard, db_lang, centroids[db_lang], nprobe, lambda: unit,
+                                               len(rows), name)
                 in_database_lists[db_lang] = in_lists(kind, lists, len(centroids[db_lang]), refs, rows)
             here = in_database_lists[db_lang]  # every row is a member: its rows are the shard's, in order
             if (code, packed) not in as_compared:
@@ -498,9 +512,10 @@ class KnnJoin(beam.PTransform):
     may come as two tables (its queries found in their lists, and those searched exactly)."""
 
     def __init__(self, manifest: dict, pairs: list[tuple[str, str]], config: MiningConfig, output: str,
-                 waves: int = 1):
+                 waves: int = 1, resume: bool = False):
         super().__init__()
         self.manifest, self.pairs, self.config, self.output, self.waves = manifest, pairs, config, output, waves
+        self.resume = resume  # a stopped run's quantizers and assignments are read back (pipelines.pairs.saved)
 
     def expand(self, begin):
         manifest, config = self.manifest, self.config
@@ -508,11 +523,14 @@ class KnnJoin(beam.PTransform):
         # the languages' quantizers train, and the shards are assigned, on several workers where there are several
         # (options.spread); reshuffle=False: the Spread is each one's only shuffle
         trainings = spread(begin | "Languages" >> beam.Create(languages, reshuffle=False), "SpreadLanguages")
-        centroids = beam.pvalue.AsDict(trainings | "TrainQuantizer" >> beam.ParDo(TrainQuantizer(manifest, config.knn,
-                                                                                                self.output)))
+        quantizers = trainings | "TrainQuantizer" >> beam.ParDo(TrainQuantizer(manifest, config.knn, self.output,
+                                                                              self.resume))
+        centroids = beam.pvalue.AsDict(quantizers)
         shards = [(lang, s) for lang in languages for s in range(len(manifest["languages"][lang]["shards"]))]
         tasks = spread(begin | "Shards" >> beam.Create(shards, reshuffle=False), "SpreadShards")
-        assigned = (tasks | "Assign" >> beam.ParDo(AssignShard(manifest, self.pairs, config.knn), centroids)
+        assignments = ListAssignments(self.output, self.resume)
+        assigned = (tasks | "Assign" >> beam.ParDo(AssignShard(manifest, self.pairs, config.knn, assignments),
+                                                    centroids)
                     .with_outputs(plan.TO_QUERIES, plan.TO_DATABASE, main="memberships"))
         # a route the plan gives no direction is left out of the pipeline: at 10^4 sentences a language every
         # direction goes to the shards, and the join's seven transforms were built and run on nothing
@@ -529,7 +547,8 @@ class KnnJoin(beam.PTransform):
         if routes:
             compared.append((assigned[plan.TO_QUERIES], assigned[plan.TO_DATABASE]) | "SentToShards" >> beam.Flatten()
                             | "ByShard" >> beam.GroupByKey()
-                            | "CompareOnShards" >> beam.ParDo(CompareOnShard(manifest, config), centroids))
+                            | "CompareOnShards" >> beam.ParDo(CompareOnShard(manifest, config, assignments),
+                                                              centroids))
         k_of = {(pair, side): plan.neighbours_wanted(manifest, config, db) for pair, side, _, db in
                 plan.directions(self.pairs)}
         # every query appears in the merge, also one whose lists were all empty (it then goes to exact search);

@@ -47,11 +47,13 @@ def source_shards(manifest: dict, language: str) -> list[int]:
 
 class MinePairs(beam.PTransform):
     """The whole stage over the embed stage's manifest: PBegin -> PCollection of per-pair summaries; the k-NN
-    join's groups in waves of at most `wave_bytes` of rows shipped (0: one wave; join_waves)."""
+    join's groups in waves of at most `wave_bytes` of rows shipped (0: one wave; join_waves); `resume`: what a
+    stopped run of the stage saved is read back (pipelines.pairs.saved)."""
 
-    def __init__(self, manifest: dict, pairs: list[tuple[str, str]], settings: dict, wave_bytes: int = 0):
+    def __init__(self, manifest: dict, pairs: list[tuple[str, str]], settings: dict, wave_bytes: int = 0,
+                 resume: bool = False):
         super().__init__()
-        self.manifest, self.pairs = manifest, pairs
+        self.manifest, self.pairs, self.resume = manifest, pairs, resume
         self.config, self.output = mining_config(settings), settings["output"]
         self.thresholds, _ = pair_thresholds(settings, pairs, manifest)
         self.pair_filter = settings.get("pair_filter")
@@ -73,7 +75,8 @@ class MinePairs(beam.PTransform):
         uses = neighbourhoods_by_pair(manifest, self.pairs, config)
         # (pair, None) for every pair: the writer writes a pair without pairs too, and OneToOne's account sees it
         markers = begin | "AllPairs" >> beam.Create([(pair, None) for pair in self.pairs], reshuffle=False)
-        neighbours = begin | "KnnJoin" >> KnnJoin(manifest, self.pairs, config, self.output, self.waves)
+        join = KnnJoin(manifest, self.pairs, config, self.output, self.waves, self.resume)
+        neighbours = begin | "KnnJoin" >> join
         pairs = (neighbours
                  | "ToMarginJoin" >> beam.FlatMap(to_margin_join)
                  | "JoinMeans" >> beam.GroupByKey()
@@ -116,6 +119,8 @@ class PairsStage:
             raise ValueError("the pairs stage needs the embed stage's output: run it first (--stages embed)")
         self.settings, self.embeddings = settings, manifests["embed"]
         self.waves = 1  # the k-NN join's, once the pipeline is built (with the runner's knn.wave_bytes)
+        self.resuming = False
+        self.scratch = [layout.stage_chunks(settings["output"], "pairs")]  # removed once the stage is finished
         mining_config(settings)  # bad settings fail here, before a pipeline starts
         PairFilter.from_settings(settings.get("pair_filter"))
         found = [lang for lang, entry in self.embeddings["languages"].items() if entry["rows"]]
@@ -143,12 +148,22 @@ class PairsStage:
                      "over its neighbourhoods only", name, small, count, plural(count, "sentence"), large,
                      config.one_sided_below, config.one_sided_ratio)
 
+    def resume(self) -> list[str]:
+        """Keep the quantizers and list assignments a stopped run of this stage saved (pipelines.job calls this where
+        the stopped run was run on the same inputs, settings and vectors), and do the rest; returns the files
+        kept. Each is checked where it is read (pipelines.pairs.saved)."""
+        self.resuming = True
+        kept = layout.saved_files(self.settings["output"], "pairs")
+        log.info("pairs: resuming a stopped run with the same inputs and settings: the %s %s it saved %s kept",
+                 f"{len(kept):,}", plural(len(kept), "file"), "is" if len(kept) == 1 else "are")
+        return kept
+
     def __call__(self, pipeline):
         from pipelines.options import wave_bytes
 
         setting = mining_config(self.settings).knn.wave_bytes
         budget = wave_bytes(setting, pipeline.options)
-        mine = MinePairs(self.embeddings, self.pairs, self.settings, budget)
+        mine = MinePairs(self.embeddings, self.pairs, self.settings, budget, self.resuming)
         self.waves = mine.waves
         if self.waves > 1:
             log.info("pairs: the k-NN join's groups go in %d waves (knn.wave_bytes %s: %.1f GB a wave at most)",

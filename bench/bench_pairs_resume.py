@@ -1,0 +1,124 @@
+"""What a stopped pairs stage's next run keeps: the stage run whole, then the same stage stopped as its first list
+group is compared (every quantizer trained and every shard assigned by then, as the DirectRunner runs the
+assignments' fused stage to its end before the groupings), then run again on the same vectors and settings, which
+reads the saved quantizers and list assignments back (pipelines/pairs/saved.py). Reported per size: the CPU
+seconds of the whole stage, of the stopped run and of the resumed one, what the resumed run saved against a
+whole one, the bytes of list assignments saved, and whether the resumed bitext is the whole run's to the byte.
+
+    python bench/bench_pairs_resume.py --sizes 100000
+    python bench/bench_pairs_resume.py --sizes 1000000 --dtype binary       # ~25 minutes on 2 cores
+
+The vectors are bench_pairs_scaling.py's (two languages of N clustered synthetic vectors, half of one side planted
+translations of the other), stored as float16 or packed sign codes, with its nlist (N / 160, a power of two) and
+nprobe 16, on the DirectRunner in this process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(variable, "1")
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from bench_pairs_scaling import LANGUAGES, nlist_for, write_inputs  # noqa: E402
+from bench_text import cpu_seconds  # noqa: E402
+from planted_vectors import synthetic  # noqa: E402
+
+
+class Stopped(Exception):
+    pass
+
+
+def bitext_sha256(output: str) -> str:
+    from pipelines import layout, storage
+
+    return hashlib.sha256(b"".join(storage.read_bytes(path) for path in layout.bitext_files(output, *LANGUAGES))
+                          ).hexdigest()
+
+
+def timed(settings: dict, stop: bool = False) -> tuple[float, dict | None]:
+    """CPU seconds of one pairs stage run (and its report), or of a run stopped at its first comparison."""
+    from unittest import mock
+
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from pipelines.mine import run
+
+    def stopping(*args, **kwargs):
+        raise Stopped("stopped at the first comparison")
+
+    cpu, report = cpu_seconds(), None
+    with mock.patch("pipelines.pairs.join.compare_lists", stopping) if stop else contextlib.nullcontext():
+        try:
+            report = run(settings, PipelineOptions([]), ["pairs"])
+        except Exception as err:  # Beam wraps what a DoFn raised
+            if not stop or "stopped at the first comparison" not in str(err):
+                raise
+    return cpu_seconds() - cpu, report
+
+
+def measure(n: int, args) -> dict:
+    from pipelines import layout, storage
+
+    src, tgt, _ = synthetic(n, args.dim, 0)
+    settings = {"encoder": "synthetic", "languages": list(LANGUAGES), "pairs": "pivot", "pivot": "eng_Latn",
+                "pair_filter": False, "mining": {"k": 4, "margin": "ratio", "selection": "max"},
+                "knn": {"index": f"IVF{nlist_for(n, 160)},Flat", "nprobe": 16, "exact_below": 1}}
+    figures = {"n_per_language": n, "dtype": args.dtype, "index": settings["knn"]["index"]}
+    folders = []
+    for name in ("whole", "resumed"):
+        output = tempfile.mkdtemp(prefix=f"bench-resume-{name}-")
+        folders.append(output)
+        write_inputs(output, dict(zip(LANGUAGES, (src, tgt))), args.shard_rows, args.dtype)
+        settings = {**settings, "output": output}
+        if name == "whole":
+            figures["whole_cpu_s"] = round(timed(settings)[0], 1)
+            figures["whole_bitext_sha256"] = bitext_sha256(output)
+            continue
+        figures["stopped_cpu_s"] = round(timed(settings, stop=True)[0], 1)
+        saved = storage.list_files(layout.stage_chunks(output, "pairs"))
+        figures["assignment_bytes_saved"] = sum(os.path.getsize(path) for path in saved)
+        cpu, report = timed(settings)
+        figures["resumed_cpu_s"] = round(cpu, 1)
+        counted = report["counters"]["pairs"]["pairs"]
+        figures["resumed_quantizers"] = counted.get("resumed_quantizers", 0)
+        figures["resumed_rows_assigned"] = counted.get("resumed_rows_assigned", 0)
+        figures["resumed_bitext_sha256"] = bitext_sha256(output)
+    figures["resumed_over_whole"] = round(figures["resumed_cpu_s"] / figures["whole_cpu_s"], 3)
+    figures["same_bitext"] = figures["resumed_bitext_sha256"] == figures["whole_bitext_sha256"]
+    for output in folders:
+        shutil.rmtree(output, ignore_errors=True)
+    return figures
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s:%(name)s:%(message)s")
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000], help="sentences per language")
+    parser.add_argument("--dtype", choices=("float16", "binary"), default="float16")
+    parser.add_argument("--dim", type=int, default=256)
+    parser.add_argument("--shard-rows", type=int, default=20_000)
+    parser.add_argument("--out", type=Path, default=Path("bench/results/pairs_resume.json"))
+    args = parser.parse_args()
+    results = []
+    for n in args.sizes:
+        results.append(measure(n, args))
+        print(json.dumps(results[-1]), flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"machine": f"{os.cpu_count()} cores", "runs": results}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
