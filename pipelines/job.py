@@ -46,18 +46,22 @@ log = logging.getLogger("pipelines.mine")
 
 
 def run_stage(name: str, build, settings: dict, options: PipelineOptions, depends: dict | None = None,
-              reads: dict | None = None, resume: bool = False) -> dict:
+              reads: dict | None = None, resume: bool = False, finished: dict | None = None) -> dict:
     """Run one stage as its own pipeline; returns its manifest (paths joined to the output folder).
 
     `build(pipeline) -> PCollection of manifest entries`, `build.manifest(entries) -> dict`; the manifest (with
     the stage's counters and `depends`, by default the stage's dependencies on these settings) is written after
     the pipeline succeeded, so its existence means the stage is complete. The stage's folders were checked first
     (`prepare_output`): nothing is deleted through a link. With `resume`, a stage that can (`build.resume()`)
-    keeps what a stopped run of it on the same dependencies and earlier outputs (`reads`) finished."""
+    keeps what a stopped run of it on the same dependencies and earlier outputs (`reads`) finished. With `finished`
+    (the stage's own finished output, on the same earlier outputs), a stage whose output can be made from it
+    (`build.from_finished(finished, depends)`: the pairs stage at a higher threshold) keeps the files it reads."""
     output = settings["output"]
     depends = depends if depends is not None else stage_dependencies(name, settings)
     attempt = attempt_record(depends, reads or {})
-    kept = build.resume() if resume and hasattr(build, "resume") and stopped_attempt(output, name, attempt) else None
+    kept = build.from_finished(finished, depends) if finished and hasattr(build, "from_finished") else None
+    if kept is None and resume and hasattr(build, "resume") and stopped_attempt(output, name, attempt):
+        kept = build.resume()
     clear_stage_folders(output, name, kept)
     storage.write_json(layout.attempt_path(output, name), attempt)
     started = time.perf_counter()
@@ -90,8 +94,12 @@ def run_stage(name: str, build, settings: dict, options: PipelineOptions, depend
     for folder in getattr(build, "scratch", ()):  # what the stage kept while it ran (extract's and embed's chunks)
         storage.delete_tree(folder)
     storage.delete_path(entries_file)  # the stage's folders hold what its manifest lists, and the manifest
+    resolved = manifests.resolve(stored, output, name)
+    if kept:  # what was kept and not written again (a finished bitext's parts, where there are fewer now)
+        for path in manifests.unlisted(output, name, resolved):
+            storage.delete_path(path)
     log.info("%s: done in %.1f s", name, manifest["seconds"])
-    return manifests.resolve(stored, output, name)
+    return resolved
 
 
 def attempt_record(depends: dict, reads: dict) -> dict:
@@ -228,16 +236,28 @@ def run(settings: dict, options: PipelineOptions, stages: list[str], builders: d
     started = time.perf_counter()
     plan = plan_stages(settings, stages, rerun)
     prepare_output(settings["output"], plan)
-    found = {}
+    found, ran = {}, False
     for name, earlier, depends in plan:
-        found[name] = earlier if earlier is not None else run_stage(
-            name, builders[name](settings, found), settings, options, recorded_dependencies(name, depends, found),
-            reads=dict(found), resume=not rerun)
+        if earlier is not None:
+            found[name] = earlier
+            continue
+        # the stage's own finished output, where the stages it reads are the ones it was made from
+        finished = None if rerun or ran else current_manifest(settings["output"], name)
+        found[name] = run_stage(name, builders[name](settings, found), settings, options,
+                                recorded_dependencies(name, depends, found), reads=dict(found), resume=not rerun,
+                                finished=finished)
+        ran = True
     report = stage_report(settings, found, time.perf_counter() - started)
     if settings.get("gold") and "pairs" in found:
         report["gold"] = gold_scores(settings["gold"], found["pairs"])
     storage.write_json(layout.report_path(settings["output"]), report)
     return report
+
+
+def current_manifest(output: str, name: str) -> dict | None:
+    """`name`'s finished manifest in `output`, its paths resolved, where it is of this version (None otherwise)."""
+    stored = manifests.stored(output, name)
+    return manifests.resolve(stored, output, name) if stored and manifests.is_current(stored) else None
 
 
 def recorded_dependencies(name: str, depends: dict, found: dict) -> dict:
@@ -341,8 +361,8 @@ def stage_decisions(settings: dict, stages: list[str], rerun: bool, resumable: t
         raised = threshold_raised(earlier.get("depends"), depends) if earlier and name == "pairs" else None
         if raised and decisions[-1].reason == "changed":
             decisions[-1].notes = [f"only the threshold rose ({raised[0]:g} -> {raised[1]:g}): the finished bitext's "
-                                   "rows at or above each pair's new threshold are what this run mines; filtering "
-                                   "them costs no k-NN join (docs/pipeline.md, Reruns)"]
+                                   "rows at or above each pair's new threshold are this run's, filtered without a "
+                                   "k-NN join (docs/pipeline.md, Reruns)"]
     for decision in decisions:
         decision.depends = by_stage[decision.name]
     for position, decision in enumerate(decisions):

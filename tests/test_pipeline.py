@@ -521,25 +521,49 @@ def test_a_pair_with_no_pairs_says_what_left_its_candidates_out(sample_run, tmp_
 
 
 @pytest.mark.parametrize("selection", ["max", "union"])
-def test_a_higher_threshold_mines_the_rows_of_the_bitext_at_or_above_it(sample_run, tmp_path, selection):
-    """What docs/pipeline.md tells a user who wants a higher threshold over a finished output: the bitext mined at
-    it holds exactly the rows of the lower threshold's bitext scored at or above it (the greedy one-to-one pass's
-    choices above a threshold turn on better candidates only; the other modes decide each pair alone)."""
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
+def test_a_higher_threshold_filters_the_finished_bitext_to_the_bytes_of_a_whole_run(sample_run, tmp_path, caplog,
+                                                                                    monkeypatch, selection):
+    """Where a higher threshold is the one change, the pairs stage filters the finished bitext (no k-NN join) and
+    writes what the whole stage writes at that threshold, byte for byte, in parts or in one file a pair (the greedy
+    one-to-one pass's choices above a threshold turn on better candidates only; the other modes decide each pair
+    alone)."""
+    import logging
+
+    from pipelines.pairs.join import KnnJoin
 
     output, _ = sample_run
-    lower, higher = tmp_path / "lower", tmp_path / "higher"
-    reports = {}
-    for folder, threshold in ((lower, 1.35), (higher, 1.6)):
-        shutil.copytree(output, folder)
-        reports[folder] = run(settings(folder, mining={**settings(folder)["mining"], "threshold": threshold,
-                                                       "selection": selection}), PipelineOptions([]), ["pairs"])
+    parts_of = 10 if selection == "max" else 1_000_000
+    lower, filtered, whole = tmp_path / "lower", tmp_path / "filtered", tmp_path / "whole"
+    shutil.copytree(output, lower)
+    at = {threshold: settings(lower, mining={**settings(lower)["mining"], "threshold": threshold,
+                                             "selection": selection}, bitext={"rows_per_part": parts_of})
+          for threshold in (1.35, 1.6)}
+    lower_report = run(at[1.35], PipelineOptions([]), ["pairs"])
+    for folder in (filtered, whole):
+        shutil.copytree(lower, folder)
+    with monkeypatch.context() as patch, caplog.at_level(logging.INFO, logger="pipelines"):
+        patch.setattr(KnnJoin, "expand", lambda *args: pytest.fail("the k-NN join was built"))
+        report = run({**at[1.6], "output": str(filtered)}, PipelineOptions([]), ["pairs"])
+    assert "the finished bitext's rows at or above each pair's new threshold are this run's" in caplog.text
+    whole_report = run({**at[1.6], "output": str(whole)}, PipelineOptions([]), ["pairs"], rerun=True)
+    assert files_of(filtered, "bitext") == files_of(whole, "bitext")
+    for name in files_of(whole, "bitext"):
+        assert (filtered / "bitext" / name).read_bytes() == (whole / "bitext" / name).read_bytes(), name
+    assert report["pairs"] == whole_report["pairs"]
     for pair in PAIRS:
-        few, many = (pq.read_table(layout.bitext_files(str(folder), *pair.split("-"))[0]) for folder in (higher, lower))
-        threshold = reports[higher]["pairs"][pair]["threshold"]  # 1.6, moved by the languages' offsets
-        assert 0 < few.num_rows < many.num_rows
-        assert few.equals(many.filter(pc.greater_equal(pc.cast(many["score"], "float64"), threshold)))
+        assert 0 < report["pairs"][pair]["pairs"] < lower_report["pairs"][pair]["pairs"]
+    # `max` in parts by score range (10 pairs a part), `union` in one file a pair
+    assert any("parts" in entry for entry in report["pairs"].values()) == (selection == "max")
+    counted, before = (r["counters"]["pairs"]["pairs"] for r in (report, lower_report))
+    assert counted["similarities_computed"] == before["similarities_computed"]  # the join it rests on
+    dropped = sum(lower_report["pairs"][pair]["pairs"] - report["pairs"][pair]["pairs"] for pair in PAIRS)
+    assert sum(counted.get(f"below_threshold:{pair}", 0) - before.get(f"below_threshold:{pair}", 0)
+               for pair in PAIRS) == dropped
+    assert manifests.read(str(filtered), "pairs")["depends"] == manifests.read(str(whole), "pairs")["depends"]
+
+
+def files_of(folder: Path, stage_folder: str) -> list[str]:
+    return sorted(str(p.relative_to(folder / stage_folder)) for p in (folder / stage_folder).rglob("*") if p.is_file())
 
 
 def test_what_left_a_pairs_candidates_out_is_told_in_one_line():

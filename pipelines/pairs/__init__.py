@@ -31,8 +31,9 @@ Per language pair (source, target), with the miner library doing the arithmetic 
 
 The modules, in the order the rows meet them: plan (the join's layout, from the manifest and the list sizes; no
 Beam), shards (reading embedding shards), rows (a group's rows and their exact comparison, on arrays), join (step
-2 as Beam transforms), blocks (what steps 3-5 travel as), margins (3), selection (4), refine (4b), output (5), and
-stage (the whole stage, as pipelines.mine runs it).
+2 as Beam transforms), saved (what a stopped join keeps for its next run), blocks (what steps 3-5 travel as),
+margins (3), selection (4), refine (4b), output (5), raised (a higher threshold over a finished bitext: filtered,
+no join), and stage (the whole stage, as pipelines.mine runs it).
 """
 
 from pipelines.pairs.stage import MinePairs, PairsStage, main

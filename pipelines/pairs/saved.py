@@ -1,8 +1,9 @@
 """What the pairs stage keeps of a stopped run (pipelines.job resumes it where the next run is run on the same inputs
 and settings): each language's quantizer, written as it is trained (`index/<lang>/centroids.npy`, an output of the
 stage), and each shard's rows' lists in a quantizer, saved as they are assigned (layout.list_assignment). These are
-the join's costly steps before its groupings: at 10^6 sentences a language the k-means and the assignments were
-70% of the stage's worker time (docs/benchmarks.md). A saved file is used only where it is whole and holds what
+the join's costly steps before its groupings, and they grow with the lists where the comparisons do not: a run
+that resumes a stage stopped at its comparisons costs 0.27 of a whole run at 10^6 sentences a language
+(bench/bench_pairs_resume.py, docs/benchmarks.md). A saved file is used only where it is whole and holds what
 the step would make (its shape, type and values); else the step is done again."""
 
 from __future__ import annotations

@@ -12,11 +12,13 @@ from miner.knn_join import join_plan
 from miner.pair_filters import PairFilter
 from miner.thresholds import pair_threshold
 from pipelines import layout
+from pipelines.dependencies import threshold_raised
 from pipelines.pairs.blocks import by_sentence_shard
 from pipelines.pairs.join import KnnJoin
 from pipelines.pairs.margins import ScoreCandidates, neighbourhoods_by_pair, ratio_floor, to_margin_join
 from pipelines.pairs.output import AttachSide, FilterPairs, WriteBitextParts, most_mined_pairs
 from pipelines.pairs.plan import join_waves, search_plan
+from pipelines.pairs.raised import FilterFinished
 from pipelines.pairs.refine import RefinePairs, refined_by_rows
 from pipelines.pairs.selection import BestCandidates, OneToOne, Select
 from pipelines.settings import bitext_settings, embed_settings, mining_config, threshold_offsets
@@ -120,6 +122,8 @@ class PairsStage:
         self.settings, self.embeddings = settings, manifests["embed"]
         self.waves = 1  # the k-NN join's, once the pipeline is built (with the runner's knn.wave_bytes)
         self.resuming = False
+        self.finished = None  # a finished output's entries by pair, where this run filters them (from_finished)
+        self.counters = {}
         self.scratch = [layout.stage_chunks(settings["output"], "pairs")]  # removed once the stage is finished
         mining_config(settings)  # bad settings fail here, before a pipeline starts
         PairFilter.from_settings(settings.get("pair_filter"))
@@ -158,8 +162,27 @@ class PairsStage:
                  f"{len(kept):,}", plural(len(kept), "file"), "is" if len(kept) == 1 else "are")
         return kept
 
+    def from_finished(self, finished: dict, depends: dict) -> list[str] | None:
+        """Where a higher `mining.threshold` is the one change since the stage finished (`finished`, its manifest;
+        `depends`, this run's dependencies), this run filters the finished bitext (pipelines.pairs.raised) instead
+        of mining again; returns the files it reads and keeps (its bitext and quantizers), or None: mine."""
+        raised = threshold_raised(finished.get("depends"), depends)
+        entries = {entry["pair"]: entry for entry in finished.get("pairs", [])}
+        if raised is None or sorted(entries) != sorted("-".join(pair) for pair in self.pairs):
+            return None
+        self.finished, self.counters = entries, finished.get("counters", {})
+        log.info("pairs: only the threshold rose (%g -> %g): the finished bitext's rows at or above each pair's new "
+                 "threshold are this run's, filtered without a k-NN join", *raised)
+        return ([part[kind] for entry in entries.values() for part in layout.bitext_parts(entry)
+                 for kind in ("parquet", "tsv")] + list(finished.get("quantizers", {}).values()))
+
     def __call__(self, pipeline):
         from pipelines.options import wave_bytes
+
+        if self.finished is not None:
+            rows = bitext_settings(self.settings)["rows_per_part"]
+            return pipeline | "pairs/Raised" >> FilterFinished(self.finished, self.thresholds, self.counters,
+                                                               self.settings["output"], rows)
 
         setting = mining_config(self.settings).knn.wave_bytes
         budget = wave_bytes(setting, pipeline.options)
