@@ -241,11 +241,12 @@ def run(settings: dict, options: PipelineOptions, stages: list[str], builders: d
         if earlier is not None:
             found[name] = earlier
             continue
+        build = builders[name](settings, found)
         # the stage's own finished output, where the stages it reads are the ones it was made from
-        finished = None if rerun or ran else current_manifest(settings["output"], name)
-        found[name] = run_stage(name, builders[name](settings, found), settings, options,
-                                recorded_dependencies(name, depends, found), reads=dict(found), resume=not rerun,
-                                finished=finished)
+        made_from = hasattr(build, "from_finished") and not (rerun or ran)
+        found[name] = run_stage(name, build, settings, options, recorded_dependencies(name, depends, found),
+                                reads=dict(found), resume=not rerun,
+                                finished=current_manifest(settings["output"], name) if made_from else None)
         ran = True
     report = stage_report(settings, found, time.perf_counter() - started)
     if settings.get("gold") and "pairs" in found:
