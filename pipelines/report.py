@@ -128,8 +128,10 @@ def format_summary(report: dict) -> str:
     cut = {name.partition(":")[2] or "the encoder": n for name, n in embed.items()
            if name.startswith("truncated") and n}
     if cut:  # a cut sentence is embedded from its first tokens only: worth a line where it happens
+        resumed = embed.get("resumed_sentences", 0)  # a stopped run's chunks: their cuts were counted in that run
         lines.append(f"  embedded: {embed.get('sentences', 0)} sentences, cut at the maximum length: "
-                     + ", ".join(f"{n} by {name}" for name, n in sorted(cut.items())))
+                     + ", ".join(f"{n} by {name}" for name, n in sorted(cut.items()))
+                     + (f" (of the {embed.get('sentences', 0) - resumed} this run embedded)" if resumed else ""))
     mining = report.get("mining") or {}
     if mining:
         lines.append(f"  mining: k={mining['k']} margin={mining['margin']} selection={mining['selection']} "

@@ -89,7 +89,9 @@ def test_the_summary_names_sentences_an_encoder_cut(sample_run):
     assert "cut at the maximum length" not in format_summary(report)
     cut = {**report, "counters": {**report["counters"], "embed": {"embed": {
         **report["counters"]["embed"]["embed"], "truncated:cmlm-distilled": 7}}}}
-    assert "embedded: 273 sentences, cut at the maximum length: 7 by cmlm-distilled" in format_summary(cut)
+    assert "embedded: 273 sentences, cut at the maximum length: 7 by cmlm-distilled\n" in format_summary(cut)
+    cut["counters"]["embed"]["embed"]["resumed_sentences"] = 73  # a resumed run counts its own sentences' cuts
+    assert "cut at the maximum length: 7 by cmlm-distilled (of the 200 this run embedded)" in format_summary(cut)
 
 
 def test_the_summary_says_what_a_run_kept_of_a_stopped_runs_work(sample_run):
