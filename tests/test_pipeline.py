@@ -564,6 +564,23 @@ def test_a_higher_threshold_filters_the_finished_bitext_to_the_bytes_of_a_whole_
     assert manifests.read(str(filtered), "pairs")["depends"] == manifests.read(str(whole), "pairs")["depends"]
 
 
+def test_a_higher_threshold_over_a_bitext_with_a_file_missing_mines_again(sample_run, tmp_path, caplog):
+    """A finished bitext file deleted by hand: the stage says so and mines at the new threshold, k-NN join included,
+    rather than fail midway with its finished manifest gone."""
+    import logging
+
+    output, _ = sample_run
+    copy = tmp_path / "copy"
+    shutil.copytree(output, copy)
+    (copy / "bitext" / "fra_Latn-eng_Latn.tsv.gz").unlink()
+    with caplog.at_level(logging.INFO, logger="pipelines"):
+        report = run(settings(copy, mining={**settings(copy)["mining"], "threshold": 1.6}), PipelineOptions([]),
+                     ["pairs"])
+    assert "the finished output lacks" in caplog.text and "fra_Latn-eng_Latn.tsv.gz: mining again" in caplog.text
+    assert "filtered without a k-NN join" not in caplog.text.split("mining again")[-1]
+    assert report["pairs"]["fra_Latn-eng_Latn"]["pairs"] > 0 and (copy / "bitext" / "fra_Latn-eng_Latn.tsv.gz").exists()
+
+
 def files_of(folder: Path, stage_folder: str) -> list[str]:
     return sorted(str(p.relative_to(folder / stage_folder)) for p in (folder / stage_folder).rglob("*") if p.is_file())
 

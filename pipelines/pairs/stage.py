@@ -11,7 +11,7 @@ from miner.console import plural
 from miner.knn_join import join_plan
 from miner.pair_filters import PairFilter
 from miner.thresholds import pair_threshold
-from pipelines import layout
+from pipelines import layout, storage
 from pipelines.dependencies import threshold_raised
 from pipelines.pairs.blocks import by_sentence_shard
 from pipelines.pairs.join import KnnJoin
@@ -170,11 +170,17 @@ class PairsStage:
         entries = {entry["pair"]: entry for entry in finished.get("pairs", [])}
         if raised is None or sorted(entries) != sorted("-".join(pair) for pair in self.pairs):
             return None
+        files = ([part[kind] for entry in entries.values() for part in layout.bitext_parts(entry)
+                  for kind in ("parquet", "tsv")] + list(finished.get("quantizers", {}).values()))
+        missing = [path for path in files if not storage.exists(path)]
+        if missing:
+            log.warning("pairs: only the threshold rose, but the finished output lacks %s%s: mining again",
+                        missing[0], f" and {len(missing) - 1} more files" if len(missing) > 1 else "")
+            return None
         self.finished, self.counters = entries, finished.get("counters", {})
         log.info("pairs: only the threshold rose (%g -> %g): the finished bitext's rows at or above each pair's new "
                  "threshold are this run's, filtered without a k-NN join", *raised)
-        return ([part[kind] for entry in entries.values() for part in layout.bitext_parts(entry)
-                 for kind in ("parquet", "tsv")] + list(finished.get("quantizers", {}).values()))
+        return files
 
     def __call__(self, pipeline):
         from pipelines.options import wave_bytes
