@@ -60,12 +60,18 @@ def timed(settings: dict, stop: bool = False) -> tuple[float, dict | None]:
         raise Stopped("stopped at the first comparison")
 
     cpu, report = cpu_seconds(), None
+    quiet = logging.getLogger("apache_beam")  # the stop is meant: no runner's traceback for it
+    level = quiet.level
+    if stop:
+        quiet.setLevel(logging.CRITICAL)
     with mock.patch("pipelines.pairs.join.compare_lists", stopping) if stop else contextlib.nullcontext():
         try:
             report = run(settings, PipelineOptions([]), ["pairs"])
         except Exception as err:  # Beam wraps what a DoFn raised
             if not stop or "stopped at the first comparison" not in str(err):
                 raise
+        finally:
+            quiet.setLevel(level)
     return cpu_seconds() - cpu, report
 
 
