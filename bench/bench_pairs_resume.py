@@ -4,9 +4,12 @@ assignments' fused stage to its end before the groupings), then run again on the
 reads the saved quantizers and list assignments back (pipelines/pairs/saved.py). Reported per size: the CPU
 seconds of the whole stage, of the stopped run and of the resumed one, what the resumed run saved against a
 whole one, the bytes of list assignments saved, and whether the resumed bitext is the whole run's to the byte.
+With `--raise FROM TO`, the stage is mined at threshold FROM and then raised to TO over its finished output (a
+filter of its bitext, pipelines/pairs/raised.py), against the whole stage at TO.
 
     python bench/bench_pairs_resume.py --sizes 100000
     python bench/bench_pairs_resume.py --sizes 1000000 --dtype binary       # ~25 minutes on 2 cores
+    python bench/bench_pairs_resume.py --sizes 100000 --raise 1.0 1.2        # and a raised threshold
 
 The vectors are bench_pairs_scaling.py's (two languages of N clustered synthetic vectors, half of one side planted
 translations of the other), stored as float16 or packed sign codes, with its nlist (N / 160, a power of two) and
@@ -79,8 +82,9 @@ def measure(n: int, args) -> dict:
     from pipelines import layout, storage
 
     src, tgt, _ = synthetic(n, args.dim, 0)
+    lower, higher = args.raise_threshold or (None, None)
     settings = {"encoder": "synthetic", "languages": list(LANGUAGES), "pairs": "pivot", "pivot": "eng_Latn",
-                "pair_filter": False, "mining": {"k": 4, "margin": "ratio", "selection": "max"},
+                "pair_filter": False, "mining": {"k": 4, "margin": "ratio", "selection": "max", "threshold": lower},
                 "knn": {"index": f"IVF{nlist_for(n, 160)},Flat", "nprobe": 16, "exact_below": 1}}
     figures = {"n_per_language": n, "dtype": args.dtype, "index": settings["knn"]["index"]}
     folders = []
@@ -90,8 +94,11 @@ def measure(n: int, args) -> dict:
         write_inputs(output, dict(zip(LANGUAGES, (src, tgt))), args.shard_rows, args.dtype)
         settings = {**settings, "output": output}
         if name == "whole":
-            figures["whole_cpu_s"] = round(timed(settings)[0], 1)
+            cpu, report = timed(settings)
+            figures["whole_cpu_s"], figures["whole_pairs"] = round(cpu, 1), mined_pairs(report)
             figures["whole_bitext_sha256"] = bitext_sha256(output)
+            if higher is not None:
+                figures.update(raised(settings, higher, output, args, src, tgt, folders))
             continue
         figures["stopped_cpu_s"] = round(timed(settings, stop=True)[0], 1)
         saved = storage.list_files(layout.stage_chunks(output, "pairs"))
@@ -109,6 +116,25 @@ def measure(n: int, args) -> dict:
     return figures
 
 
+def mined_pairs(report: dict) -> int:
+    return sum(entry["pairs"] for entry in report["pairs"].values())
+
+
+def raised(settings: dict, higher: float, output: str, args, src, tgt, folders: list) -> dict:
+    """The finished stage's threshold raised to `higher` (the stage filters its bitext: pipelines/pairs/raised.py)
+    against the whole stage run at `higher` in a folder of its own."""
+    higher_settings = {**settings, "mining": {**settings["mining"], "threshold": higher}}
+    cpu, report = timed(higher_settings)
+    figures = {"raised_to": higher, "raised_cpu_s": round(cpu, 2), "raised_pairs": mined_pairs(report)}
+    figures["raised_bitext_sha256"] = bitext_sha256(output)
+    whole = tempfile.mkdtemp(prefix="bench-resume-raised-whole-")
+    folders.append(whole)
+    write_inputs(whole, dict(zip(LANGUAGES, (src, tgt))), args.shard_rows, args.dtype)
+    figures["raised_whole_cpu_s"] = round(timed({**higher_settings, "output": whole})[0], 1)
+    figures["same_raised_bitext"] = bitext_sha256(whole) == figures["raised_bitext_sha256"]
+    return figures
+
+
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s:%(name)s:%(message)s")
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -116,6 +142,9 @@ def main() -> None:
     parser.add_argument("--dtype", choices=("float16", "binary"), default="float16")
     parser.add_argument("--dim", type=int, default=256)
     parser.add_argument("--shard-rows", type=int, default=20_000)
+    parser.add_argument("--raise", dest="raise_threshold", type=float, nargs=2, metavar=("FROM", "TO"),
+                        help="mine at threshold FROM, then raise it to TO over the finished output (a filter, no "
+                        "k-NN join), against the whole stage at TO")
     parser.add_argument("--out", type=Path, default=Path("bench/results/pairs_resume.json"))
     args = parser.parse_args()
     results = []
