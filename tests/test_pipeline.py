@@ -581,6 +581,22 @@ def test_a_higher_threshold_over_a_bitext_with_a_file_missing_mines_again(sample
     assert report["pairs"]["fra_Latn-eng_Latn"]["pairs"] > 0 and (copy / "bitext" / "fra_Latn-eng_Latn.tsv.gz").exists()
 
 
+def test_a_raised_threshold_is_filtered_only_where_every_pairs_own_threshold_rose(sample_run):
+    """A pair's own threshold moves with mining.threshold (offsets and pool shifts add to it); a manifest that
+    records one above the new one (edited by hand) is mined again, never filtered."""
+    from pipelines.dependencies import stage_dependencies
+    from pipelines.pairs import PairsStage
+
+    output, _ = sample_run
+    higher = settings(output, mining={**settings(output)["mining"], "threshold": 1.6})
+    finished = manifests.read(str(output), "pairs")
+    depends = stage_dependencies("pairs", higher)
+    stage = PairsStage(higher, {"embed": manifests.read(str(output), "embed")})
+    assert stage.from_finished(finished, depends)  # the files it reads and keeps
+    finished["pairs"][0]["threshold"] = 1.7
+    assert PairsStage(higher, {"embed": manifests.read(str(output), "embed")}).from_finished(finished, depends) is None
+
+
 def files_of(folder: Path, stage_folder: str) -> list[str]:
     return sorted(str(p.relative_to(folder / stage_folder)) for p in (folder / stage_folder).rglob("*") if p.is_file())
 

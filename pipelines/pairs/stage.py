@@ -170,6 +170,11 @@ class PairsStage:
         entries = {entry["pair"]: entry for entry in finished.get("pairs", [])}
         if raised is None or sorted(entries) != sorted("-".join(pair) for pair in self.pairs):
             return None
+        lower = [name for name, entry in entries.items() if entry.get("threshold") is None
+                 or self.thresholds[tuple(name.split("-"))] < entry["threshold"]]
+        if lower:  # a pair's own threshold moves with mining.threshold, but never trust what a filter cannot redo
+            log.warning("pairs: the threshold rose, but not %s's own: mining again", lower[0])
+            return None
         files = ([part[kind] for entry in entries.values() for part in layout.bitext_parts(entry)
                   for kind in ("parquet", "tsv")] + list(finished.get("quantizers", {}).values()))
         missing = [path for path in files if not storage.exists(path)]
