@@ -15,6 +15,7 @@ from apache_beam.metrics import Metrics
 from pipelines import layout, storage
 from pipelines.pairs.blocks import CARRIED, PairBlock
 from pipelines.pairs.output import WriteBitextParts
+from pipelines.pairs.selection import count_below
 
 
 def finished_rows(table: pa.Table, first: int) -> PairBlock:
@@ -40,8 +41,7 @@ def rows_at_or_above(task: tuple) -> list[tuple]:
         dropped += int((~keep).sum())
         if keep.any():
             out.append((pair, block.take(np.flatnonzero(keep))))
-    if dropped:
-        Metrics.counter("pairs", f"below_threshold:{'-'.join(pair)}").inc(dropped)
+    count_below(pair, "below_threshold", dropped)
     return out
 
 
