@@ -11,7 +11,10 @@ Three stages, each a Beam job of its own with a persisted output (pipelines/layo
 is complete (its manifest exists) and was made from the same inputs, settings and models
 (pipelines/dependencies.py) is not run again unless `--rerun`; one whose dependencies changed runs again, and so
 does every stage after it (`--plan` says which would, and why, and runs nothing). A stage that runs first clears
-its output folders, so a rerun never leaves duplicates, partial or stale files.
+its output folders, so a rerun never leaves duplicates, partial or stale files; but a run stopped midway leaves
+what each stage had saved, and the same command again keeps it (extract's and embed's chunks, the pairs stage's
+quantizers and list assignments), and a higher `mining.threshold` alone filters the finished bitext, no k-NN
+join (docs/pipeline.md, Reruns).
 """
 
 from __future__ import annotations

@@ -33,7 +33,8 @@ class MineOptions(PipelineOptions):
         parser.add_argument("--stages", default=",".join(STAGES),
                             help=f"stages to run, in order, from {','.join(STAGES)} (default: all)")
         parser.add_argument("--rerun", action="store_true",
-                            help="run the stages again even where a finished output exists")
+                            help="run the stages again even where a finished output exists, and afresh: "
+                            "nothing a stopped run saved is kept")
         parser.add_argument("--plan", action="store_true",
                             help="say which stages would run and why (what changed since their output was made), "
                             "then stop: nothing is run, written or deleted")
