@@ -28,16 +28,19 @@ def finished_rows(table: pa.Table, first: int) -> PairBlock:
                      table["cosine"].to_numpy().astype(np.float32, copy=False), np.zeros(len(rows), np.int8), carried)
 
 
-def rows_at_or_above(task: tuple) -> list[tuple]:
-    """(pair, its finished Parquet files in part order, its new threshold) -> (pair, its rows at or above the
-    threshold), a part at a time, and (pair, None): a pair left without pairs is written too. The rows below are
-    counted in the pair's `below_threshold` counter, as the stage counts what its threshold leaves out."""
-    pair, files, threshold = task
+def rows_at_or_above(task: tuple, thresholds: dict) -> list[tuple]:
+    """(pair, its finished Parquet files in part order) -> (pair, its rows at or above its new threshold in
+    `thresholds`), a part at a time, and (pair, None): a pair left without pairs is written too. The rows below are
+    counted in the pair's `below_threshold` counter, as the stage counts what its threshold leaves out. The
+    thresholds travel with the function, not in the elements, so each keeps the type the stage's selection compares
+    with (a numpy float is compared in its own precision, a Python float in the scores')."""
+    pair, files = task
+    threshold = thresholds[pair]
     out, first, dropped = [(pair, None)], 0, 0
     for path in files:
         block = finished_rows(storage.read_parquet(path), first)
         first += len(block)
-        keep = block.score >= threshold  # float32 against the threshold, as Select and the one-to-one pass compare
+        keep = block.score >= threshold  # the comparison Select and the one-to-one pass make
         dropped += int((~keep).sum())
         if keep.any():
             out.append((pair, block.take(np.flatnonzero(keep))))
@@ -62,13 +65,13 @@ class FilterFinished(beam.PTransform):
         self.output, self.rows_per_part = output, rows_per_part
 
     def expand(self, begin):
-        tasks = [(pair, [part["parquet"] for part in layout.bitext_parts(self.finished["-".join(pair)])], threshold)
-                 for pair, threshold in sorted(self.thresholds.items())]
+        tasks = [(pair, [part["parquet"] for part in layout.bitext_parts(self.finished["-".join(pair)])])
+                 for pair in sorted(self.thresholds)]
         carried = [(namespace, name, value) for namespace, names in sorted(self.counters.items())
                    for name, value in sorted(names.items()) if value and not name.startswith("resumed_")]
         _ = (begin | "Counters" >> beam.Create(carried, reshuffle=False) | "Carried" >> beam.Map(carried_counter))
         most = max((entry["pairs"] for entry in self.finished.values()), default=0)
         return (begin
                 | "Finished" >> beam.Create(tasks, reshuffle=False)
-                | "AtOrAbove" >> beam.FlatMap(rows_at_or_above)
+                | "AtOrAbove" >> beam.FlatMap(rows_at_or_above, self.thresholds)
                 | "Write" >> WriteBitextParts(self.output, self.rows_per_part, most))
