@@ -434,6 +434,15 @@ def test_an_attempt_record_cut_short_starts_the_stage_afresh(tmp_path, monkeypat
     assert bitext(output) == bitext(_fresh_run(tmp_path, settings)[0])
 
 
+@pytest.fixture
+def saving_small_quantizers(monkeypatch):
+    """The shards' list assignments saved for quantizers of the few lists these tests' sentences fill (in a crawl
+    only from SAVED_FROM_LISTS lists)."""
+    from pipelines.pairs import saved
+
+    monkeypatch.setattr(saved, "SAVED_FROM_LISTS", 2)
+
+
 def _stop_pairs_after(output: Path | str, monkeypatch, settings: dict, writes: int) -> list[str]:
     """The embed stage finished; the pairs stage fails as it writes its .npy file `writes + 1` (the quantizers,
     then the shards' list assignments), as a run stopped midway leaves it. Returns the files written."""
@@ -462,7 +471,8 @@ def _with_routes(monkeypatch, route):
 
 
 @pytest.mark.parametrize("route", [None, "to_queries"])
-def test_a_stopped_pairs_stage_keeps_its_quantizers_and_list_assignments(tmp_path, monkeypatch, route):
+def test_a_stopped_pairs_stage_keeps_its_quantizers_and_list_assignments(tmp_path, monkeypatch, route,
+                                                                         saving_small_quantizers):
     """The next run on the same vectors and settings reads the quantizers and the shards' list assignments the
     stopped run wrote whole, assigns the rest, and writes the bitext and quantizers of a run never stopped; `--plan`
     says so, the summary counts what was kept, and the saved assignments are gone after."""
@@ -501,7 +511,7 @@ def test_a_stopped_pairs_stage_keeps_its_quantizers_and_list_assignments(tmp_pat
 
 @pytest.mark.parametrize("change", ["rerun", "setting", "damaged"])
 def test_a_stopped_pairs_stage_is_redone_where_the_run_differs_or_a_file_is_not_whole(tmp_path, monkeypatch,
-                                                                                       change):
+                                                                                       change, saving_small_quantizers):
     """--rerun or another setting: everything is done again. A saved quantizer of another shape is trained again
     (and the assignments, made in the same quantizer, are kept)."""
     _with_routes(monkeypatch, None)
@@ -521,7 +531,7 @@ def test_a_stopped_pairs_stage_is_redone_where_the_run_differs_or_a_file_is_not_
     assert bitext(output) == bitext(fresh)
 
 
-def test_a_stopped_pairs_stage_resumes_on_cloud_storage(gcs_bucket, tmp_path, monkeypatch):
+def test_a_stopped_pairs_stage_resumes_on_cloud_storage(gcs_bucket, tmp_path, monkeypatch, saving_small_quantizers):
     """The same on a bucket: the quantizers and assignments are found, read and checked there."""
     _with_routes(monkeypatch, None)
     remote = f"{gcs_bucket}/stopped-pairs"
@@ -535,3 +545,30 @@ def test_a_stopped_pairs_stage_resumes_on_cloud_storage(gcs_bucket, tmp_path, mo
     write_shards(str(fresh), 4)
     run({**settings, "output": str(fresh)}, PipelineOptions([]), ["embed", "pairs"])
     assert tuple(storage.read_bytes(p) for p in layout.bitext_files(remote, *PAIR)) == bitext(fresh)
+
+
+def _stopping(*args):
+    raise RuntimeError("the run is stopped here")
+
+
+def test_a_small_quantizers_assignments_are_made_again_not_saved(tmp_path, monkeypatch):
+    """Below SAVED_FROM_LISTS lists assigning costs about what saving would: a stopped run keeps its quantizers
+    only, and the next run assigns every shard again, to the same bitext."""
+    import pipelines.pairs.join
+
+    _with_routes(monkeypatch, None)
+    output = tmp_path / "out"
+    settings = {**settings_for(str(output), "max"), "knn": {"index": "IVF4,Flat", "nprobe": 2}}
+    write_shards(str(output), 4)
+    run(settings, PipelineOptions([]), ["embed"])
+    with monkeypatch.context() as patch:  # stopped at the first comparison: every shard is assigned by then
+        patch.setattr(pipelines.pairs.join, "compare_lists", _stopping)
+        with pytest.raises(Exception, match="the run is stopped here"):
+            run(settings, PipelineOptions([]), ["pairs"])
+    assert layout.saved_files(str(output), "pairs") == [layout.quantizer_file(str(output), lang) for lang in PAIR]
+    report = run(settings, PipelineOptions([]), ["pairs"])
+    assert _pairs_resumed(report) == (2, 0)
+    fresh = tmp_path / "fresh"
+    write_shards(str(fresh), 4)
+    run({**settings, "output": str(fresh)}, PipelineOptions([]), ["embed", "pairs"])
+    assert bitext(output) == bitext(fresh)

@@ -19,6 +19,14 @@ from pipelines import layout, storage
 
 log = logging.getLogger("pipelines.pairs")
 
+# A quantizer of fewer lists has its assignments made again, not saved: assigning a row costs its lists times its
+# width, writing its lists nprobe x 4 bytes, and below ~256 lists the write (a few requests and the upload, on cloud
+# storage) costs about what it saves. 50,000 rows on this 2-core machine, one thread: at 64 lists 75 ms (256-d) and
+# 141 ms (1,024-d) to assign, at 256 lists 149 and 304 ms, at 4,096 lists 971 and 2,953 ms, against 5-20 ms to
+# write locally (a throwaway script; docs/benchmarks.md). A crawl's English rows probe every language's quantizer:
+# saving small ones would write English's lists once a small language for nothing.
+SAVED_FROM_LISTS = 256
+
 
 def _read_saved(path: str, what: str, instead: str) -> np.ndarray | None:
     """The array a stopped run saved at `path`; None where there is none, or (logged) it is not an array."""
@@ -45,8 +53,8 @@ def saved_quantizer(path: str, nlist: int, dim: int) -> np.ndarray | None:
 class ListAssignments:
     """The lists of a quantizer that a shard's rows fall in (miner.knn_join.assign), saved as they are assigned,
     and with `resume` read back where a stopped run saved them whole (layout.list_assignment); the counter
-    `pairs/resumed_rows_assigned` counts the rows whose lists were read back. A quantizer of one list (exact
-    search) assigns nothing worth saving."""
+    `pairs/resumed_rows_assigned` counts the rows whose lists were read back. A quantizer of fewer than
+    SAVED_FROM_LISTS lists (exact search's one among them) assigns nothing worth saving."""
 
     def __init__(self, output: str, resume: bool = False):
         self.output, self.resume = output, resume
@@ -57,7 +65,7 @@ class ListAssignments:
         """assign(unit(), centroids, nprobe, name, unit=True) for the `rows` rows of `language`'s shard `shard`
         in `quantizer`'s quantizer (`centroids`)."""
         nlist = len(centroids)
-        if nlist == 1:
+        if nlist < SAVED_FROM_LISTS:
             return assign(unit(), centroids, nprobe, name, unit=True)
         path = layout.list_assignment(self.output, language, shard, quantizer)
         if self.resume:
