@@ -119,7 +119,7 @@ def format_summary(report: dict) -> str:
     if sentences:
         others = report.get("sentences_not_asked_for", 0)
         lines.append("  sentences: " + ", ".join(f"{lang} {n}" for lang, n in sentences.items())
-                     + (f" (and {others} more language{'s' if others > 1 else ''} in the extracted sentences, "
+                     + (f" (and {others} more {plural(others, 'language')} in the extracted sentences, "
                         "not asked for)" if others else ""))
     resumed = resumed_line(report.get("counters", {}))
     if resumed:
@@ -128,10 +128,10 @@ def format_summary(report: dict) -> str:
     cut = {name.partition(":")[2] or "the encoder": n for name, n in embed.items()
            if name.startswith("truncated") and n}
     if cut:  # a cut sentence is embedded from its first tokens only: worth a line where it happens
-        resumed = embed.get("resumed_sentences", 0)  # a stopped run's chunks: their cuts were counted in that run
+        kept = embed.get("resumed_sentences", 0)  # a stopped run's chunks: their cuts were counted in that run
         lines.append(f"  embedded: {embed.get('sentences', 0)} sentences, cut at the maximum length: "
                      + ", ".join(f"{n} by {name}" for name, n in sorted(cut.items()))
-                     + (f" (of the {embed.get('sentences', 0) - resumed} this run embedded)" if resumed else ""))
+                     + (f" (of the {embed.get('sentences', 0) - kept} this run embedded)" if kept else ""))
     mining = report.get("mining") or {}
     if mining:
         lines.append(f"  mining: k={mining['k']} margin={mining['margin']} selection={mining['selection']} "
