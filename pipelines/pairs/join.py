@@ -14,7 +14,7 @@ from apache_beam import typehints as th
 from apache_beam.metrics import Metrics
 
 import pipelines.pairs.plan as plan
-from miner.console import PROGRESS_EVERY_S, Progress
+from miner.console import PROGRESS_EVERY_S, Progress, plural
 from miner.index import KnnConfig
 from miner.knn_join import (
     Neighbours,
@@ -66,7 +66,7 @@ class TrainQuantizer(beam.DoFn):
         nlist, nprobe = join_plan(self.knn, entry["rows"])
         if nlist == 1:
             self.exact.inc()
-            log.info("%s: %d sentences, searched exactly", language, entry["rows"])
+            log.info("%s: %s %s, searched exactly", language, f"{entry['rows']:,}", plural(entry["rows"], "sentence"))
             yield language, np.zeros((1, entry["dim"]), dtype=np.float32)
             return
         path = layout.quantizer_file(self.output, language)
