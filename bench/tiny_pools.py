@@ -9,7 +9,10 @@ means: neither pool is the larger scale; miner/margin.py) at several thresholds 
     python bench/tiny_pools.py --gold-share 0 --sizes 10 30 --thresholds 1.35 1.65 --min-cosines 0.29 0.4
 
 `junk / 100` is the wrong pairs per 100 source sentences drawn: with `--gold-share 0` (a crawl's misidentified
-fragments, the usual small pools) every pair is wrong. Measuring only: nothing here sets a default.
+fragments, the usual small pools) every pair is wrong. The `reference` rows take both sides' neighbourhood means in
+a third pool instead, `--reference-sentences` English sentences of the train pool's bitext (none of the held-out
+documents'), as a crawl's English could serve two small languages: the candidates and the selection are the
+library's (`max`), only the means differ. Measuring only: nothing here sets a default.
 """
 
 from __future__ import annotations
@@ -25,10 +28,20 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from miner.margin import neighbourhood_mean, pair_margins  # noqa: E402
 from miner.mining import MiningConfig, mine  # noqa: E402
+from miner.neighbours import knn  # noqa: E402
+from miner.selection import Candidates, select  # noqa: E402
 
 LANGUAGES = ["afr_Latn", "deu_Latn", "nld_Latn", "rus_Cyrl", "zho_Hans", "fra_Latn", "ell_Grek", "hin_Deva",
              "vie_Latn", "tur_Latn", "pol_Latn", "swh_Latn"]
+
+
+def read_held_out(folder: Path, language: str) -> tuple[list[str], list[str]]:
+    """A language's held-out news sentences and their English, line by line."""
+    with gzip.open(folder / f"{language}-eng_Latn.tsv.gz", "rt", encoding="utf-8") as lines:
+        rows = [line.rstrip("\n").split("\t") for line in lines]
+    return [row[0] for row in rows], [row[1] for row in rows]
 
 
 def held_out_vectors(folder: Path, languages: list[str], encoder_spec: str, cache: Path | None) -> dict:
@@ -36,9 +49,7 @@ def held_out_vectors(folder: Path, languages: list[str], encoder_spec: str, cach
     translates row i of English), cached by encoder and text."""
     texts = {}
     for language in languages:
-        with gzip.open(folder / f"{language}-eng_Latn.tsv.gz", "rt", encoding="utf-8") as lines:
-            rows = [line.rstrip("\n").split("\t") for line in lines]
-        texts[language], texts["eng_Latn"] = [r[0] for r in rows], [r[1] for r in rows]
+        texts[language], texts["eng_Latn"] = read_held_out(folder, language)
     key = hashlib.sha256("\n".join([encoder_spec, *(t for v in texts.values() for t in v)]).encode()).hexdigest()
     path = cache / f"tiny-pools-{key[:16]}.npz" if cache else None
     if path and path.exists():
@@ -54,10 +65,50 @@ def held_out_vectors(folder: Path, languages: list[str], encoder_spec: str, cach
     return vectors
 
 
+def reference_english(bitext: Path, held_out: set[str], count: int, encoder_spec: str, cache: Path | None
+                      ) -> np.ndarray:
+    """`count` English sentences of the bitext files (every sixth file, sorted; none of `held_out`), shuffled
+    with seed 0, as unit vectors; cached like held_out_vectors."""
+    english = set()
+    for path in sorted(bitext.glob("*-eng_Latn.tsv.gz"))[::6]:
+        with gzip.open(path, "rt", encoding="utf-8") as lines:
+            english.update(line.rstrip("\n").split("\t")[-1] for line in lines)
+    english = sorted(english - held_out)
+    np.random.default_rng(0).shuffle(english)
+    english = english[:count]
+    key = hashlib.sha256("\n".join([encoder_spec, *english]).encode()).hexdigest()
+    path = cache / f"tiny-pools-reference-{key[:16]}.npy" if cache else None
+    if path and path.exists():
+        return np.load(path, allow_pickle=False)
+    from encoders import load_encoder
+
+    rows = load_encoder(encoder_spec).encode(english, language="eng_Latn").astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    if path:
+        cache.mkdir(parents=True, exist_ok=True)
+        np.save(path, rows)
+    return rows
+
+
+def mine_over_reference(src: np.ndarray, tgt: np.ndarray, reference: np.ndarray, config: MiningConfig):
+    """miner.mine's candidates and selection, with each side's neighbourhood mean taken among `reference`:
+    margin(x, y) = f(cos(x, y), (ref(x) + ref(y)) / 2)."""
+    fwd_sims, fwd_ids = knn(src, tgt, config.k, config.knn)
+    bwd_sims, bwd_ids = knn(tgt, src, config.k, config.knn)
+    src_mean = neighbourhood_mean(knn(src, reference, 4, config.knn)[0])
+    tgt_mean = neighbourhood_mean(knn(tgt, reference, 4, config.knn)[0])
+    floor = config.floor_for(src.shape[1])
+    forward = Candidates(fwd_ids, pair_margins(fwd_sims, src_mean[:, None], tgt_mean[fwd_ids], config.margin,
+                                               floor=floor), fwd_sims)
+    backward = Candidates(bwd_ids, pair_margins(bwd_sims, src_mean[bwd_ids], tgt_mean[:, None], config.margin,
+                                                floor=floor), bwd_sims)
+    return select(forward, backward, config.selection, config.threshold, config.min_cosine)
+
+
 def measure(vectors: dict, languages: list[str], n: int, gold_share: float, draws: int,
-            config: MiningConfig) -> tuple[list[float], list[float], int, int]:
-    """The cosines of the right and of the wrong pairs mined over `draws` draws a language, the gold pairs and the
-    source sentences drawn."""
+            config: MiningConfig, reference: np.ndarray | None = None) -> tuple[list[float], list[float], int, int]:
+    """The cosines of the right and of the wrong pairs mined over `draws` draws a language (with `reference`, by
+    mine_over_reference), the gold pairs and the source sentences drawn."""
     right, wrong, gold, drawn = [], [], 0, 0
     english = vectors["eng_Latn"]
     for language in languages:
@@ -70,7 +121,8 @@ def measure(vectors: dict, languages: list[str], n: int, gold_share: float, draw
             columns = np.concatenate([rows[:translated], unrelated]).astype(np.int64)
             if len(columns) == 0:
                 continue
-            pairs = mine(source[rows], english[columns], config)
+            pairs = (mine(source[rows], english[columns], config) if reference is None
+                     else mine_over_reference(source[rows], english[columns], reference, config))
             for s, t, cosine in zip(pairs.src.tolist(), pairs.tgt.tolist(), pairs.cos.tolist()):
                 (right if rows[s] == columns[t] else wrong).append(cosine)
             gold, drawn = gold + translated, drawn + n
@@ -88,23 +140,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--thresholds", type=float, nargs="+", default=[1.35, 1.45, 1.55, 1.65])
     parser.add_argument("--min-cosines", type=float, nargs="+", default=[0.29, 0.4, 0.5],
                         help="similarity floors, each applied at the first threshold")
+    parser.add_argument("--reference-sentences", type=int, default=2000,
+                        help="English sentences whose neighbourhoods the reference rows use (0: no such rows)")
+    parser.add_argument("--reference-thresholds", type=float, nargs="+", default=[1.35, 1.25, 1.2, 1.15])
+    parser.add_argument("--bitext", type=Path, default=REPO / "data" / "train" / "bitext",
+                        help="where the reference's English comes from")
     parser.add_argument("--k", type=int, default=4)
     parser.add_argument("--cache", type=Path, default=Path("/tmp/cmlm-bench-cache"))
     args = parser.parse_args(argv)
     vectors = held_out_vectors(args.heldout_news, args.languages, args.encoder, args.cache)
-    rules = ([(threshold, args.min_cosines[0]) for threshold in args.thresholds]
-             + [(args.thresholds[0], floor) for floor in args.min_cosines[1:]])
-    print("| gold share | sentences a side | threshold | min cosine | pairs | P | R | junk / 100 |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    reference = None
+    if args.reference_sentences:
+        held_out = set(read_held_out(args.heldout_news, args.languages[0])[1])
+        reference = reference_english(args.bitext, held_out, args.reference_sentences, args.encoder, args.cache)
+    rules = ([("both means", threshold, args.min_cosines[0]) for threshold in args.thresholds]
+             + [("both means", args.thresholds[0], floor) for floor in args.min_cosines[1:]]
+             + ([(f"reference {len(reference)}", threshold, args.min_cosines[0])
+                 for threshold in args.reference_thresholds] if reference is not None else []))
+    print("| gold share | sentences a side | neighbourhoods | threshold | min cosine | pairs | P | R | junk / 100 |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for share in args.gold_share:
         for n in args.sizes:
-            for threshold, floor in rules:
+            for means, threshold, floor in rules:
                 config = MiningConfig(k=min(args.k, n), threshold=threshold, min_cosine=floor)
-                right, wrong, gold, drawn = measure(vectors, args.languages, n, share, args.draws, config)
+                right, wrong, gold, drawn = measure(vectors, args.languages, n, share, args.draws, config,
+                                                    reference if means.startswith("reference") else None)
                 pairs = len(right) + len(wrong)
                 precision = f"{100 * len(right) / pairs:.1f}" if pairs else "-"
                 recall = f"{100 * len(right) / gold:.1f}" if gold else "-"
-                print(f"| {share:g} | {n} | {threshold:g} | {floor:g} | {pairs} | {precision} | {recall} | "
+                print(f"| {share:g} | {n} | {means} | {threshold:g} | {floor:g} | {pairs} | {precision} | {recall} | "
                       f"{100 * len(wrong) / max(drawn, 1):.1f} |", flush=True)
     return 0
 

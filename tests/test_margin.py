@@ -280,33 +280,39 @@ def test_the_small_pools_benchmark_runs_on_the_bundled_bucc_sample(capsys):
 
 def test_the_tiny_pools_benchmark_tells_right_pairs_from_wrong(tmp_path, capsys):
     # bench/tiny_pools.py over a held-out folder written here, whose "Dutch" side copies the English: with every
-    # sentence translated every pair found is right; with none translated every pair found is wrong
+    # sentence translated every pair found is right, by both means and over a reference pool of other English;
+    # with none translated every pair found is wrong
     import gzip
     import importlib.util
     from pathlib import Path
 
-    english = [f"the {w} {v} the {u} near the {t} today" for w, v, u, t in
-               zip("river market garden teacher window station orchard kitchen harbour village meadow".split(),
-                   "crossed painted watered visited opened closed planted cleaned left built mowed".split(),
-                   "bridge stall fence lesson curtain train tree oven boat church field".split(),
-                   "hill square road school street tower farm table lighthouse well forest".split())]
-    folder = tmp_path / "heldout-news"
+    words = ["river market garden teacher window station orchard kitchen harbour village meadow".split(),
+             "crossed painted watered visited opened closed planted cleaned left built mowed".split(),
+             "bridge stall fence lesson curtain train tree oven boat church field".split(),
+             "hill square road school street tower farm table lighthouse well forest".split()]
+    english = [f"the {w} {v} the {u} near the {t} today" for w, v, u, t in zip(*words)]
+    other = [f"a {u} was {v} by the {w} of the {t}" for w, v, u, t in zip(*words)]
+    folder, bitext = tmp_path / "heldout-news", tmp_path / "bitext"
     folder.mkdir()
+    bitext.mkdir()
     with gzip.open(folder / "nld_Latn-eng_Latn.tsv.gz", "wt", encoding="utf-8") as out:
         out.writelines(f"{line}\t{line}\n" for line in english)
+    with gzip.open(bitext / "deu_Latn-eng_Latn.tsv.gz", "wt", encoding="utf-8") as out:
+        out.writelines(f"x\t{line}\n" for line in other + english[:2])   # the held-out English is left out
     repo = Path(__file__).resolve().parent.parent
     spec = importlib.util.spec_from_file_location("tiny_pools", repo / "bench" / "tiny_pools.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     assert bench.main(["--heldout-news", str(folder), "--languages", "nld_Latn", "--encoder", "char-ngram",
                        "--sizes", "3", "5", "--gold-share", "1", "0", "--draws", "3", "--thresholds", "1.0", "1.2",
-                       "--min-cosines", "0", "0.5", "--cache", str(tmp_path / "cache")]) == 0
+                       "--min-cosines", "0", "0.5", "--bitext", str(bitext), "--reference-sentences", "20",
+                       "--reference-thresholds", "1.0", "--cache", str(tmp_path / "cache")]) == 0
     rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in capsys.readouterr().out.splitlines()
             if line.startswith("| 1 |") or line.startswith("| 0 |")]
-    assert [(row[0], row[1], row[2], row[3]) for row in rows[:3]] == [("1", "3", "1", "0"), ("1", "3", "1.2", "0"),
-                                                                      ("1", "3", "1", "0.5")]
-    assert len(rows) == 12
-    translated, none = rows[:6], rows[6:]
-    assert all(row[5] in ("100.0", "-") and row[7] == "0.0" for row in translated)
-    assert any(row[6] == "100.0" for row in translated)
-    assert all(row[5] in ("0.0", "-") for row in none) and float(none[0][7]) > 0
+    assert [row[:5] for row in rows[:4]] == [["1", "3", "both means", "1", "0"], ["1", "3", "both means", "1.2", "0"],
+                                             ["1", "3", "both means", "1", "0.5"], ["1", "3", "reference 11", "1", "0"]]
+    assert len(rows) == 16
+    translated, none = rows[:8], rows[8:]
+    assert all(row[6] in ("100.0", "-") and row[8] == "0.0" for row in translated)
+    assert translated[3][7] == "100.0" and translated[0][7] == "100.0"
+    assert all(row[6] in ("0.0", "-") for row in none) and float(none[0][8]) > 0
