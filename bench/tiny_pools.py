@@ -7,12 +7,16 @@ means: neither pool is the larger scale; miner/margin.py) at several thresholds 
     python -m training.prepare                              # data/train/heldout-news, once
     python bench/tiny_pools.py                              # 12 languages against English, 30 draws a size
     python bench/tiny_pools.py --gold-share 0 --sizes 10 30 --thresholds 1.35 1.65 --min-cosines 0.29 0.4
+    python bench/tiny_pools.py --flores ../shared/data/dev/flores200-devtest/devtest \
+        --reference-files ../shared/data/dev/wmt2[23]/references/*.en     # the dev pool, to confirm a choice
 
 `junk / 100` is the wrong pairs per 100 source sentences drawn: with `--gold-share 0` (a crawl's misidentified
 fragments, the usual small pools) every pair is wrong. The `reference` rows take both sides' neighbourhood means in
 a third pool instead, `--reference-sentences` English sentences of the train pool's bitext (none of the held-out
 documents'), as a crawl's English could serve two small languages: the candidates and the selection are the
-library's (`max`), only the means differ. Measuring only: nothing here sets a default.
+library's (`max`), only the means differ. With `--flores`, the dev pool's FLORES-200 devtest (1,012 aligned
+sentences) stands in for the held-out news and `--reference-files` give the reference's English: what a choice made
+on the train pool is confirmed on. Measuring only: nothing here sets a default.
 """
 
 from __future__ import annotations
@@ -37,19 +41,31 @@ LANGUAGES = ["afr_Latn", "deu_Latn", "nld_Latn", "rus_Cyrl", "zho_Hans", "fra_La
              "vie_Latn", "tur_Latn", "pol_Latn", "swh_Latn"]
 
 
-def read_held_out(folder: Path, language: str) -> tuple[list[str], list[str]]:
-    """A language's held-out news sentences and their English, line by line."""
+def read_held_out(folder: Path, language: str, flores: bool = False) -> tuple[list[str], list[str]]:
+    """A language's held-out news sentences and their English, line by line (`flores`: FLORES-200 devtest files,
+    <language>.devtest[.gz] and eng_Latn's)."""
+    if flores:
+        return read_lines(folder, language), read_lines(folder, "eng_Latn")
     with gzip.open(folder / f"{language}-eng_Latn.tsv.gz", "rt", encoding="utf-8") as lines:
         rows = [line.rstrip("\n").split("\t") for line in lines]
     return [row[0] for row in rows], [row[1] for row in rows]
 
 
-def held_out_vectors(folder: Path, languages: list[str], encoder_spec: str, cache: Path | None) -> dict:
+def read_lines(folder: Path, language: str) -> list[str]:
+    path = folder / f"{language}.devtest"
+    opened = gzip.open(path.with_suffix(".devtest.gz"), "rt", encoding="utf-8") if not path.exists() \
+        else open(path, encoding="utf-8")
+    with opened as lines:
+        return [line.rstrip("\n") for line in lines]
+
+
+def held_out_vectors(folder: Path, languages: list[str], encoder_spec: str, cache: Path | None,
+                     flores: bool = False) -> dict:
     """Each language's held-out news vectors and English's (the same documents in every language: row i of each
     translates row i of English), cached by encoder and text."""
     texts = {}
     for language in languages:
-        texts[language], texts["eng_Latn"] = read_held_out(folder, language)
+        texts[language], texts["eng_Latn"] = read_held_out(folder, language, flores)
     key = hashlib.sha256("\n".join([encoder_spec, *(t for v in texts.values() for t in v)]).encode()).hexdigest()
     path = cache / f"tiny-pools-{key[:16]}.npz" if cache else None
     if path and path.exists():
@@ -65,15 +81,16 @@ def held_out_vectors(folder: Path, languages: list[str], encoder_spec: str, cach
     return vectors
 
 
-def reference_english(bitext: Path, held_out: set[str], count: int, encoder_spec: str, cache: Path | None
-                      ) -> np.ndarray:
-    """`count` English sentences of the bitext files (every sixth file, sorted; none of `held_out`), shuffled
-    with seed 0, as unit vectors; cached like held_out_vectors."""
+def reference_english(bitext: Path, held_out: set[str], count: int, encoder_spec: str, cache: Path | None,
+                      files: list[Path] | None = None) -> np.ndarray:
+    """`count` English sentences of the bitext files (every sixth file, sorted), or of `files` (one sentence a
+    line), none of `held_out`, shuffled with seed 0, as unit vectors; cached like held_out_vectors."""
     english = set()
-    for path in sorted(bitext.glob("*-eng_Latn.tsv.gz"))[::6]:
-        with gzip.open(path, "rt", encoding="utf-8") as lines:
+    for path in files or sorted(bitext.glob("*-eng_Latn.tsv.gz"))[::6]:
+        with (gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else open(path, encoding="utf-8")) \
+                as lines:
             english.update(line.rstrip("\n").split("\t")[-1] for line in lines)
-    english = sorted(english - held_out)
+    english = sorted(english - held_out - {""})
     np.random.default_rng(0).shuffle(english)
     english = english[:count]
     key = hashlib.sha256("\n".join([encoder_spec, *english]).encode()).hexdigest()
@@ -145,14 +162,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference-thresholds", type=float, nargs="+", default=[1.35, 1.25, 1.2, 1.15])
     parser.add_argument("--bitext", type=Path, default=REPO / "data" / "train" / "bitext",
                         help="where the reference's English comes from")
+    parser.add_argument("--reference-files", type=Path, nargs="+", default=None,
+                        help="English text files (a sentence a line) for the reference instead of --bitext")
+    parser.add_argument("--flores", type=Path, default=None,
+                        help="FLORES-200 devtest folder (the dev pool): aligned sentences instead of --heldout-news")
     parser.add_argument("--k", type=int, default=4)
     parser.add_argument("--cache", type=Path, default=Path("/tmp/cmlm-bench-cache"))
     args = parser.parse_args(argv)
-    vectors = held_out_vectors(args.heldout_news, args.languages, args.encoder, args.cache)
+    source = args.flores or args.heldout_news
+    vectors = held_out_vectors(source, args.languages, args.encoder, args.cache, flores=bool(args.flores))
     reference = None
     if args.reference_sentences:
-        held_out = set(read_held_out(args.heldout_news, args.languages[0])[1])
-        reference = reference_english(args.bitext, held_out, args.reference_sentences, args.encoder, args.cache)
+        held_out = set(read_held_out(source, args.languages[0], bool(args.flores))[1])
+        reference = reference_english(args.bitext, held_out, args.reference_sentences, args.encoder, args.cache,
+                                      args.reference_files)
     rules = ([("both means", threshold, args.min_cosines[0]) for threshold in args.thresholds]
              + [("both means", args.thresholds[0], floor) for floor in args.min_cosines[1:]]
              + ([(f"reference {len(reference)}", threshold, args.min_cosines[0])

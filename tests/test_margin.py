@@ -316,3 +316,34 @@ def test_the_tiny_pools_benchmark_tells_right_pairs_from_wrong(tmp_path, capsys)
     assert all(row[6] in ("100.0", "-") and row[8] == "0.0" for row in translated)
     assert translated[3][7] == "100.0" and translated[0][7] == "100.0"
     assert all(row[6] in ("0.0", "-") for row in none) and float(none[0][8]) > 0
+
+
+def test_the_tiny_pools_benchmark_reads_flores_files_and_a_reference_file(tmp_path, capsys):
+    # the dev pool's layout (<language>.devtest, gzipped or not) and a plain English file for the reference
+    import gzip
+    import importlib.util
+    from pathlib import Path
+
+    english = [f"the {w} stood near the {v} all day" for w, v in
+               zip("mill barn tower bridge school chapel market harbour".split(),
+                   "lake road river forest square station wall gate".split())]
+    (tmp_path / "flores").mkdir()
+    (tmp_path / "flores" / "eng_Latn.devtest").write_text("\n".join(english) + "\n", encoding="utf-8")
+    with gzip.open(tmp_path / "flores" / "nld_Latn.devtest.gz", "wt", encoding="utf-8") as out:
+        out.write("\n".join(english) + "\n")
+    reference = tmp_path / "news.en"
+    reference.write_text("\n".join(f"a {w} was sold in the {v}" for w, v in zip("cow car boat house".split(),
+                                                                                 "town city port north".split())),
+                         encoding="utf-8")
+    repo = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("tiny_pools", repo / "bench" / "tiny_pools.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--flores", str(tmp_path / "flores"), "--languages", "nld_Latn", "--encoder", "char-ngram",
+                       "--sizes", "3", "--gold-share", "1", "--draws", "2", "--thresholds", "1.0",
+                       "--min-cosines", "0", "--reference-files", str(reference), "--reference-thresholds", "1.0",
+                       "--cache", str(tmp_path / "cache")]) == 0
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in capsys.readouterr().out.splitlines()
+            if line.startswith("| 1 |")]
+    assert [(row[2], row[6], row[7]) for row in rows] == [("both means", "100.0", "100.0"),
+                                                          ("reference 4", "100.0", "100.0")]
