@@ -37,7 +37,8 @@ class InputFormatError(ValueError):
 
 
 def read_lines(path: str | Path) -> list[str]:
-    """Lines of a UTF-8 text file (gzipped when the name ends in .gz), without line terminators.
+    """Lines of a UTF-8 text file (gzipped when the name ends in .gz), without line terminators or a leading
+    byte-order mark.
 
     Invalid UTF-8 is an error naming the line: a mis-decoded sentence would be mined as a different sentence.
     """
@@ -59,9 +60,11 @@ def iter_lines(path: str | Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterat
                     raise InputFormatError(f"{path}:{number}: line longer than {max_line_bytes} bytes (is this a "
                                            f"text file with one sentence per line?)")
                 try:
-                    yield raw.decode("utf-8").rstrip("\r\n")
+                    line = raw.decode("utf-8").rstrip("\r\n")
                 except UnicodeDecodeError as err:
                     raise InputFormatError(f"{path}:{number}: invalid UTF-8 ({err.reason})") from None
+                # a byte-order mark (Notepad's UTF-8 files, some of the train pool's) is not part of the first line
+                yield line.removeprefix("\ufeff") if number == 1 else line
     except FileNotFoundError:
         raise InputFormatError(f"{path}: file not found") from None
     except (OSError, EOFError) as err:  # truncated or corrupt gzip

@@ -1,5 +1,6 @@
 """The main job, `python -m miner.mine`, on the bundled example and on bad input."""
 
+import gzip
 import json
 import subprocess
 import sys
@@ -118,6 +119,29 @@ def test_a_file_without_newlines_is_refused_after_a_bounded_read(tmp_path):
         list(iter_lines(path, max_line_bytes=1000))
     path.write_bytes(b"short\n" + b"y" * 1000 + b"\nlast")
     assert [len(line) for line in iter_lines(path, max_line_bytes=1000)] == [5, 1000, 4]
+
+
+def test_a_byte_order_mark_and_windows_line_ends_are_not_part_of_the_text(tmp_path, capsys):
+    # Notepad's UTF-8 (and a few of the train pool's files) begin with U+FEFF: the first sentence is the same
+    # sentence as a later copy of it, and nothing written carries the mark
+    from miner.io import read_lines
+
+    (tmp_path / "de.txt").write_bytes("\ufeffDas Haus ist groß.\r\nDer Hund bellt.\r\nDas Haus ist groß.\r\n"
+                                      .encode("utf-8"))
+    (tmp_path / "en.txt").write_bytes(b"The house is big.\r\nThe dog barks.\r\n")
+    gzipped = tmp_path / "de.txt.gz"
+    gzipped.write_bytes(gzip.compress((tmp_path / "de.txt").read_bytes()))
+    assert read_lines(tmp_path / "de.txt") == read_lines(gzipped) == ["Das Haus ist groß.", "Der Hund bellt.",
+                                                                        "Das Haus ist groß."]
+    (tmp_path / "mid.txt").write_bytes("a\n\ufeffb\n".encode("utf-8"))  # only a file's first character is one
+    assert read_lines(tmp_path / "mid.txt") == ["a", "\ufeffb"]
+    code = run_main("--src", str(tmp_path / "de.txt"), "--tgt", str(tmp_path / "en.txt"), "--src-lang", "de",
+                    "--tgt-lang", "en", "--format", "lines", "--encoder", "char-ngram", "--set",
+                    "mining.threshold=null", "--set", "mining.min_cosine=0", "--output", str(tmp_path / "out"))
+    assert code == 0, capsys.readouterr().err
+    assert "3 de sentences (2 unique)" in capsys.readouterr().out
+    texts = pq.read_table(tmp_path / "out" / "de-en.parquet")["src_text"].to_pylist()
+    assert texts and not any("\ufeff" in text for text in texts)
 
 
 def test_binary_codes_are_mined_on_cosine_estimates_or_on_rescored_float_similarities(tmp_path):
