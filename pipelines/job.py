@@ -441,6 +441,7 @@ def prepare_output(output: str, plan: list[tuple[str, dict | None, dict]]) -> No
     stage's folders keep only what its manifest lists. Nothing is deleted until every check passed."""
     from pipelines import preflight
 
+    preflight.check_output_folder(output)
     strays = {}
     for name, manifest, _ in plan:
         if manifest is None:

@@ -116,6 +116,19 @@ def _module_folders(folder: Path) -> list[Path]:
 
 # -- the output folder, before any stage deletes anything in it --------------------------------------------------
 
+def check_output_folder(output: str) -> None:
+    """The output is a folder or can become one: a file at its path, or at the path of a folder above it, is an
+    error naming it (where the first stage would otherwise fail creating its folders, with a traceback)."""
+    if storage.is_remote(output):
+        return
+    path = os.path.abspath(output)
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    if not os.path.isdir(path):
+        raise ValueError(f"--output {output}: {path} is a file, not a folder; give a folder (or a path where one "
+                         "can be made)")
+
+
 def check_stage_folders(output: str, stage: str) -> None:
     """A stage that runs deletes its folders first: each must be a real folder or absent. A folder that is a link
     is refused, not emptied through it (it may point anywhere) nor replaced (the link says where its files should

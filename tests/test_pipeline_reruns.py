@@ -127,6 +127,15 @@ def test_a_stage_folder_that_is_a_link_is_refused_before_anything_is_deleted(cop
     assert bitext(link) == expected and not (copy / "bitext").is_symlink()
 
 
+def test_an_output_path_through_a_file_is_an_error_naming_it(tmp_path):
+    # where creating the first stage's folders would fail with NotADirectoryError
+    (tmp_path / "taken").write_text("a file")
+    for output in (tmp_path / "taken", tmp_path / "taken" / "sub" / "out"):
+        with pytest.raises(ValueError, match=rf"--output {output}: {tmp_path / 'taken'} is a file, not a folder"):
+            mine(output, ["extract"])
+    assert (tmp_path / "taken").read_text() == "a file"
+
+
 def test_a_reused_stage_keeps_only_what_its_manifest_lists(copy, caplog):
     listed = files(copy)
     planted = [copy / "sentences" / "deu_Latn" / "part-00007-of-00009.parquet",  # a shard of an earlier run
