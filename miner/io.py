@@ -86,6 +86,19 @@ def read_pair_lines(path: str | Path, limit: int | None = None) -> tuple[list[st
     return sources, targets
 
 
+class OutputPathError(ValueError):
+    """An output path that cannot be made; the message names the file in the way."""
+
+
+def file_in_the_way(folder: str | Path) -> str | None:
+    """The file at `folder`'s path or at the path of a folder above it (the nearest that exists), which keeps
+    `folder` from being made; None where it is a folder or can become one."""
+    path = os.path.abspath(folder)
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return None if os.path.isdir(path) else path
+
+
 @contextlib.contextmanager
 def atomic_output(path: str | Path, mode: str = "wb") -> Iterator[IO]:
     """Write `path` through a temporary file in the same folder, renamed into place only on success.
@@ -93,6 +106,9 @@ def atomic_output(path: str | Path, mode: str = "wb") -> Iterator[IO]:
     A crash leaves either the previous file or none, never a truncated one.
     """
     path = Path(path)
+    blocked = file_in_the_way(path.parent)
+    if blocked:
+        raise OutputPathError(f"{path}: cannot be written: {blocked} is a file, not a folder")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

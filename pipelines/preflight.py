@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from miner.io import InputFormatError
+from miner.io import InputFormatError, file_in_the_way
 from pipelines import layout, manifests, storage
 from pipelines.options import STAGES
 
@@ -119,13 +119,9 @@ def _module_folders(folder: Path) -> list[Path]:
 def check_output_folder(output: str) -> None:
     """The output is a folder or can become one: a file at its path, or at the path of a folder above it, is an
     error naming it (where the first stage would otherwise fail creating its folders, with a traceback)."""
-    if storage.is_remote(output):
-        return
-    path = os.path.abspath(output)
-    while not os.path.exists(path) and os.path.dirname(path) != path:
-        path = os.path.dirname(path)
-    if not os.path.isdir(path):
-        raise ValueError(f"--output {output}: {path} is a file, not a folder; give a folder (or a path where one "
+    blocked = None if storage.is_remote(output) else file_in_the_way(output)
+    if blocked:
+        raise ValueError(f"--output {output}: {blocked} is a file, not a folder; give a folder (or a path where one "
                          "can be made)")
 
 

@@ -144,6 +144,24 @@ def test_a_byte_order_mark_and_windows_line_ends_are_not_part_of_the_text(tmp_pa
     assert texts and not any("\ufeff" in text for text in texts)
 
 
+def test_an_output_through_a_file_is_an_error_naming_it_before_mining(tmp_path, capsys, monkeypatch):
+    import importlib
+
+    from miner.io import OutputPathError, atomic_output
+
+    command = importlib.import_module("miner.mine")  # the module (the package's `mine` is the function)
+
+    (tmp_path / "taken").write_text("a file")
+    monkeypatch.setattr(command, "run", lambda *args: pytest.fail("mined although the output cannot be written"))
+    assert run_main("--output", str(tmp_path / "taken" / "out")) == 2
+    assert f"--output {tmp_path / 'taken' / 'out'}: {tmp_path / 'taken'} is a file, not a folder" in \
+        capsys.readouterr().err
+    with pytest.raises(OutputPathError, match=f"cannot be written: {tmp_path / 'taken'} is a file, not a folder"):
+        with atomic_output(tmp_path / "taken" / "x.npy"):
+            pass
+    assert (tmp_path / "taken").read_text() == "a file"
+
+
 def test_binary_codes_are_mined_on_cosine_estimates_or_on_rescored_float_similarities(tmp_path):
     common = ("--encoder", "char-ngram", "--set", "mining.threshold=null", "--set", "mining.min_cosine=null")
     assert run_main("--output", str(tmp_path / "float"), *common) == 0
