@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from miner.config import ConfigError, load_config
-from miner.languages import check_code
+from miner.languages import check_code, is_language_name
 from miner.thresholds import FROM_ENCODER
 from pipelines import storage
 from pipelines.storage import is_remote
@@ -37,14 +37,25 @@ def load_settings(config: str | Path | None = DEFAULT_CONFIG, overrides: list[st
             names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
             raise ConfigError(f"{config}: {key} must be a {names}, got {settings[key]!r}")
     for code in settings.get("languages") or []:
-        check_code(code, "languages:")
+        check_language_name(code, "languages:")
     if settings.get("pivot") is not None:
-        check_code(settings["pivot"], "pivot")
+        check_language_name(settings["pivot"], "pivot")
     if settings.get("pairs", "pivot") not in PAIRINGS:
         raise ConfigError(f"pairs must be one of {', '.join(PAIRINGS)}, got {settings['pairs']!r}")
     if config is not None:
         _resolve_paths(settings, Path(config).resolve().parent)
     return settings
+
+
+def check_language_name(code, what: str) -> str:
+    """A language of the pipeline's settings as its identifier labels sentences, ISO 639-3 and ISO 15924
+    (`deu_Latn`): any other form (`de`, `deu`, `deu-Latn`) would match no sentence, and the run would mine
+    nothing in it without a word."""
+    check_code(code, what)
+    if not is_language_name(code):
+        raise ConfigError(f"{what} {code!r} is not a language as sentences are labelled: an ISO 639-3 code and an "
+                          "ISO 15924 script, such as deu_Latn, zho_Hans or srp_Cyrl")
+    return code
 
 
 def _resolve_paths(settings: dict, base: Path) -> None:

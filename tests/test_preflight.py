@@ -44,6 +44,17 @@ def test_language_settings_that_name_files_are_checked(tmp_path, capsys):
     assert "languages: '../etc' is not a language code" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("setting, named", [("languages=[deu_Latn, de]", "languages: 'de'"),
+                                            ("languages=[xx_Yyyy]", "languages: 'xx_Yyyy'"),
+                                            ("languages=[DEU_Latn]", "languages: 'DEU_Latn'"),
+                                            ("pivot=eng", "pivot 'eng'")])
+def test_languages_in_another_form_than_the_identifiers_labels_are_errors(tmp_path, capsys, setting, named):
+    # a run that lists `de` would find no sentence labelled so and mine nothing in it, without a word
+    assert main(["--output", str(tmp_path / "out"), "--set", setting]) == 2
+    assert f"{named} is not a language as sentences are labelled" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("stage", ["extract", "embed", "pairs"])
 def test_each_stage_command_prints_its_own_help(capsys, stage):
     import importlib
