@@ -119,6 +119,11 @@ def embed_settings(settings: dict) -> dict:
     from encoders import binary
 
     values = with_defaults(settings, "embed", EMBED_DEFAULTS)
+    batch = values["batch_size"]
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"embed.batch_size must be a positive whole number of sentences, got {batch!r}")
+    if values["share_model"] not in ("auto", True, False):
+        raise ValueError(f"embed.share_model must be auto, true or false, got {values['share_model']!r}")
     if values["dtype"] not in ("float16", "float32", binary.DTYPE):
         raise ValueError(f"embed.dtype must be float16, float32 or binary, got {values['dtype']!r}")
     if values["binary_center"] not in binary.CENTERS:

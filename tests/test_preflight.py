@@ -96,3 +96,16 @@ def test_pickles_beside_safetensors_weights_are_left_alone(tmp_path, tiny_encode
     shutil.copytree(tiny_encoder_dir, folder)
     _pickled(folder / "training_args.bin")  # e.g. what transformers' Trainer saves: never loaded, safetensors are
     preflight.check_encoder(str(folder))
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("embed.batch_size=0", "embed.batch_size must be a positive whole number of sentences, got 0"),
+    ("embed.batch_size=2.5", "embed.batch_size must be a positive whole number of sentences, got 2.5"),
+    ("embed.batch_size=true", "embed.batch_size must be a positive whole number of sentences, got True"),
+    ("embed.share_model=maybe", "embed.share_model must be auto, true or false, got 'maybe'"),
+    ("embed.dtype=int8", "embed.dtype must be float16, float32 or binary, got 'int8'")])
+def test_bad_embed_settings_are_errors_before_any_stage(tmp_path, capsys, setting, message):
+    # a batch of 0 rows used to end the embed stage inside Beam, after the extract stage had run
+    assert main(["--output", str(tmp_path / "out"), "--set", setting]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
