@@ -55,20 +55,26 @@ def iter_lines(path: str | Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterat
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         with opener(path, "rb") as handle:
-            for number, raw in enumerate(iter(lambda: handle.readline(max_line_bytes + 2), b""), start=1):
-                if len(raw.rstrip(b"\r\n")) > max_line_bytes:  # +2: the terminator is not part of the limit
-                    raise InputFormatError(f"{path}:{number}: line longer than {max_line_bytes} bytes (is this a "
-                                           f"text file with one sentence per line?)")
-                try:
-                    line = raw.decode("utf-8").rstrip("\r\n")
-                except UnicodeDecodeError as err:
-                    raise InputFormatError(f"{path}:{number}: invalid UTF-8 ({err.reason})") from None
-                # a byte-order mark (Notepad's UTF-8 files, some of the train pool's) is not part of the first line
-                yield line.removeprefix("\ufeff") if number == 1 else line
+            yield from decoded_lines(handle, str(path), max_line_bytes)
     except FileNotFoundError:
         raise InputFormatError(f"{path}: file not found") from None
     except (OSError, EOFError) as err:  # truncated or corrupt gzip
         raise InputFormatError(f"{path}: cannot read ({err})") from None
+
+
+def decoded_lines(handle: IO[bytes], name: str, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[str]:
+    """The lines of a binary stream (a file, or stdin's buffer) as iter_lines gives them, errors naming `name`
+    and the line."""
+    for number, raw in enumerate(iter(lambda: handle.readline(max_line_bytes + 2), b""), start=1):
+        if len(raw.rstrip(b"\r\n")) > max_line_bytes:  # +2: the terminator is not part of the limit
+            raise InputFormatError(f"{name}:{number}: line longer than {max_line_bytes} bytes (is this a "
+                                   f"text file with one sentence per line?)")
+        try:
+            line = raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError as err:
+            raise InputFormatError(f"{name}:{number}: invalid UTF-8 ({err.reason})") from None
+        # a byte-order mark (Notepad's UTF-8 files, some of the train pool's) is not part of the first line
+        yield line.removeprefix("\ufeff") if number == 1 else line
 
 
 def read_pair_lines(path: str | Path, limit: int | None = None) -> tuple[list[str], list[str]]:

@@ -161,11 +161,27 @@ def test_predict_command_answers_among_the_languages_given(monkeypatch, capsys):
 
     from pipelines.text.langid import main
 
-    monkeypatch.setattr("sys.stdin", io.StringIO(f"{GERMAN[0]}\n{SERBIAN[1]}\n"))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(f"{GERMAN[0]}\n{SERBIAN[1]}\n".encode())))
     assert main(["predict", "--languages", "deu_Latn,srp_Latn", "--k", "2"]) == 0
     rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
     assert [row[0] for row in rows] == ["deu_Latn", "srp_Latn"]
     assert {row[2] for row in rows if len(row) > 3} <= {"deu_Latn", "srp_Latn"}
+
+
+def test_predict_command_reads_stdin_as_strict_utf8(monkeypatch, capsys):
+    # a byte-order mark and Windows line ends are not text; undecodable bytes are an error naming the line, where
+    # they reached fastText as lone surrogates and ended the command with a TypeError
+    import io
+
+    from pipelines.text.langid import main
+
+    text = f"\ufeff{GERMAN[0]}\r\n{GERMAN[1]}\r\n".encode()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(text)))
+    assert main(["predict"]) == 0
+    assert [line.split("\t")[2] for line in capsys.readouterr().out.splitlines()] == GERMAN[:2]
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(text + b"\xff\xfe bad\n")))
+    assert main(["predict"]) == 2
+    assert "stdin:3: invalid UTF-8" in capsys.readouterr().err
 
 
 def test_restricting_to_languages_the_model_does_not_name_is_refused(combined, tmp_path):

@@ -206,9 +206,13 @@ def test_evaluate_command_on_a_folder_without_data_exits_2(tmp_path, capsys):
 
 
 def test_split_command(monkeypatch, capsys):
-    monkeypatch.setattr(sys, "stdin", io.StringIO("Erster Satz. Zweiter Satz.\n今天很好。明天下雨。\n"))
+    text = "\ufeffErster Satz. Zweiter Satz.\r\n今天很好。明天下雨。\n".encode()  # a byte-order mark, a Windows line end
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text)))
     assert S.main(["split"]) == 0
     assert capsys.readouterr().out.splitlines() == ["Erster Satz.", "Zweiter Satz.", "今天很好。", "明天下雨。"]
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"ok.\n\xff\n")))
+    assert S.main(["split"]) == 2
+    assert "stdin:2: invalid UTF-8" in capsys.readouterr().err
 
 
 # measured: auto 0.969 macro F1 over the 20 PUD languages, sentencex alone 0.924, our rules alone 0.940

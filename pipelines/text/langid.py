@@ -59,7 +59,7 @@ from pathlib import Path
 
 import regex
 
-from miner.io import InputFormatError, file_sha256
+from miner.io import InputFormatError, decoded_lines, file_sha256
 from miner.languages import (
     FIXED_SCRIPT,
     INDIVIDUAL,
@@ -548,7 +548,7 @@ def predict_command(args) -> None:
         from pipelines.text.identifier import RestrictedIdentifier
 
         identifier = RestrictedIdentifier(identifier, args.languages.split(","))
-    lines = [line.rstrip("\n") for line in sys.stdin]
+    lines = list(decoded_lines(sys.stdin.buffer, "stdin"))  # strict UTF-8: fastText takes no undecodable bytes
     if args.document:
         language, probability = identifier.identify_document(lines)
         print(f"# document\t{language}\t{probability:.4f}")

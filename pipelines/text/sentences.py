@@ -687,8 +687,10 @@ def _evaluate_command(args: argparse.Namespace) -> None:
 
 def _split_command(args: argparse.Namespace) -> None:
     splitter = SentenceSplitter(args.method)
-    for line in sys.stdin:
-        for sentence in splitter.split(line.rstrip("\n"), args.language):
+    from miner.io import decoded_lines
+
+    for line in decoded_lines(sys.stdin.buffer, "stdin"):
+        for sentence in splitter.split(line, args.language):
             print(sentence)
 
 
