@@ -527,4 +527,13 @@ def main(argv: list[str] | None, builders: dict, prog: str, description: str | N
             plot_report(report, mine_options.plot)
             print(f"  drew the pairs each threshold keeps: {mine_options.plot}")
 
-    return exit_status(command)
+    def reported() -> None:
+        try:
+            command()
+        except Exception as err:
+            problem = storage.cloud_storage_problem(err)
+            if problem is None:
+                raise
+            raise ValueError(problem) from None
+
+    return exit_status(reported)

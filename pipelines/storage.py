@@ -31,6 +31,41 @@ def is_remote(path: str) -> bool:
     return "://" in path
 
 
+def cloud_storage_problem(err: BaseException, path: str | None = None) -> str | None:
+    """What a cloud storage error says, in a line (a bucket that does not exist or refuses, no network, no
+    credentials after the client's retries), for an `error:` instead of a page of traceback; Beam's FileSystems
+    wrap the client's error with the path it concerned. None for any other error."""
+    from apache_beam.io.filesystem import BeamIOError
+
+    if isinstance(err, BeamIOError):
+        for where, inner in (err.exception_details or {}).items():
+            problem = cloud_storage_problem(inner, where if isinstance(where, str) else path)
+            if problem:
+                return problem
+        return None
+    try:
+        from google.api_core import exceptions
+        from google.auth.exceptions import GoogleAuthError
+    except ImportError:  # no Google Cloud client installed: no such error can have happened
+        return None
+    if not isinstance(err, exceptions.GoogleAPIError | GoogleAuthError):
+        return None
+    reason = " ".join(str(err).split())
+    reason = f"{reason[:300]} ..." if len(reason) > 300 else reason
+    hint = ""
+    if isinstance(err, exceptions.Unauthorized | exceptions.Forbidden) and not _beam_reads_credentials():
+        hint = "; Beam connects anonymously without its GCP extra: pip install -e '.[gcp]'"
+    return f"cloud storage{f' ({path})' if path else ''}: {reason} ({type(err).__name__}){hint}"
+
+
+def _beam_reads_credentials() -> bool:
+    """Whether Beam's GCS client can use Google credentials: it needs google_auth_httplib2, which apache-beam[gcp]
+    installs, and otherwise connects anonymously (apache_beam/internal/gcp/auth.py)."""
+    import importlib.util
+
+    return importlib.util.find_spec("google_auth_httplib2") is not None
+
+
 def join(base: str, *parts: str) -> str:
     return FileSystems.join(base, *parts) if is_remote(base) else os.path.join(base, *parts)
 

@@ -59,3 +59,31 @@ def test_downloaded_copies_are_removed_when_the_process_exits(gcs_bucket, tmp_pa
     folder, file = done.stdout.split()
     assert Path(folder).name.startswith("cmlm-") and Path(file).name == "config.json"  # copies, not the remote
     assert not Path(folder).exists() and not Path(file).exists()
+
+
+def test_a_cloud_storage_failure_is_one_line_naming_the_path(gcs_bucket, capsys):
+    # a bucket that does not exist (on the emulator the client answers 404 at once): exit status 2 and an error
+    # line with the path, where the job printed Beam's nested BeamIOError as a traceback
+    from pipelines.mine import main
+
+    missing = "gs://cmlm-no-such-bucket/out"
+    assert main(["--output", missing, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    line = next(line for line in err.splitlines() if line.startswith("error:"))
+    assert line.startswith(f"error: cloud storage ({missing}/") and "(NotFound)" in line
+    assert "Traceback" not in err
+
+
+def test_a_refused_request_says_how_beam_reads_credentials(monkeypatch):
+    from apache_beam.io.filesystem import BeamIOError
+    from google.api_core import exceptions
+
+    refused = BeamIOError("Match operation failed", {"gs://b/x/**": BeamIOError("List operation failed", {
+        "gs://b/x/": exceptions.Forbidden("GET .../b/b/o: Anonymous caller does not have storage.objects.list")})})
+    for installed, hint in ((False, True), (True, False)):
+        monkeypatch.setattr(storage, "_beam_reads_credentials", lambda installed=installed: installed)
+        problem = storage.cloud_storage_problem(refused)
+        assert problem.startswith("cloud storage (gs://b/x/): 403 GET") and "(Forbidden)" in problem
+        assert ("pip install -e '.[gcp]'" in problem) == hint
+    assert storage.cloud_storage_problem(ValueError("not storage")) is None
+    assert storage.cloud_storage_problem(BeamIOError("x", {"gs://b/": OSError("disk")})) is None
