@@ -15,6 +15,7 @@ its lists are large enough, and every other index here.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from dataclasses import dataclass, replace
@@ -121,6 +122,10 @@ class KnnConfig:
             object.__setattr__(self, "wave_bytes", parse_bytes(self.wave_bytes, "knn.wave_bytes"))
         if self.gpu not in ("auto", True, False):
             raise IndexConfigError(f"knn.gpu must be auto, true or false, got {self.gpu!r}")
+        if not isinstance(self.index, str) or not self.index:
+            raise IndexConfigError(f"knn.index must be auto or a FAISS index-factory string, got {self.index!r}")
+        if self.index != "auto":
+            check_factory_syntax(self.index)
 
     def batch_rows(self, dim: int) -> int:
         """Rows of a k-NN batch of `dim`-dimensional vectors: `batch_size`, or for auto the rows whose float32 vectors
@@ -166,6 +171,19 @@ def resolve_nprobe(config: KnnConfig, factory: str) -> int:
 def stores_exact_vectors(factory: str) -> bool:
     """True when the index keeps raw float vectors, so its similarities are already exact."""
     return factory.split(",")[-1].strip() == "Flat" and not factory.startswith(("OPQ", "PCA"))
+
+
+@functools.lru_cache(maxsize=64)
+def check_factory_syntax(factory: str) -> None:
+    """A factory string FAISS cannot parse is an error when the settings are read, not when the first language
+    passes knn.exact_below (which a crawl's run may reach hours in). Parsed at a width most factories divide
+    (3,840); what depends on the real width (PQ's M dividing d) is checked where the index is built."""
+    try:
+        faiss.index_factory(3840, factory, faiss.METRIC_INNER_PRODUCT)
+    except RuntimeError as err:
+        if "could not parse" in str(err):
+            raise IndexConfigError(f"knn.index {factory!r}: FAISS cannot parse it as an index-factory string "
+                                   "(such as Flat, IVF4096,Flat or OPQ64,IVF65536,PQ64)") from None
 
 
 def resolve_factory(config: KnnConfig, n_database: int) -> str:

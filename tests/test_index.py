@@ -194,10 +194,20 @@ def test_too_many_lists_for_the_data_is_a_clear_error():
         resolve_factory(KnnConfig(index="IVF1024,Flat"), 100)
 
 
-def test_bad_factory_string_is_a_clear_error():
+def test_bad_factory_string_is_a_clear_error_when_the_settings_are_read():
+    # not when the first language passes knn.exact_below, which a crawl's run may reach hours in
+    for bad in ("NotAnIndex", "IVFabc,Flat"):
+        with pytest.raises(IndexConfigError, match=f"knn.index '{bad}': FAISS cannot parse it"):
+            KnnConfig(index=bad)
+    with pytest.raises(IndexConfigError, match="knn.index must be auto or a FAISS index-factory string"):
+        KnnConfig(index="")
+
+
+def test_a_factory_the_vectors_width_does_not_fit_is_a_clear_error_where_it_is_built():
+    # PQ7 parses (3,840 is no multiple of 7 either, but only the real width decides): built at d = 8, it fails
     rng = np.random.default_rng(5)
-    with pytest.raises(IndexConfigError, match="FAISS cannot build"):
-        knn(clustered(rng, 4, 8), clustered(rng, 4, 8), 1, KnnConfig(index="NotAnIndex"))
+    with pytest.raises(IndexConfigError, match="FAISS cannot build 'PQ7'"):
+        knn(clustered(rng, 4, 8), clustered(rng, 4, 8), 1, KnnConfig(index="PQ7"))
 
 
 def coarse_quantizer_centroids(index):
