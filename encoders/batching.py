@@ -34,6 +34,14 @@ def describe_problems(what: str, problems: list[str], shown: int = 10) -> str:
     return f"{len(problems)} {what} cannot be embedded: {'; '.join(problems[:shown])}{more}"
 
 
+def check_sentence_list(sentences) -> None:
+    """`encode` takes sentences; one sentence passed alone (a str, or bytes) would be embedded character by
+    character, a row a character, without a word."""
+    if isinstance(sentences, str | bytes):
+        raise TypeError(f"encode takes a list of sentences, not one {type(sentences).__name__}: "
+                        "encode([sentence]) embeds one")
+
+
 def sentence_problem(sentence) -> str | None:
     """Why a sentence cannot be embedded, or None when it can."""
     if isinstance(sentence, bytes):
@@ -63,6 +71,7 @@ class PreparedText:
 def prepare_texts(sentences: Sequence, max_chars: int) -> PreparedText:
     """Validate and decode sentences; clip each at `max_chars` characters, which bounds tokenisation work per
     sentence (the tokenizer truncates to the model's length afterwards anyway)."""
+    check_sentence_list(sentences)
     texts, kept, problems, clipped = [], [], {}, set()
     for index, sentence in enumerate(sentences):
         problem = sentence_problem(sentence)

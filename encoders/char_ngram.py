@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from encoders.batching import check_sentence_list
 from encoders.binary import as_dtype
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -45,6 +46,7 @@ class CharNgramEncoder:
     def encode(self, sentences: Sequence[str], *, language: str | None = None, show_progress: bool = False,
                progress=None, dtype=np.float32) -> np.ndarray:
         """[len(sentences), dim] unit vectors in input order (`language` is not needed: the baseline has no model)."""
+        check_sentence_list(sentences)
         out = np.zeros((len(sentences), self.dim), dtype=np.float32)
         for row, sentence in enumerate(sentences):
             bag = self.features(sentence)

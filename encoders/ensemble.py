@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from encoders.batching import BadSentenceError, sentence_problem
+from encoders.batching import BadSentenceError, check_sentence_list, sentence_problem
 from encoders.binary import as_dtype
 from encoders.checkpoint import CheckpointError, read_description
 
@@ -147,6 +147,7 @@ class EnsembleEncoder:
                progress=None, dtype: str | np.dtype = np.float32) -> np.ndarray:
         """Unit vectors [len(sentences), dim] in input order. Sentences that cannot be embedded (empty, invalid
         UTF-8, not text) raise BadSentenceError naming every one of them before any member runs."""
+        check_sentence_list(sentences)
         problems = {i: problem for i, s in enumerate(sentences) if (problem := sentence_problem(s))}
         if problems:
             raise BadSentenceError(problems)

@@ -85,6 +85,8 @@ def default_config() -> MiningConfig:
 
 def _distinct(texts: Sequence[str], name: str) -> tuple[list[str], np.ndarray]:
     """Each distinct non-blank text once, with the row of its first occurrence."""
+    if isinstance(texts, str | bytes):  # one sentence alone would be mined character by character
+        raise TypeError(f"{name} texts: a list of sentences, not one {type(texts).__name__}")
     first: dict[str, int] = {}
     blank = 0
     for row, text in enumerate(texts):

@@ -71,3 +71,20 @@ def test_bad_and_empty_input():
     with pytest.raises(TypeError, match="target text 1 is a NoneType"):
         mine_texts(GERMAN, ["Hallo", None], encoder="char-ngram")
     assert mine_texts(["", "  "], ENGLISH, encoder="char-ngram") == []
+    # one sentence alone, not in a list, would have been mined character by character
+    with pytest.raises(TypeError, match="target texts: a list of sentences, not one str"):
+        mine_texts(GERMAN, ENGLISH[0], encoder="char-ngram")
+    with pytest.raises(TypeError, match="source texts: a list of sentences, not one bytes"):
+        mine_texts(GERMAN[0].encode(), ENGLISH, encoder="char-ngram")
+
+
+@pytest.mark.parametrize("spec", ["char-ngram", "models/cmlm-distilled", "models/cmlm-ensemble"])
+def test_encode_takes_a_list_not_one_sentence(spec):
+    # a str is a sequence too: every encoder would have embedded it a character a row
+    from tests.conftest import REPO
+
+    encoder = load_encoder(spec if spec == "char-ngram" else str(REPO / spec))
+    for alone in (ENGLISH[0], ENGLISH[0].encode()):
+        with pytest.raises(TypeError, match="encode takes a list of sentences, not one"):
+            encoder.encode(alone)
+    assert encoder.encode([ENGLISH[0]]).shape[0] == 1
