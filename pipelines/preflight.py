@@ -36,11 +36,15 @@ def check_input(pattern: str | None) -> None:
     if not pattern:
         raise ValueError("no input: give --input or set `input` in the config")
     try:
-        storage.match(pattern)
+        paths = storage.match(pattern)
     except FileNotFoundError:
         raise ValueError(f"input {pattern!r}: no file matches it") from None
     except OSError as err:  # a bucket that does not exist, no permission ...
         raise ValueError(f"input {pattern!r}: cannot be listed ({err})") from None
+    folder = next((path for path in paths if not storage.is_remote(path) and os.path.isdir(path)), None)
+    if folder:  # the extract stage reads files: a folder would fail on the first worker that opens it
+        raise ValueError(f"input {pattern!r}: {folder} is a folder; give a glob of the crawl files in it, such as "
+                         f"'{os.path.join(folder, '*.warc.gz')}'")
 
 
 def check_lid_model(spec: str | None) -> None:

@@ -25,6 +25,17 @@ def test_bad_settings_fail_before_any_stage(tmp_path, capsys, argv, message):
     assert not (tmp_path / "out").exists()  # nothing ran
 
 
+def test_an_input_that_is_a_folder_is_named_with_a_glob_to_give(tmp_path, capsys):
+    # the extract stage opened it on its first worker and failed there, after the job had started
+    (tmp_path / "crawl").mkdir()
+    (tmp_path / "crawl" / "a.warc.gz").write_bytes(b"")
+    assert main(["--output", str(tmp_path / "out"), "--input", str(tmp_path / "crawl")]) == 2
+    crawl = tmp_path / "crawl"
+    assert f"{crawl} is a folder; give a glob of the crawl files in it, such as '{crawl}/*.warc.gz'" in \
+        capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_folder_that_is_no_checkpoint_is_named(tmp_path, capsys):
     (tmp_path / "model").mkdir()
     assert main(["--output", str(tmp_path / "out"), "--encoder", str(tmp_path / "model")]) == 2
