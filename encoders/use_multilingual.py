@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from encoders.batching import SentenceEncoder, padded, split_on_out_of_memory, token_budget_batches
+from miner.console import ExtraMissingError
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +48,6 @@ BOS, EOS = 1, 2
 OPTIONS = ("device", "precision", "token_budget", "batch_size", "max_seq_length")
 
 
-class ExtraMissingError(ImportError, ValueError):
-    """The `use` extra is not installed; the message says how to install it (a ValueError too, so commands report
-    it as a bad setting, without a traceback)."""
 
 
 def resource_files() -> tuple[Path, Path]:

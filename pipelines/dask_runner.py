@@ -42,6 +42,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.pipeline import PipelineVisitor
 from apache_beam.runners.runner import PipelineResult, PipelineRunner, PipelineState
 
+from miner.console import ExtraMissingError
 from pipelines import dofn_inspection
 
 log = logging.getLogger("pipelines.dask_runner")
@@ -78,7 +79,7 @@ def dask_options(options):
     try:
         from apache_beam.runners.dask.dask_runner import DaskOptions
     except ImportError as error:
-        raise ImportError(MISSING) from error
+        raise ExtraMissingError(MISSING) from error
     return options.view_as(DaskOptions)
 
 
@@ -147,7 +148,7 @@ def client_for(options):
     try:
         from dask import distributed
     except ImportError as error:
-        raise ImportError(MISSING) from error
+        raise ExtraMissingError(MISSING) from error
     named, local = dask_options(options), options.view_as(LocalClusterOptions)
     key = (named.address, named.scheduler_file, local.dask_workers, local.dask_worker_memory,
            local.dask_worker_profile)

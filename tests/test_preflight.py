@@ -120,3 +120,15 @@ def test_bad_embed_settings_are_errors_before_any_stage(tmp_path, capsys, settin
     assert main(["--output", str(tmp_path / "out"), "--set", setting]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_the_dask_runner_without_dask_is_an_error_naming_the_extra(tmp_path, capsys, monkeypatch):
+    # a base install has no dask: the command says which extra to install, with exit status 2 and no traceback
+    import sys
+
+    for module in ("dask", "dask.distributed", "distributed", "apache_beam.runners.dask.dask_runner"):
+        monkeypatch.setitem(sys.modules, module, None)  # importing it raises ImportError
+    assert main(["--output", str(tmp_path / "out"), "--runner", "DaskRunner"]) == 2
+    err = capsys.readouterr().err
+    assert "error: --runner DaskRunner needs dask's distributed scheduler: pip install -e '.[dask]'" in err
+    assert "Traceback" not in err
