@@ -179,6 +179,23 @@ def test_a_dead_extraction_process_is_a_crashed_skip_and_is_replaced(extractor):
     assert skips(tally) == {"crashed": 1} and tally.of("extract")["documents"] == 2
 
 
+def test_an_extraction_process_that_dies_as_it_starts_is_named_so_at_once(tmp_path, monkeypatch):
+    # a library that fails to import in the child (a broken install): the parent said it "did not start within
+    # 120 s", though the process had ended at once
+    import time
+
+    from pipelines.text.extract import _ChildExtractor
+
+    (tmp_path / "resiliparse").mkdir()
+    (tmp_path / "resiliparse" / "__init__.py").write_text("raise ImportError('a broken install')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))  # the child finds the package as the parent does
+    child = _ChildExtractor(ExtractSettings(extractor="resiliparse", start_timeout_s=60))
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"exited as it started \(exit code 1"):
+        child._start()
+    assert time.monotonic() - started < 30
+
+
 def test_bounded_and_empty_pages_are_counted_skips(extractor):
     tally = Tally(log_skips=False)
     deep = "<html><body>" + "<div>" * 400 + f"<p>{ARTICLE[0]}</p>" + "</div>" * 400 + "</body></html>"

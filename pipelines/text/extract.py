@@ -463,8 +463,16 @@ class _ChildExtractor:
             os.close(response_write)
         self.requests = Connection(request_write, readable=False)
         self.responses = Connection(response_read, writable=False)
-        if not self.responses.poll(self.settings.start_timeout_s) or self._ready() != b"ready":
+        answered = self.responses.poll(self.settings.start_timeout_s)
+        if not answered or self._ready() != b"ready":
+            try:  # an answer that is not "ready" is the pipe closing: the process ended as it started
+                code = self.process.wait(timeout=5) if answered else None
+            except subprocess.TimeoutExpired:
+                code = None
             self.close()
+            if code is not None:
+                raise RuntimeError(f"the extraction process exited as it started (exit code {code}; its error is "
+                                   "in the log above)")
             raise RuntimeError(f"the extraction process did not start within {self.settings.start_timeout_s:g} s")
 
     def _ready(self) -> bytes:
