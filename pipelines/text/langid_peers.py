@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from miner.console import ExtraMissingError
 from pipelines.text.langid import OFFICIAL, LabelledIdentifier, Normalization, Target, parse_label
 
 LINGUA = "lingua"
@@ -42,7 +43,8 @@ class LinguaIdentifier(LabelledIdentifier):
         try:
             from lingua import Language, LanguageDetectorBuilder
         except ImportError as err:
-            raise ImportError('the lingua peer needs lingua-language-detector: pip install -e ".[lingua]"') from err
+            raise ExtraMissingError('the lingua peer needs lingua-language-detector: pip install -e ".[lingua]"') \
+                from err
         builder = LanguageDetectorBuilder.from_all_languages().with_preloaded_language_models()
         self.detector = (builder.with_low_accuracy_mode() if low_accuracy else builder).build()
         super().__init__(lingua_targets(Language), LINGUA_LOW if low_accuracy else LINGUA)

@@ -62,6 +62,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from miner.console import ExtraMissingError
 from miner.io import InputFormatError, read_lines
 from miner.languages import TWO_TO_THREE, char_script, dominant_script
 from pipelines.text.records import Tally
@@ -172,7 +173,7 @@ def _require(module: str, purpose: str):
     try:
         return __import__(module)
     except ImportError:
-        raise ImportError(f"{purpose} needs the `{module}` package, which is not installed: "
+        raise ExtraMissingError(f"{purpose} needs the `{module}` package, which is not installed: "
                           f"pip install '{REQUIREMENTS[module]}'") from None
 
 
