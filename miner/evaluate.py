@@ -489,6 +489,8 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("--tune-corpus tunes a threshold; it cannot be combined with --threshold")
         if args.task == "suite" and args.rescore and not args.also_binary:
             raise ValueError("--rescore in the suite rescores the --also-binary columns: give --also-binary too")
+        if args.task == "suite" and not (args.flores or args.bucc or args.short or args.tatoeba):
+            raise ValueError("suite: nothing to measure: give --flores, --bucc, --short or --tatoeba (or several)")
         config = mining_config(settings)
         source = VectorSource.from_args(args, settings, rescore=args.task != "suite")
         if args.task == "suite":

@@ -122,6 +122,12 @@ def flores_like(tmp_path):
     return flores
 
 
+def test_a_suite_with_nothing_to_measure_says_so(capsys):
+    # it printed an empty line and exited 0
+    assert main(["suite", "--encoder", "char-ngram"]) == 2
+    assert "suite: nothing to measure: give --flores, --bucc, --short or --tatoeba" in capsys.readouterr().err
+
+
 def test_suite_tables_xsim_per_language_and_bucc_per_pair(tmp_path, capsys):
     flores = flores_like(tmp_path)
     markdown = tmp_path / "suite.md"
