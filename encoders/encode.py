@@ -99,6 +99,11 @@ def main(argv: list[str] | None = None) -> int:
     if not inputs or (args.output is None) == (args.output_dir is None) or (args.output and len(inputs) != 1):
         parser.error("give --input FILE --output OUT.npy, or --output-dir DIR with one or more inputs")
 
+    names = [source.name for source in inputs]
+    clash = next((name for name in names if names.count(name) > 1), None)
+    if args.output_dir and clash:  # DIR/<name>.npy: the second file's vectors would replace the first's
+        parser.error(f"two inputs are named {clash}: --output-dir writes one {clash}.npy; encode them in two runs")
+
     def command() -> None:
         encoder = load_encoder(args.encoder, **encoder_options(args))
         for source in inputs:

@@ -32,6 +32,20 @@ def test_empty_line_is_named(tmp_path, capsys):
     assert "x.txt:2: empty or whitespace only" in capsys.readouterr().err
 
 
+def test_two_inputs_of_one_name_are_refused_for_one_output_folder(tmp_path, capsys):
+    # DIR/<name>.npy: the second file's vectors replaced the first's without a word
+    import pytest
+
+    for folder, text in (("a", "Hallo\n"), ("b", "Welt\n")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "x.txt").write_text(text)
+    with pytest.raises(SystemExit) as exit_:
+        main(["--encoder", "char-ngram", "--output-dir", str(tmp_path / "out"), str(tmp_path / "a" / "x.txt"),
+              str(tmp_path / "b" / "x.txt")])
+    assert exit_.value.code == 2 and "two inputs are named x.txt" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 def test_unknown_encoder_is_a_clear_error(tmp_path, capsys):
     (tmp_path / "x.txt").write_text("Hallo\n")
     assert main(["--encoder", "laser9", "--input", str(tmp_path / "x.txt"), "--output", str(tmp_path / "x.npy")]) == 2
