@@ -37,6 +37,7 @@ from pipelines.options import (
     MineOptions,
     ViewCachingOptions,
     check_local_workers,
+    check_runner_installed,
     pipeline_runner,
     runs_locally,
 )
@@ -504,6 +505,7 @@ def main(argv: list[str] | None, builders: dict, prog: str, description: str | N
     setup_logging(mine_options.verbose, mine_options.quiet)
 
     def command() -> None:
+        check_runner_installed(options)
         check_local_workers(options)
         settings = mine_options.settings()
         stages = mine_options.stage_list()

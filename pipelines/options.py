@@ -160,6 +160,25 @@ def runs_locally(options: PipelineOptions) -> bool:
         "LOOPBACK"
 
 
+def check_runner_installed(options: PipelineOptions) -> None:
+    """Dataflow's runner submits jobs through clients that only Beam's GCP extra installs: without it the job
+    would list its gs:// input anonymously (retrying for minutes where there are no credentials) and fail at
+    submission. Said at once instead."""
+    import importlib
+
+    from apache_beam.options.pipeline_options import StandardOptions
+
+    from miner.console import ExtraMissingError
+
+    if options.view_as(StandardOptions).runner not in ("DataflowRunner", "dataflow"):
+        return
+    try:
+        importlib.import_module("apache_beam.runners.dataflow.internal.apiclient")
+    except ImportError as err:
+        raise ExtraMissingError("--runner DataflowRunner needs Beam's GCP extra (the Dataflow client, Google "
+                                f"credentials): pip install -e '.[gcp]' ({err})") from None
+
+
 def check_local_workers(options: PipelineOptions) -> None:
     """Refuse the DirectRunner's multi-process mode: in Beam 2.77 it now and then loses part of a stage's output on
     its way to a grouping step (measured: docs/pipeline.md, Local runs), and dedup and the margin join cannot tell.

@@ -132,3 +132,13 @@ def test_the_dask_runner_without_dask_is_an_error_naming_the_extra(tmp_path, cap
     err = capsys.readouterr().err
     assert "error: --runner DaskRunner needs dask's distributed scheduler: pip install -e '.[dask]'" in err
     assert "Traceback" not in err
+
+
+def test_the_dataflow_runner_without_beams_gcp_extra_is_named_at_once(tmp_path, capsys, monkeypatch):
+    # without it the job listed its gs:// input anonymously, retrying for two minutes where there is no network
+    import sys
+
+    monkeypatch.setitem(sys.modules, "apache_beam.runners.dataflow.internal.apiclient", None)
+    assert main(["--output", "gs://b/out", "--input", "gs://b/crawl/*.warc.gz", "--runner", "DataflowRunner",
+                 "--project", "p", "--region", "r", "--temp_location", "gs://b/tmp"]) == 2
+    assert "error: --runner DataflowRunner needs Beam's GCP extra" in capsys.readouterr().err
