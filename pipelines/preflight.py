@@ -40,7 +40,8 @@ def check_input(pattern: str | None) -> None:
     except FileNotFoundError:
         raise ValueError(f"input {pattern!r}: no file matches it") from None
     except OSError as err:  # a bucket that does not exist, no permission ...
-        raise ValueError(f"input {pattern!r}: cannot be listed ({err})") from None
+        raise ValueError(f"input {pattern!r}: cannot be listed ({storage.cloud_storage_problem(err) or err})") \
+            from None
     folder = next((path for path in paths if not storage.is_remote(path) and os.path.isdir(path)), None)
     if folder:  # the extract stage reads files: a folder would fail on the first worker that opens it
         raise ValueError(f"input {pattern!r}: {folder} is a folder; give a glob of the crawl files in it, such as "

@@ -61,7 +61,7 @@ def test_downloaded_copies_are_removed_when_the_process_exits(gcs_bucket, tmp_pa
     assert not Path(folder).exists() and not Path(file).exists()
 
 
-def test_a_cloud_storage_failure_is_one_line_naming_the_path(gcs_bucket, capsys):
+def test_a_cloud_storage_failure_is_one_line_naming_the_path(gcs_bucket, tmp_path, capsys):
     # a bucket that does not exist (on the emulator the client answers 404 at once): exit status 2 and an error
     # line with the path, where the job printed Beam's nested BeamIOError as a traceback
     from pipelines.mine import main
@@ -72,6 +72,10 @@ def test_a_cloud_storage_failure_is_one_line_naming_the_path(gcs_bucket, capsys)
     line = next(line for line in err.splitlines() if line.startswith("error:"))
     assert line.startswith(f"error: cloud storage ({missing}/") and "(NotFound)" in line
     assert "Traceback" not in err
+    crawl = "gs://cmlm-no-such-bucket/crawl/*.warc.gz"  # the input, listed before any stage
+    assert main(["--output", str(tmp_path / "out"), "--input", crawl, "--quiet"]) == 2
+    assert f"error: input '{crawl}': cannot be listed (cloud storage (gs://cmlm-no-such-bucket/crawl/): 404" in \
+        capsys.readouterr().err
 
 
 def test_a_refused_request_says_how_beam_reads_credentials(monkeypatch):
