@@ -36,6 +36,7 @@ from pipelines.options import (
     STAGES,
     MineOptions,
     ViewCachingOptions,
+    check_local_devices,
     check_local_workers,
     check_runner_installed,
     pipeline_runner,
@@ -508,6 +509,7 @@ def main(argv: list[str] | None, builders: dict, prog: str, description: str | N
         check_runner_installed(options)
         check_local_workers(options)
         settings = mine_options.settings()
+        check_local_devices(settings, options)
         stages = mine_options.stage_list()
         other = [name for name in stages if name not in builders]
         if other:

@@ -179,6 +179,26 @@ def check_runner_installed(options: PipelineOptions) -> None:
                                 f"credentials): pip install -e '.[gcp]' ({err})") from None
 
 
+def check_local_devices(settings: dict, options: PipelineOptions) -> None:
+    """A GPU asked for (`encoder_options.device: cuda`, `knn.gpu: true`) where the workers are this machine's
+    (the DirectRunner) and torch sees none: an error before any stage, not once the embed or pairs stage starts.
+    A remote runner's workers have their own devices, which the launching machine cannot see."""
+    from apache_beam.options.pipeline_options import StandardOptions
+
+    if options.view_as(StandardOptions).runner not in (None, "DirectRunner", "direct"):
+        return
+    device = str((settings.get("encoder_options") or {}).get("device") or "auto")
+    asked = [what for what, wanted in (("encoder_options.device: cuda", device.startswith("cuda")),
+                                       ("knn.gpu: true", (settings.get("knn") or {}).get("gpu") is True)) if wanted]
+    if not asked:
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ValueError(f"{' and '.join(asked)}, but torch sees no GPU on this machine, where the DirectRunner's "
+                         "workers run: leave it auto (the CPU here)")
+
+
 def check_local_workers(options: PipelineOptions) -> None:
     """Refuse the DirectRunner's multi-process mode: in Beam 2.77 it now and then loses part of a stage's output on
     its way to a grouping step (measured: docs/pipeline.md, Local runs), and dedup and the margin join cannot tell.

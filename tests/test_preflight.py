@@ -3,6 +3,7 @@
 import shutil
 
 import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines.mine import main
 from pipelines.options import MineOptions
@@ -142,3 +143,23 @@ def test_the_dataflow_runner_without_beams_gcp_extra_is_named_at_once(tmp_path, 
     assert main(["--output", "gs://b/out", "--input", "gs://b/crawl/*.warc.gz", "--runner", "DataflowRunner",
                  "--project", "p", "--region", "r", "--temp_location", "gs://b/tmp"]) == 2
     assert "error: --runner DataflowRunner needs Beam's GCP extra" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("setting, asked", [("encoder_options.device=cuda", "encoder_options.device: cuda"),
+                                            ("knn.gpu=true", "knn.gpu: true")])
+def test_a_gpu_asked_for_where_the_local_workers_have_none_is_named_before_any_stage(tmp_path, capsys, setting,
+                                                                                     asked):
+    # the embed or pairs stage stopped there, after the stages before it had run
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the setting is valid here")
+    assert main(["--output", str(tmp_path / "out"), "--set", setting]) == 2
+    assert f"{asked}, but torch sees no GPU on this machine" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    from pipelines.options import check_local_devices
+
+    section, key = setting.split("=")[0].split(".")
+    value = "cuda" if key == "device" else True
+    for runner in ("DaskRunner", "DataflowRunner"):  # a cluster's workers have their own devices
+        check_local_devices({section: {key: value}}, PipelineOptions([f"--runner={runner}"]))
