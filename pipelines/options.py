@@ -61,6 +61,8 @@ class MineOptions(PipelineOptions):
         unknown = [s for s in stages if s not in STAGES]
         if unknown:
             raise ValueError(f"--stages: unknown stage(s) {', '.join(unknown)}; choose from {', '.join(STAGES)}")
+        if not stages:  # a run of no stage wrote a report of nothing
+            raise ValueError(f"--stages: no stage given; choose from {', '.join(STAGES)}")
         return stages
 
 

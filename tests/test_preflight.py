@@ -19,6 +19,8 @@ from pipelines.options import MineOptions
     (["--set", "lid.model=/nonexistent/lid.bin"], "lid.model '/nonexistent/lid.bin': no such file"),
     (["--direct_num_workers", "2", "--direct_running_mode", "multi_processing"],
      "multi-process DirectRunner loses part of a stage's output"),
+    (["--stages", "extrakt"], "--stages: unknown stage(s) extrakt; choose from extract, embed, pairs"),
+    (["--stages", " , "], "--stages: no stage given"),  # it ran nothing and wrote a report of nothing
 ])
 def test_bad_settings_fail_before_any_stage(tmp_path, capsys, argv, message):
     assert main(["--output", str(tmp_path / "out"), *argv]) == 2
