@@ -35,6 +35,7 @@ from miner.cli import (
 )
 from miner.config import ConfigError, section
 from miner.console import exit_status, setup_logging
+from miner.histograms import score_histogram
 from miner.io import InputFormatError, OutputPathError, atomic_output, file_in_the_way, read_lines, write_json
 from miner.languages import check_code
 from miner.mining import MiningConfig, mine
@@ -148,6 +149,7 @@ def run(inputs: dict, source: VectorSource, config: MiningConfig, output: Path,
         "pairs": len(pairs),
         "pair_filter": pair_filter.report() if pair_filter else None,
         "score_range": [float(pairs.margin.min()), float(pairs.margin.max())] if len(pairs) else None,
+        "score_histogram": score_histogram(pairs.margin),  # what each threshold would keep (--plot draws it)
         "outputs": [str(p) for p in [*written, output / "report.json"]],
     }
     if inputs.get("gold"):
@@ -190,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=Path if flag in ("src", "tgt", "gold")
                             else str, help=f"input {flag} (overrides the config's input.{flag})")
     parser.add_argument("--output", type=Path, help="output folder (default: the config's output, or ./output)")
+    parser.add_argument("--plot", metavar="FILE.png", type=Path,
+                        help="also draw how many pairs each margin threshold keeps (needs matplotlib)")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     setup_logging(args.verbose)
@@ -202,8 +206,14 @@ def main(argv: list[str] | None = None) -> int:
         if blocked:  # before the mining, not after it
             raise OutputPathError(f"--output {output}: {blocked} is a file, not a folder")
         pair_filter = PairFilter.from_settings(settings.get("pair_filter"))
-        print(format_summary(run(inputs, VectorSource.from_args(args, settings), mining_config(settings), output,
-                                 pair_filter)))
+        report = run(inputs, VectorSource.from_args(args, settings), mining_config(settings), output, pair_filter)
+        print(format_summary(report))
+        if args.plot:  # after the outputs: a plot that cannot be drawn must not cost them
+            from miner.plots import plot_pairs_by_threshold
+
+            plot_pairs_by_threshold({report["pair"]: report["score_histogram"]}, report["settings"].get("threshold"),
+                                    f"pairs mined from {report['source']}", args.plot)
+            print(f"  drew the pairs each threshold keeps: {args.plot}")
 
     return exit_status(command)
 

@@ -57,8 +57,10 @@ def plot_pairs_by_threshold(histograms: dict[str, list[list]], threshold: float 
     plt = _pyplot()
     figure, axes = plt.subplots(figsize=(7, 4.5), dpi=120)
     largest = sorted(histograms, key=lambda pair: (-sum(n for _, n in histograms[pair]), pair))[:most]
-    for label, histogram, style in ([(f"all {len(histograms)} pairs", merged_histograms(histograms.values()), "-")]
-                                    + [(pair, histograms[pair], "--") for pair in largest]):
+    together = ([(f"all {len(histograms)} language pairs", merged_histograms(histograms.values()), "-")]
+                if len(histograms) > 1 else [])  # one language pair: its own line says it all
+    for label, histogram, style in together + [(pair, histograms[pair], "--" if together else "-")
+                                               for pair in largest]:
         if histogram:
             edges, kept = pairs_kept_curve(histogram)
             axes.step(edges, kept, style, where="post", label=label, linewidth=1.5 if style == "-" else 1)

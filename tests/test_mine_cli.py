@@ -42,6 +42,20 @@ def test_default_job_mines_the_bundled_example(tmp_path, capsys):
     assert f"P {100 * report['gold']['precision']:.1f}" in summary
 
 
+def test_the_report_counts_the_margins_and_the_plot_draws_them(tmp_path, capsys):
+    # the README promised `--plot kept.png` for this command; the report now holds what it draws
+    plot = tmp_path / "kept.png"
+    assert run_main("--output", str(tmp_path / "out"), "--encoder", "char-ngram", "--set", "mining.threshold=1.0",
+                    "--set", "mining.min_cosine=0", "--plot", str(plot)) == 0
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    scores = pq.read_table(tmp_path / "out" / "de-en.parquet")["score"].to_numpy()
+    histogram = report["score_histogram"]
+    assert sum(n for _, n in histogram) == report["pairs"] == len(scores) > 0
+    assert histogram[0][0] <= scores.min() < histogram[0][0] + 0.01 and histogram[-1][0] <= scores.max()
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"drew the pairs each threshold keeps: {plot}" in capsys.readouterr().out
+
+
 def test_rerun_is_byte_identical_and_leaves_no_temporary_files(tmp_path):
     first, second = tmp_path / "a", tmp_path / "b"
     assert run_main("--output", str(first)) == 0
