@@ -109,6 +109,13 @@ class MiningConfig:
         if floor != "auto" and (isinstance(floor, bool) or not isinstance(floor, (int, float)) or not floor > 0
                                 or not math.isfinite(floor)):
             raise ValueError(f"mining.ratio_floor must be 'auto' or a positive finite number, got {floor!r}")
+        # with one neighbour a side's neighbourhood mean is its best match's cosine, so no pair's ratio margin
+        # passes 1 nor its distance margin 0: a threshold above that keeps nothing, in every language
+        bound = {"ratio": 1.0, "distance": 0.0}.get(self.margin)
+        if self.k == 1 and bound is not None and self.threshold is not None and self.threshold > bound:
+            raise ValueError(f"mining.k 1 with the {self.margin} margin scores no pair above {bound:g}, so "
+                             f"mining.threshold {self.threshold:g} would keep none: use k 2 or more (4 is the "
+                             f"tuned setting), the absolute margin, or a threshold of at most {bound:g}")
 
     def floor_for(self, dim: int) -> float:
         """The ratio margin's floor for vectors of `dim` dimensions."""

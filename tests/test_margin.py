@@ -347,3 +347,18 @@ def test_the_tiny_pools_benchmark_reads_flores_files_and_a_reference_file(tmp_pa
             if line.startswith("| 1 |")]
     assert [(row[2], row[6], row[7]) for row in rows] == [("both means", "100.0", "100.0"),
                                                           ("reference 4", "100.0", "100.0")]
+
+
+def test_one_neighbour_with_a_threshold_no_margin_can_reach_is_refused():
+    # with k = 1 each side's neighbourhood mean is its best match: ratio margins never pass 1, distance margins 0,
+    # so `--k 1` at the tuned 1.35 mined nothing in every language without a word
+    rng = np.random.default_rng(3)
+    src, tgt = rng.standard_normal((30, 16)).astype(np.float32), rng.standard_normal((40, 16)).astype(np.float32)
+    for kind, bound in (("ratio", 1.0), ("distance", 0.0)):
+        found = mine(src, tgt, MiningConfig(k=1, margin=kind, selection="union", one_sided_below=0))
+        assert len(found) and found.margin.max() <= bound  # why: the bound holds on any vectors
+        with pytest.raises(ValueError, match=f"mining.k 1 with the {kind} margin scores no pair above {bound:g}"):
+            MiningConfig(k=1, margin=kind, threshold=bound + 0.35)
+        MiningConfig(k=1, margin=kind, threshold=bound)  # at the bound: allowed
+    MiningConfig(k=1, margin="absolute", threshold=0.8)
+    MiningConfig(k=2, threshold=1.35)
