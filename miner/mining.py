@@ -109,6 +109,9 @@ class MiningConfig:
         if floor != "auto" and (isinstance(floor, bool) or not isinstance(floor, (int, float)) or not floor > 0
                                 or not math.isfinite(floor)):
             raise ValueError(f"mining.ratio_floor must be 'auto' or a positive finite number, got {floor!r}")
+        if self.min_cosine is not None and self.min_cosine > 1:
+            raise ValueError(f"mining.min_cosine {self.min_cosine:g} is above every cosine (at most 1): no pair would "
+                             "be kept")
         # with one neighbour a side's neighbourhood mean is its best match's cosine, so no pair's ratio margin
         # passes 1 nor its distance margin 0: a threshold above that keeps nothing, in every language
         bound = {"ratio": 1.0, "distance": 0.0}.get(self.margin)

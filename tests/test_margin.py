@@ -362,3 +362,6 @@ def test_one_neighbour_with_a_threshold_no_margin_can_reach_is_refused():
         MiningConfig(k=1, margin=kind, threshold=bound)  # at the bound: allowed
     MiningConfig(k=1, margin="absolute", threshold=0.8)
     MiningConfig(k=2, threshold=1.35)
+    with pytest.raises(ValueError, match="mining.min_cosine 1.2 is above every cosine"):
+        MiningConfig(min_cosine=1.2)
+    MiningConfig(min_cosine=1.0)
