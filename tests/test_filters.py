@@ -1,6 +1,7 @@
 """Sentence filters: each keeps or drops with a reason; the chain counts drops by filter and reason."""
 
 import dataclasses
+import re
 
 import pytest
 
@@ -86,6 +87,23 @@ def test_build_filters_defaults_overrides_and_errors():
         build_filters({"lenght": {}})
     with pytest.raises(ValueError, match=r"filters.length: unknown option"):
         build_filters({"length": {"min_char": 3}})
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"length": {"min_chars": 600, "max_chars": 500}}, "filters.length.min_chars 600 is above max_chars 500"),
+    ({"length": {"min_tokens": 2.5}}, "filters.length.min_tokens must be a whole number 0 or more, got 2.5"),
+    ({"length": {"max_chars": -1}}, "filters.length.max_chars must be a whole number 0 or more"),
+    ({"letters": {"min_share": 1.2}}, "filters.letters.min_share must be a number from 0 to 1, got 1.2"),
+    ({"script": {"min_share": "high"}}, "filters.script.min_share must be a number from 0 to 1, got 'high'"),
+    ({"repetition": {"max_run": 1}}, "filters.repetition.max_run must be a whole number 2 or more, got 1"),
+    ({"repetition": {"min_distinct_share": -0.1}}, "filters.repetition.min_distinct_share must be a number from 0"),
+    ({"lid_score": {"min_score": 1.5}}, "filters.lid_score.min_score must be a number from 0 to 1, got 1.5"),
+    ({"lid_score": {"per_language": {"bos_Latn": 2}}}, "filters.lid_score.per_language.bos_Latn must be a number"),
+])
+def test_settings_that_would_drop_every_sentence_are_errors(config, message):
+    # each used to run, and drop every sentence (or none) without a word
+    with pytest.raises(ValueError, match=re.escape(message)):
+        build_filters(config)
 
 
 def test_chain_counts_first_drop_reason():

@@ -33,6 +33,18 @@ _NOT_LETTER_OR_MARK = regex.compile(r"[^\p{L}\p{M}]+")
 _NOT_LETTER = regex.compile(r"[^\p{L}]+")
 
 
+def _check_option(filter_name: str, option: str, value, low: float, high: float | None = None,
+                  whole: bool = False) -> None:
+    """A filter's option must be a number in [low, high] (a whole number where `whole`): a setting outside it drops
+    every sentence (a share above 1, a minimum above its maximum) or none, without a word."""
+    kinds = (int,) if whole else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or value != value or value < low \
+            or (high is not None and value > high):
+        span = f"from {low:g} to {high:g}" if high is not None else f"{low:g} or more"
+        raise ValueError(f"filters.{filter_name}.{option} must be a {'whole ' if whole else ''}number {span}, "
+                         f"got {value!r}")
+
+
 @dataclass(frozen=True)
 class LengthFilter:
     """Length in characters and in tokens (whitespace words; letters / 1.6 in unspaced scripts)."""
@@ -42,6 +54,14 @@ class LengthFilter:
     max_chars: int = 500
     min_tokens: int = 3
     max_tokens: int = 150
+
+    def __post_init__(self):
+        for option in ("min_chars", "max_chars", "min_tokens", "max_tokens"):
+            _check_option(self.name, option, getattr(self, option), 0, whole=True)
+        for unit in ("chars", "tokens"):
+            if getattr(self, f"min_{unit}") > getattr(self, f"max_{unit}"):
+                raise ValueError(f"filters.length.min_{unit} {getattr(self, f'min_{unit}')} is above max_{unit} "
+                                 f"{getattr(self, f'max_{unit}')}: every sentence would be dropped")
 
     def __call__(self, sentence: Sentence):
         n = len(sentence.text)
@@ -71,6 +91,9 @@ class ScriptFilter:
     name = "script"
     min_share: float = 0.75
 
+    def __post_init__(self):
+        _check_option(self.name, "min_share", self.min_share, 0, 1)
+
     def __call__(self, sentence: Sentence):
         letters = _NOT_LETTER.sub("", sentence.text)
         if not letters:
@@ -86,6 +109,9 @@ class LetterShareFilter:
 
     name = "letters"
     min_share: float = 0.6
+
+    def __post_init__(self):
+        _check_option(self.name, "min_share", self.min_share, 0, 1)
 
     def __call__(self, sentence: Sentence):
         visible = len("".join(sentence.text.split()))
@@ -106,6 +132,9 @@ class RepetitionFilter:
     min_length_for_distinct: int = 40
 
     def __post_init__(self):
+        _check_option(self.name, "max_run", self.max_run, 2, whole=True)  # a run of 1 is every character
+        _check_option(self.name, "min_distinct_share", self.min_distinct_share, 0, 1)
+        _check_option(self.name, "min_length_for_distinct", self.min_length_for_distinct, 1, whole=True)
         object.__setattr__(self, "_run", re.compile(r"(.)\1{%d,}" % (self.max_run - 1), re.DOTALL))
 
     def __call__(self, sentence: Sentence):
@@ -125,6 +154,13 @@ class LidScoreFilter:
     name = "lid_score"
     min_score: float = 0.5
     per_language: dict = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        _check_option(self.name, "min_score", self.min_score, 0, 1)  # a probability: above 1 drops every sentence
+        if not isinstance(self.per_language, dict):
+            raise ValueError(f"filters.lid_score.per_language must map languages to scores, got {self.per_language!r}")
+        for language, score in self.per_language.items():
+            _check_option(self.name, f"per_language.{language}", score, 0, 1)
 
     def __call__(self, sentence: Sentence):
         floor = self.per_language.get(sentence.language, self.min_score)
