@@ -20,6 +20,16 @@ class ConfigError(ValueError):
     """A configuration file or override that cannot be used."""
 
 
+def check_number(name: str, value, low: float, high: float | None = None, whole: bool = False) -> None:
+    """A setting that must be a number in [low, high] (a whole number where `whole`): outside it a stage would
+    skip every record, drop every sentence or divide by zero, later and without naming the setting."""
+    kinds = (int,) if whole else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or value != value or value < low \
+            or (high is not None and value > high):
+        span = f"from {low:g} to {high:g}" if high is not None else f"{low:g} or more"
+        raise ConfigError(f"{name} must be a {'whole ' if whole else ''}number {span}, got {value!r}")
+
+
 class _Loader(yaml.SafeLoader):
     """YAML 1.1 as PyYAML reads it, plus the floats of YAML 1.2 written with an exponent and no point (`1e-6`)."""
 

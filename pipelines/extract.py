@@ -32,6 +32,7 @@ import pyarrow as pa
 from apache_beam.io import fileio
 from apache_beam.metrics import Metrics
 
+from miner.config import check_number
 from miner.console import PROGRESS_EVERY_S, Progress
 from pipelines import layout, storage
 from pipelines.options import spread
@@ -309,6 +310,7 @@ class ExtractStage:
         """Before any stage runs: the input glob matches files, the LID model exists."""
         from pipelines import preflight
 
+        check_number("shards.sentences", with_defaults(settings, "shards", SHARD_DEFAULTS)["sentences"], 1, whole=True)
         preflight.check_input(settings.get("input"))
         preflight.check_lid_model((settings.get("lid") or {}).get("model"))
         preflight.check_lid_languages(settings.get("lid") or {})

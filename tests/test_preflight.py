@@ -20,6 +20,11 @@ from pipelines.options import MineOptions
     (["--direct_num_workers", "2", "--direct_running_mode", "multi_processing"],
      "multi-process DirectRunner loses part of a stage's output"),
     (["--stages", "extrakt"], "--stages: unknown stage(s) extrakt; choose from extract, embed, pairs"),
+    # each of these ran: a ZeroDivisionError inside Beam after extraction, every record skipped as too large
+    (["--set", "shards.sentences=0"], "shards.sentences must be a whole number 1 or more, got 0"),
+    (["--set", "read.max_payload_bytes=0"], "read.max_payload_bytes must be a whole number 1 or more, got 0"),
+    (["--set", "extract.time_limit_s=-1"], "extract.time_limit_s must be a number 0 or more, got -1"),
+    (["--set", "extract.max_html_chars=1.5"], "extract.max_html_chars must be a whole number 1 or more, got 1.5"),
     (["--stages", " , "], "--stages: no stage given"),  # it ran nothing and wrote a report of nothing
 ])
 def test_bad_settings_fail_before_any_stage(tmp_path, capsys, argv, message):

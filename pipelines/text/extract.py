@@ -58,6 +58,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from miner.config import check_number
 from pipelines.text.records import Document, Page, Tally
 
 STAGE = "extract"
@@ -95,6 +96,10 @@ class ExtractSettings:
     start_timeout_s: float = 120.0     # for a child to start and import trafilatura (not part of the time limit)
 
     def __post_init__(self):
+        for name, low, whole in (("min_extracted_size", 0, True), ("dense_min_extracted_size", 0, True),
+                                 ("time_limit_s", 0, False), ("max_html_chars", 1, True), ("max_elements", 1, True),
+                                 ("memory_limit_mb", 0, True), ("start_timeout_s", 1, False)):
+            check_number(f"extract.{name}", getattr(self, name), low, whole=whole)
         if self.extractor not in EXTRACTORS:
             raise ValueError(f"extract.extractor: {self.extractor!r}; choose from {', '.join(EXTRACTORS)}")
         if self.extractor == "resiliparse" and importlib.util.find_spec("resiliparse") is None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import regex
 
+from miner.config import check_number
 from miner.languages import outside_script, script_of
 from pipelines.text.records import Sentence, Tally
 
@@ -35,14 +36,8 @@ _NOT_LETTER = regex.compile(r"[^\p{L}]+")
 
 def _check_option(filter_name: str, option: str, value, low: float, high: float | None = None,
                   whole: bool = False) -> None:
-    """A filter's option must be a number in [low, high] (a whole number where `whole`): a setting outside it drops
-    every sentence (a share above 1, a minimum above its maximum) or none, without a word."""
-    kinds = (int,) if whole else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kinds) or value != value or value < low \
-            or (high is not None and value > high):
-        span = f"from {low:g} to {high:g}" if high is not None else f"{low:g} or more"
-        raise ValueError(f"filters.{filter_name}.{option} must be a {'whole ' if whole else ''}number {span}, "
-                         f"got {value!r}")
+    """A filter's option in [low, high]: outside it a filter drops every sentence (a share above 1) or none."""
+    check_number(f"filters.{filter_name}.{option}", value, low, high, whole)
 
 
 @dataclass(frozen=True)

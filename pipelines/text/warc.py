@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import BinaryIO
 
+from miner.config import check_number
 from miner.io import InputFormatError
 from pipelines.text.charset import UndecodableError, charset_from_content_type, decode_html
 from pipelines.text.records import Page, Tally
@@ -84,6 +85,10 @@ class ReadLimits:
 
     max_payload_bytes: int = 5 * 2**20      # a record's block and its decoded HTTP body (Common Crawl cuts at 5 MiB)
     max_header_bytes: int = 2**16           # WARC and HTTP headers, and blank lines between records
+
+    def __post_init__(self):
+        for name in ("max_payload_bytes", "max_header_bytes"):  # 0 would skip every record as too large
+            check_number(f"read.{name}", getattr(self, name), 1, whole=True)
 
 
 class _Skip(Exception):
