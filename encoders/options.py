@@ -6,6 +6,8 @@ import argparse
 
 PRECISION_NAMES = ("fp32", "bf16", "fp16", "bf16-mixed")  # encoders.precision's, named here without torch
 OPTION_NAMES = ("device", "precision", "token_budget", "batch_size", "max_seq_length", "pooling", "language_removal")
+POOLINGS = ("mean", "cls", "max", "mean_sqrt_len_tokens", "lasttoken", "pooler")
+LANGUAGE_REMOVALS = ("none", "pcr", "meaning")
 
 
 def add_encoder_options(parser: argparse.ArgumentParser) -> None:
@@ -17,10 +19,10 @@ def add_encoder_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--token-budget", type=int, help="padded tokens per batch (default 262144 GPU, 8192 CPU)")
     group.add_argument("--batch-size", type=int, help="sentences per batch at most (default 4096 GPU, 128 CPU)")
     group.add_argument("--max-seq-length", type=int, help="truncate sentences to this many tokens")
-    group.add_argument("--pooling", choices=("mean", "cls", "max", "mean_sqrt_len_tokens", "lasttoken", "pooler"),
+    group.add_argument("--pooling", choices=POOLINGS,
                        help="override the checkpoint's pooling; `pooler` uses the model's pooler head (plain "
                        "transformers LaBSE folders need it)")
-    group.add_argument("--language-removal", choices=("none", "pcr", "meaning"),
+    group.add_argument("--language-removal", choices=LANGUAGE_REMOVALS,
                        help="remove language identity: PCR or the meaning projection saved beside the model")
 
 
@@ -32,3 +34,34 @@ def encoder_options(args: argparse.Namespace, defaults: dict | None = None) -> d
         raise ValueError(f"unknown encoder option(s) {', '.join(sorted(unknown))}; known: {', '.join(OPTION_NAMES)}")
     options.update({name: getattr(args, name) for name in OPTION_NAMES if getattr(args, name, None) is not None})
     return options
+
+
+def check_options(spec: str, options: dict | None) -> None:
+    """`encoder_options` of a job checked before any stage, without loading the encoder: names, values, and for an
+    ensemble the options its members share. Each was found only once the embed stage loaded the encoder, after the
+    extract stage had run."""
+    from pathlib import Path
+
+    from miner.config import check_number
+
+    given = {name: value for name, value in (options or {}).items() if value is not None}
+    unknown = set(given) - set(OPTION_NAMES)
+    if unknown:
+        raise ValueError(f"encoder_options: unknown option(s) {', '.join(sorted(unknown))}; known: "
+                         f"{', '.join(OPTION_NAMES)}")
+    for name in ("token_budget", "batch_size", "max_seq_length"):
+        if name in given:
+            check_number(f"encoder_options.{name}", given[name], 1, whole=True)
+    for name, allowed in (("precision", ("auto", *PRECISION_NAMES)), ("pooling", POOLINGS),
+                          ("language_removal", LANGUAGE_REMOVALS)):
+        if name in given and given[name] not in allowed:
+            raise ValueError(f"encoder_options.{name} must be one of {', '.join(allowed)}, got {given[name]!r}")
+    if "device" in given and not isinstance(given["device"], str):
+        raise ValueError(f"encoder_options.device must be auto, cpu, cuda or cuda:0,cuda:1, got {given['device']!r}")
+    if Path(spec).is_dir():
+        from encoders.ensemble import MEMBER_OPTIONS, is_ensemble
+
+        taken = sorted(set(given) - set(MEMBER_OPTIONS))
+        if is_ensemble(spec) and taken:
+            raise ValueError(f"encoder_options: the ensemble {spec} does not take {', '.join(taken)} (it takes "
+                             f"{', '.join(MEMBER_OPTIONS)}, passed to every member)")

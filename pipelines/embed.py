@@ -282,6 +282,10 @@ class EmbedStage:
 
         embed_settings(settings)
         preflight.check_encoder(settings.get("encoder"))
+        if settings.get("encoder") and not storage.is_remote(settings["encoder"]):
+            from encoders.options import check_options
+
+            check_options(settings["encoder"], settings.get("encoder_options"))
         if settings.get("encoder"):
             refines_pairs(settings)  # a code that cannot be refined is an error before any stage runs
 

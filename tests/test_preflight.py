@@ -25,6 +25,11 @@ from pipelines.options import MineOptions
     (["--set", "read.max_payload_bytes=0"], "read.max_payload_bytes must be a whole number 1 or more, got 0"),
     (["--set", "extract.time_limit_s=-1"], "extract.time_limit_s must be a number 0 or more, got -1"),
     (["--set", "extract.max_html_chars=1.5"], "extract.max_html_chars must be a whole number 1 or more, got 1.5"),
+    # and these failed only once the embed stage loaded the encoder, after the extract stage had run
+    (["--set", "encoder_options.token_budget=0"], "encoder_options.token_budget must be a whole number 1 or more"),
+    (["--set", "encoder_options.precision=bf17"], "encoder_options.precision must be one of auto, fp32, bf16"),
+    (["--set", "encoder_options.max_seq_length=64"], "does not take max_seq_length (it takes device, precision"),
+    (["--set", "encoder_options.pooler=mean"], "encoder_options: unknown option(s) pooler"),
     (["--stages", " , "], "--stages: no stage given"),  # it ran nothing and wrote a report of nothing
 ])
 def test_bad_settings_fail_before_any_stage(tmp_path, capsys, argv, message):
