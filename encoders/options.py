@@ -33,6 +33,11 @@ def encoder_options(args: argparse.Namespace, defaults: dict | None = None) -> d
     if unknown:
         raise ValueError(f"unknown encoder option(s) {', '.join(sorted(unknown))}; known: {', '.join(OPTION_NAMES)}")
     options.update({name: getattr(args, name) for name in OPTION_NAMES if getattr(args, name, None) is not None})
+    from miner.config import check_number
+
+    for name in ("token_budget", "batch_size", "max_seq_length"):  # 0 read as "the default" before, -3 at encode
+        if options.get(name) is not None:
+            check_number(f"--{name.replace('_', '-')}", options[name], 1, whole=True)
     return options
 
 

@@ -46,6 +46,16 @@ def test_two_inputs_of_one_name_are_refused_for_one_output_folder(tmp_path, caps
     assert not (tmp_path / "out").exists()
 
 
+def test_batch_options_below_one_are_errors_naming_them(tmp_path, capsys):
+    # --token-budget 0 was read as "the default", --batch-size -3 failed only once encoding began
+    (tmp_path / "x.txt").write_text("Hallo\n")
+    for flag, value in (("--token-budget", "0"), ("--batch-size", "-3"), ("--max-seq-length", "0")):
+        assert main(["--encoder", "char-ngram", flag, value, "--input", str(tmp_path / "x.txt"),
+                     "--output", str(tmp_path / "x.npy")]) == 2
+        assert f"{flag} must be a whole number 1 or more, got {value}" in capsys.readouterr().err
+    assert not (tmp_path / "x.npy").exists()
+
+
 def test_unknown_encoder_is_a_clear_error(tmp_path, capsys):
     (tmp_path / "x.txt").write_text("Hallo\n")
     assert main(["--encoder", "laser9", "--input", str(tmp_path / "x.txt"), "--output", str(tmp_path / "x.npy")]) == 2
