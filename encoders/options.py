@@ -33,12 +33,18 @@ def encoder_options(args: argparse.Namespace, defaults: dict | None = None) -> d
     if unknown:
         raise ValueError(f"unknown encoder option(s) {', '.join(sorted(unknown))}; known: {', '.join(OPTION_NAMES)}")
     options.update({name: getattr(args, name) for name in OPTION_NAMES if getattr(args, name, None) is not None})
+    _check_sizes(options, lambda name: f"--{name.replace('_', '-')}")
+    return options
+
+
+def _check_sizes(options: dict, named) -> None:
+    """The batching options are whole numbers of 1 or more: 0 would read as the default, a negative fail only once
+    encoding began. `named(option)`: how the error names it (a flag, a setting)."""
     from miner.config import check_number
 
-    for name in ("token_budget", "batch_size", "max_seq_length"):  # 0 read as "the default" before, -3 at encode
+    for name in ("token_budget", "batch_size", "max_seq_length"):
         if options.get(name) is not None:
-            check_number(f"--{name.replace('_', '-')}", options[name], 1, whole=True)
-    return options
+            check_number(named(name), options[name], 1, whole=True)
 
 
 def check_options(spec: str, options: dict | None) -> None:
@@ -47,16 +53,12 @@ def check_options(spec: str, options: dict | None) -> None:
     extract stage had run."""
     from pathlib import Path
 
-    from miner.config import check_number
-
     given = {name: value for name, value in (options or {}).items() if value is not None}
     unknown = set(given) - set(OPTION_NAMES)
     if unknown:
         raise ValueError(f"encoder_options: unknown option(s) {', '.join(sorted(unknown))}; known: "
                          f"{', '.join(OPTION_NAMES)}")
-    for name in ("token_budget", "batch_size", "max_seq_length"):
-        if name in given:
-            check_number(f"encoder_options.{name}", given[name], 1, whole=True)
+    _check_sizes(given, lambda name: f"encoder_options.{name}")
     for name, allowed in (("precision", ("auto", *PRECISION_NAMES)), ("pooling", POOLINGS),
                           ("language_removal", LANGUAGE_REMOVALS)):
         if name in given and given[name] not in allowed:
