@@ -47,6 +47,23 @@ def load_settings(config: str | Path | None = DEFAULT_CONFIG, overrides: list[st
     return settings
 
 
+def check_pairs_possible(settings: dict) -> None:
+    """Languages listed so that the pairs stage can mine no pair (pivot pairs without the pivot among them, or one
+    language): an error naming the fix, where the run mined nothing without a word. `languages: []` (every language
+    found) is decided by the crawl."""
+    languages = sorted(set(settings.get("languages") or []))
+    if not languages:
+        return
+    pairing, pivot = settings.get("pairs", "pivot"), settings.get("pivot", "eng_Latn")
+    if language_pairs(languages, pairing, pivot):
+        return
+    if pairing == "pivot" and pivot not in languages:
+        raise ConfigError(f"pairs: pivot, but the pivot {pivot} is not among languages [{', '.join(languages)}]: "
+                          f"add it to mine each with {pivot}, or set pairs: all to mine them with one another")
+    raise ConfigError(f"languages [{', '.join(languages)}] make no pair to mine: list two languages or more "
+                      "(or [] for every language found)")
+
+
 def check_language_name(code, what: str) -> str:
     """A language of the pipeline's settings as its identifier labels sentences, ISO 639-3 and ISO 15924
     (`deu_Latn`): any other form (`de`, `deu`, `deu-Latn`) would match no sentence, and the run would mine

@@ -30,6 +30,10 @@ from pipelines.options import MineOptions
     (["--set", "encoder_options.precision=bf17"], "encoder_options.precision must be one of auto, fp32, bf16"),
     (["--set", "encoder_options.max_seq_length=64"], "does not take max_seq_length (it takes device, precision"),
     (["--set", "encoder_options.pooler=mean"], "encoder_options: unknown option(s) pooler"),
+    # languages that make no pair: the run mined nothing, without a word
+    (["--set", "languages=[deu_Latn, fra_Latn]"], "pairs: pivot, but the pivot eng_Latn is not among languages"),
+    (["--set", "languages=[eng_Latn]"], "languages [eng_Latn] make no pair to mine"),
+    (["--set", "languages=[deu_Latn]", "--set", "pairs=all"], "languages [deu_Latn] make no pair to mine"),
     (["--stages", " , "], "--stages: no stage given"),  # it ran nothing and wrote a report of nothing
 ])
 def test_bad_settings_fail_before_any_stage(tmp_path, capsys, argv, message):
@@ -175,3 +179,11 @@ def test_a_gpu_asked_for_where_the_local_workers_have_none_is_named_before_any_s
     value = "cuda" if key == "device" else True
     for runner in ("DaskRunner", "DataflowRunner"):  # a cluster's workers have their own devices
         check_local_devices({section: {key: value}}, PipelineOptions([f"--runner={runner}"]))
+
+
+def test_one_language_is_enough_for_a_command_that_mines_no_pair(tmp_path, capsys):
+    # the extract stage alone may keep one language: only a run of the pairs stage needs two
+    from pipelines.extract import main as extract
+
+    assert extract(["--output", str(tmp_path / "out"), "--set", "languages=[deu_Latn]", "--quiet"]) == 0
+    assert (tmp_path / "out" / "sentences" / "deu_Latn").is_dir()

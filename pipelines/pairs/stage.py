@@ -109,10 +109,13 @@ class PairsStage:
 
     @staticmethod
     def check(settings: dict) -> None:
-        """Before any stage runs: the mining, knn and pair filter settings parse."""
+        """Before any stage runs: the mining, knn and pair filter settings parse, and the languages make a pair."""
+        from pipelines.settings import check_pairs_possible
+
         mining_config(settings)
         PairFilter.from_settings(settings.get("pair_filter"))
         bitext_settings(settings)
+        check_pairs_possible(settings)
 
     def __init__(self, settings: dict, manifests: dict):
         from pipelines.settings import language_pairs
