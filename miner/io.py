@@ -105,6 +105,15 @@ def file_in_the_way(folder: str | Path) -> str | None:
     return None if os.path.isdir(path) else path
 
 
+def check_output_folder(output: str | Path) -> None:
+    """An `--output` folder that cannot be made (a file at its path or above it) is an error naming the file, before
+    a command does any work; its first write would otherwise fail, with a traceback."""
+    blocked = file_in_the_way(output)
+    if blocked:
+        raise OutputPathError(f"--output {output}: {blocked} is a file, not a folder; give a folder (or a path where "
+                              "one can be made)")
+
+
 @contextlib.contextmanager
 def atomic_output(path: str | Path, mode: str = "wb") -> Iterator[IO]:
     """Write `path` through a temporary file in the same folder, renamed into place only on success.

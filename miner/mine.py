@@ -36,7 +36,7 @@ from miner.cli import (
 from miner.config import ConfigError, section
 from miner.console import exit_status, setup_logging
 from miner.histograms import score_histogram
-from miner.io import InputFormatError, OutputPathError, atomic_output, file_in_the_way, read_lines, write_json
+from miner.io import InputFormatError, atomic_output, check_output_folder, read_lines, write_json
 from miner.languages import check_code
 from miner.mining import MiningConfig, mine
 from miner.pair_filters import KEEP, PairFilter
@@ -202,9 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = settings_from_args(args)
         inputs = resolve_inputs(settings, args.config, args)
         output = args.output or Path(settings.get("output") or "output")
-        blocked = file_in_the_way(output)
-        if blocked:  # before the mining, not after it
-            raise OutputPathError(f"--output {output}: {blocked} is a file, not a folder")
+        check_output_folder(output)  # before the mining, not after it
         pair_filter = PairFilter.from_settings(settings.get("pair_filter"))
         report = run(inputs, VectorSource.from_args(args, settings), mining_config(settings), output, pair_filter)
         print(format_summary(report))

@@ -187,7 +187,7 @@ def check_local_devices(settings: dict, options: PipelineOptions) -> None:
     A remote runner's workers have their own devices, which the launching machine cannot see."""
     from apache_beam.options.pipeline_options import StandardOptions
 
-    if options.view_as(StandardOptions).runner not in (None, "DirectRunner", "direct"):
+    if options.view_as(StandardOptions).runner not in DIRECT_RUNNERS:
         return
     device = str((settings.get("encoder_options") or {}).get("device") or "auto")
     asked = [what for what, wanted in (("encoder_options.device: cuda", device.startswith("cuda")),

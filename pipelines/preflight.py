@@ -23,7 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from miner.io import InputFormatError, file_in_the_way
+from miner.io import InputFormatError
+from miner.io import check_output_folder as check_local_output
 from pipelines import layout, manifests, storage
 from pipelines.options import STAGES
 
@@ -124,10 +125,8 @@ def _module_folders(folder: Path) -> list[Path]:
 def check_output_folder(output: str) -> None:
     """The output is a folder or can become one: a file at its path, or at the path of a folder above it, is an
     error naming it (where the first stage would otherwise fail creating its folders, with a traceback)."""
-    blocked = None if storage.is_remote(output) else file_in_the_way(output)
-    if blocked:
-        raise ValueError(f"--output {output}: {blocked} is a file, not a folder; give a folder (or a path where one "
-                         "can be made)")
+    if not storage.is_remote(output):
+        check_local_output(output)
 
 
 def check_stage_folders(output: str, stage: str) -> None:
