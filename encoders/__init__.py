@@ -29,7 +29,7 @@ from pathlib import Path
 from encoders.batching import BadSentenceError
 from encoders.char_ngram import CharNgramEncoder
 from encoders.checkpoint import HUB_ID, CheckpointError, check_hub_id, read_checkpoint
-from encoders.ensemble import EnsembleEncoder, is_ensemble, read_ensemble
+from encoders.ensemble import EnsembleEncoder, is_ensemble, named_member, read_ensemble
 from encoders.lens import is_lens, read_lens
 
 BUILTIN = {"char-ngram": CharNgramEncoder}
@@ -49,8 +49,10 @@ def check_spec(spec: str) -> None:
     elif spec.partition(":")[0] in BUILTIN:
         return
     elif Path(spec).is_dir() and is_ensemble(spec):
-        for member in read_ensemble(spec)["members"]:
-            check_spec(member)
+        ensemble = read_ensemble(spec)
+        for member in ensemble["members"]:
+            with named_member(ensemble["path"], member):
+                check_spec(member)
     elif Path(spec).is_dir() and is_lens(spec):
         read_checkpoint(read_lens(spec).encoder)
     elif Path(spec).is_dir():

@@ -33,6 +33,7 @@ import logging
 import math
 from collections import Counter
 from collections.abc import Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -79,6 +80,18 @@ def read_ensemble(folder: str | Path) -> dict:
     return {**spec, "members": resolved, "path": str(path)}
 
 
+@contextmanager
+def named_member(path: str | Path, member: str):
+    """A member that cannot be found or read is an error naming the ensemble's file too: the member's own message
+    names only the spec written there (`../cmlm-distiled`), not where it was written."""
+    try:
+        yield
+    except EnsembleError:
+        raise
+    except CheckpointError as error:
+        raise EnsembleError(f"{path}: member {member!r}: {error}") from error
+
+
 def _check_shares(path: Path, name: str, shares, n: int) -> None:
     if (not isinstance(shares, list) or len(shares) != n
             or not all(isinstance(s, (int, float)) and math.isfinite(s) and s >= 0 for s in shares)
@@ -106,7 +119,8 @@ class EnsembleEncoder:
 
     def member(self, i: int):
         if i not in self._members:
-            member = self._load(self.spec["members"][i], **self.options)
+            with named_member(self.spec["path"], self.spec["members"][i]):
+                member = self._load(self.spec["members"][i], **self.options)
             if member.dim != self.dims[i]:
                 raise EnsembleError(f"{self.spec['path']}: member {self.spec['members'][i]!r} gives {member.dim}-d "
                                     f"vectors, the file says {self.dims[i]}")
