@@ -99,6 +99,34 @@ def test_bitext_bad_lines_are_counted_and_good_ones_kept(tmp_path, caplog):
     assert f"{path}:2" in caplog.text  # the place of a skip is logged
 
 
+def test_untranslated_and_repeated_pairs_are_counted_skips_across_files(tmp_path, tiny_tokenizer, caplog):
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    write(tmp_path / "a" / "de-en.tsv", "Haus\thouse\nOK\tOK\nBaum\ttree\nHaus\thouse\n")
+    write(tmp_path / "b" / "de-en.tsv", "Baum\ttree\nKatze\tcat\n")
+    pq.write_table(pa.table({"score": [1.3, 1.3, 1.3], "src_text": ["Katze", "Hund", " "],
+                             "tgt_text": ["cat", "dog", "x"], "src_lang": ["de"] * 3, "tgt_lang": ["en"] * 3}),
+                   tmp_path / "mined.parquet")
+    skips = Skips()
+    [bitext] = load_bitext([str(tmp_path / "a" / "de-en.tsv"), str(tmp_path / "b" / "de-en.tsv"),
+                            str(tmp_path / "mined.parquet")], Tokenize(tiny_tokenizer, 16), skips, None,
+                           keep_texts=True)
+    assert bitext.texts == (["Haus", "Baum", "Katze", "Hund"], ["house", "tree", "cat", "dog"])
+    assert skips.report() == {"bitext pair whose two sides are the same text": 1,
+                              "bitext pair read before for its language pair": 3, "bitext pair with an empty side": 1}
+    for place in ("a/de-en.tsv:2", "a/de-en.tsv:4", "b/de-en.tsv:1", "mined.parquet: row 1", "mined.parquet: row 3"):
+        assert place in caplog.text
+
+
+def test_a_language_pair_with_few_pairs_is_trained_on_with_a_warning(tmp_path, tiny_tokenizer, caplog):
+    from training.data import warn_few_pairs
+
+    write(tmp_path / "de-en.tsv", "Haus\thouse\nBaum\ttree\n")
+    bitext = load_bitext([str(tmp_path / "de-en.tsv")], Tokenize(tiny_tokenizer, 16), Skips(), None)
+    warn_few_pairs(bitext)
+    assert len(bitext[0].src) == 2 and "1 language pair has fewer than 100 translation pairs" in caplog.text
+    assert "de-en 2" in caplog.text
+
+
 def test_scored_bitext_keeps_pairs_at_or_above_min_score(tmp_path):
     with gzip.open(tmp_path / "deu_Latn-eng_Latn.tsv.gz", "wt", encoding="utf-8") as f:
         f.write("1.20\tHaus\thouse\n1.01\tBaum\ttree\nhigh\tKatze\tcat\n1.05\tHund\tdog\n")

@@ -10,8 +10,10 @@ Bitext
     * TSV, gzipped or not: `source<TAB>target`, or `score<TAB>source<TAB>target` as the miner writes it; the
       languages come from a `SRC-TGT=GLOB` label or from the file name (`deu_Latn-eng_Latn.tsv.gz`);
     * Parquet, the miner's bitext output (`score`, `src_text`, `tgt_text`, `src_lang`, `tgt_lang`).
-    Scored pairs below `min_score` are left out. A line with the wrong number of columns or an empty side is a
-    counted skip, and the first few are logged with file and line.
+    Scored pairs below `min_score` are left out. A line with the wrong number of columns, an empty side, two sides
+    that are the same text, or a pair read before for its language pair is a counted skip, and the first few are
+    logged with file and line (PairCheck). A language pair with fewer than FEW_PAIRS pairs is trained on as given,
+    with a warning.
 Every sentence is tokenised once, up front, into a ragged int32 array; sentences longer than the model's maximum
 are cut and counted (the vector of the first max_seq_length tokens is still a fair training signal).
 Distillation (METHODS §9) adds the teacher's vector of each pair's teacher-side sentence, embedded once and cached
@@ -34,6 +36,7 @@ import numpy as np
 from miner.io import InputFormatError, iter_lines
 from miner.languages import script_of
 from training.config import JoinConfig
+from training.en_pairs import MIN_PAIRS as FEW_PAIRS  # what the train pool's preparation drops
 
 log = logging.getLogger("training.data")
 LOGGED_SKIPS = 5  # per reason: enough to find the problem, not a log flooded by a broken file
@@ -267,8 +270,34 @@ def load_documents(specs: list[str], tokenize: Tokenize, skips: Skips) -> list[D
 
 # -- bitext ----------------------------------------------------------------------------------------------------
 
-def read_tsv_bitext(path: Path, skips: Skips, min_score: float | None) -> list[tuple[str, str]]:
-    pairs, columns = [], None
+class PairCheck:
+    """Each language pair's translation pairs, checked as they are read: an empty side, two sides that are the same
+    text (an untranslated string, a name, a number: nothing to learn, and in held-out pairs a free hit), and a pair
+    already read for that language pair (in any file: it would be drawn twice as often) are counted skips, the
+    first few logged with their place."""
+
+    def __init__(self, skips: Skips):
+        self.skips, self.seen = skips, {}
+
+    def keep(self, langs: tuple[str, str], source: str, target: str, where: str) -> bool:
+        seen = self.seen.setdefault(langs, set())
+        if not source or not target:
+            reason = "bitext pair with an empty side"
+        elif source == target:
+            reason = "bitext pair whose two sides are the same text"
+        elif (source, target) in seen:
+            reason = "bitext pair read before for its language pair"
+        else:
+            seen.add((source, target))
+            return True
+        self.skips.add(reason, where)
+        return False
+
+
+def read_tsv_bitext(path: Path, skips: Skips, min_score: float | None, langs: tuple[str, str] = ("", ""),
+                    check: PairCheck | None = None) -> list[tuple[str, str]]:
+    """The file's pairs of `langs`, checked by `check` (a new PairCheck: duplicates within this file only)."""
+    pairs, columns, check = [], None, check or PairCheck(skips)
     for number, line in enumerate(iter_lines(path), start=1):
         if not line.strip():
             continue
@@ -289,27 +318,27 @@ def read_tsv_bitext(path: Path, skips: Skips, min_score: float | None) -> list[t
                 skips.count("bitext pair below data.min_score (by design, not logged)")
                 continue
         source, target = fields_[-2].strip(), fields_[-1].strip()
-        if not source or not target:
-            skips.add("bitext pair with an empty side", where)
-            continue
-        pairs.append((source, target))
+        if check.keep(langs, source, target, where):
+            pairs.append((source, target))
     return pairs
 
 
-def read_parquet_bitext(path: Path, min_score: float | None) -> dict[tuple[str, str], list[tuple[str, str]]]:
+def read_parquet_bitext(path: Path, min_score: float | None,
+                        check: PairCheck) -> dict[tuple[str, str], list[tuple[str, str]]]:
     import pyarrow.parquet as pq
 
     table = pq.read_table(path)
     needed = {"src_text", "tgt_text", "src_lang", "tgt_lang"}
     if not needed <= set(table.column_names):
         raise InputFormatError(f"{path}: mined Parquet needs columns {', '.join(sorted(needed))}")
-    rows = table.to_pylist()
     grouped: dict[tuple[str, str], list] = {}
-    for row in rows:
+    for number, row in enumerate(table.to_pylist(), start=1):
         if min_score is not None and row.get("score") is not None and row["score"] < min_score:
             continue
-        if row["src_text"] and row["tgt_text"]:
-            grouped.setdefault((row["src_lang"], row["tgt_lang"]), []).append((row["src_text"], row["tgt_text"]))
+        langs = (row["src_lang"], row["tgt_lang"])
+        source, target = (row["src_text"] or "").strip(), (row["tgt_text"] or "").strip()
+        if check.keep(langs, source, target, f"{path}: row {number}"):
+            grouped.setdefault(langs, []).append((source, target))
     return grouped
 
 
@@ -373,16 +402,17 @@ def load_bitext(specs: list[str], tokenize: Tokenize, skips: Skips, min_score: f
         by_pair.setdefault(langs, []).extend(pairs)
         pair_weights.setdefault(langs, []).extend([weight] * len(pairs))
 
-    shares = join.shares if join else [0.0] * len(specs)
+    shares, check = join.shares if join else [0.0] * len(specs), PairCheck(skips)
     for spec, weight, share in zip(specs, weights or [1.0] * len(specs), shares, strict=True):
         label, files = expand(spec, "bitext")
         spec_pairs: dict[tuple[str, str], list[tuple[str, str]]] = {}
         for path in files:
             if path.suffix == ".parquet":
-                for langs, pairs in read_parquet_bitext(path, min_score).items():
+                for langs, pairs in read_parquet_bitext(path, min_score, check).items():
                     spec_pairs.setdefault(pair_of(path, label) if label else langs, []).extend(pairs)
             else:
-                spec_pairs.setdefault(pair_of(path, label), []).extend(read_tsv_bitext(path, skips, min_score))
+                langs = pair_of(path, label)
+                spec_pairs.setdefault(langs, []).extend(read_tsv_bitext(path, skips, min_score, langs, check))
         for langs, pairs in spec_pairs.items():
             add(langs, pairs, weight)
             if share:
@@ -440,6 +470,14 @@ def load_nli(path: Path, labels: list[str], tokenize: Tokenize, skips: Skips):
     return tokenize(premises), tokenize(hypotheses), np.asarray(label_ids, dtype=np.int64)
 
 
+def warn_few_pairs(bitext: list[BitextSet]) -> None:
+    few = [f"{pairs.name} {len(pairs.src)}" for pairs in bitext if len(pairs.src) < FEW_PAIRS]
+    if few:
+        log.warning("%d language %s fewer than %d translation pairs (trained on as given, but too few to learn "
+                    "much from): %s", len(few), "pair has" if len(few) == 1 else "pairs have", FEW_PAIRS,
+                    ", ".join(few[:10]) + (f" and {len(few) - 10} more" if len(few) > 10 else ""))
+
+
 # -- all of it -------------------------------------------------------------------------------------------------
 
 def load_training_data(config, tokenizer) -> TrainingData:
@@ -458,6 +496,7 @@ def load_training_data(config, tokenizer) -> TrainingData:
                                     weights=data.bitext_weights or None, join=data.join, seed=config.seed)
         if not result.bitext:
             raise ConfigError("data.bitext: no usable translation pair")
+        warn_few_pairs(result.bitext)
     if "distill" in objectives:
         result.teacher = attach_teacher(result.bitext, config.distill)
     if data.heldout:
