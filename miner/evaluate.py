@@ -1,4 +1,4 @@
-"""Evaluation commands: BUCC 2018 mining F1 and xsim retrieval accuracy.
+r"""Evaluation commands: BUCC 2018 mining F1 and xsim retrieval accuracy.
 
     python -m miner.evaluate bucc --corpus DIR --pair de-en --split dev --embeddings EMB_DIR [--tune-split training]
     python -m miner.evaluate xsim --src-text a.txt --tgt-text b.txt --encoder char-ngram
@@ -141,6 +141,8 @@ def xsim_report(src_text: Path, tgt_text: Path, source: VectorSource, margin: st
     if len(src_texts) != len(tgt_texts):
         raise InputFormatError(f"xsim needs aligned files: {src_text} has {len(src_texts)} lines, "
                                f"{tgt_text} has {len(tgt_texts)}")
+    if not src_texts:
+        raise InputFormatError(f"xsim needs sentences: {src_text} and {tgt_text} have no lines")
     everything = np.arange(len(src_texts))
     src_sentences = bucc.Sentences(src_text, [str(i) for i in everything], src_texts)
     tgt_sentences = bucc.Sentences(tgt_text, [str(i) for i in everything], tgt_texts)
@@ -449,10 +451,12 @@ def main(argv: list[str] | None = None) -> int:
     suite_args.add_argument("--flores", type=Path, help="folder of FLORES-200 files <lang>.devtest.gz")
     suite_args.add_argument("--xsim-margin", choices=XSIM_MARGINS, default="absolute", help=XSIM_MARGIN_HELP)
     suite_args.add_argument("--languages", default=SUITE_LANGUAGES, help="comma-separated FLORES codes")
-    suite_args.add_argument("--pivot", default="eng_Latn")
+    suite_args.add_argument("--pivot", default="eng_Latn", help="the FLORES language every xsim file is compared with "
+                            "(default eng_Latn)")
     suite_args.add_argument("--bucc", type=Path, help="folder of a BUCC-format corpus")
-    suite_args.add_argument("--pairs", default="de-en,fr-en,ru-en,zh-en")
-    suite_args.add_argument("--split", default="dev")
+    suite_args.add_argument("--pairs", default="de-en,fr-en,ru-en,zh-en", help="comma-separated BUCC pairs in --bucc "
+                            "(default de-en,fr-en,ru-en,zh-en)")
+    suite_args.add_argument("--split", default="dev", help="the BUCC split to measure (default dev)")
     suite_args.add_argument("--short", type=Path, help="folder of held-out short sentence pairs <lang>-eng_Latn.tsv.gz "
                             "(training.prepare writes data/train/heldout-short/test): Tatoeba-style retrieval")
     suite_args.add_argument("--short-languages", help="comma-separated codes (default: every file in --short)")
@@ -477,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
         add_settings_arguments(sub)
         add_vector_arguments(sub)
         sub.add_argument("--report", type=Path, help="write the figures and settings as JSON")
-        sub.add_argument("-v", "--verbose", action="store_true")
+        sub.add_argument("-v", "--verbose", action="store_true", help="also log debug lines")
     args = parser.parse_args(argv)
     setup_logging(args.verbose)
 

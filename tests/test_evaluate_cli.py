@@ -58,6 +58,16 @@ def test_xsim_command(tmp_path, capsys):
     assert "src->tgt accuracy 100.00" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("lines, message", [(("a\nb\n", "x\n"), "has 2 lines"), (("", ""), "have no lines")])
+def test_xsim_files_that_cannot_be_compared_are_named(tmp_path, capsys, lines, message):
+    (tmp_path / "de.txt").write_text(lines[0])
+    (tmp_path / "en.txt").write_text(lines[1])
+    assert main(["xsim", "--src-text", str(tmp_path / "de.txt"), "--tgt-text", str(tmp_path / "en.txt"),
+                 "--encoder", "char-ngram"]) != 0
+    err = capsys.readouterr().err
+    assert message in err and str(tmp_path / "de.txt") in err
+
+
 def test_no_language_gives_the_encoder_none(tmp_path, capsys):
     """An ensemble whose default member does not exist: with the languages given, only the German and English
     shares' member runs; with --no-language the default shares need the missing one."""
