@@ -1,4 +1,4 @@
-"""The embed stage through Beam's RunInference against the encoder's own calls, on the same sentences.
+r"""The embed stage through Beam's RunInference against the encoder's own calls, on the same sentences.
 
     python bench/bench_embed_stage.py --encoder models/cmlm-distilled --per-language 200          # this machine
     python bench/bench_embed_stage.py --encoder models/cmlm-distilled --device cuda \

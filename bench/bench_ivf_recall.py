@@ -1,4 +1,4 @@
-"""IVF recall and speed on embeddings of real sentences, against exact search, across nprobe.
+r"""IVF recall and speed on embeddings of real sentences, against exact search, across nprobe.
 
     python bench/bench_ivf_recall.py                         # FLORES-200 devtest, all languages, char-ngram
     python bench/bench_ivf_recall.py --embeddings emb.npy    # any precomputed embedding matrix (or several)

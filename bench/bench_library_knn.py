@@ -1,4 +1,4 @@
-"""The library's IVF k-NN (miner.neighbours.knn) against faiss's own IVF search over the same trained index: CPU
+r"""The library's IVF k-NN (miner.neighbours.knn) against faiss's own IVF search over the same trained index: CPU
 seconds (training included in both) and whether ids and similarity bits agree, per database size.
 
     python bench/bench_library_knn.py                                   # synthetic 256-d: 10^4 / IVF64, 10^5 / IVF512

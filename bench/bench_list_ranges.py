@@ -1,4 +1,4 @@
-"""How many ranges of consecutive lists a query's probes fall in: k-means' own list numbering against the orders
+r"""How many ranges of consecutive lists a query's probes fall in: k-means' own list numbering against the orders
 the pairs stage's quantizer numbers its lists in (miner.knn_join.list_order: spatial_order's recursive halving,
 and from 4096 lists cell by cell). A query travels once to each range it probes, so this is the k-NN shuffle's
 query copies per sentence.

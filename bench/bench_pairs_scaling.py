@@ -1,4 +1,4 @@
-"""How the pairs stage's cost grows with the crawl: k-NN as a join on the DirectRunner or on Dask worker
+r"""How the pairs stage's cost grows with the crawl: k-NN as a join on the DirectRunner or on Dask worker
 processes, per size, beside faiss's own big_batch_search (the same IVF join on one machine, k-NN only) and the
 mining library on one machine (miner.mine: IVF k-NN, margins, selection) as peers.
 

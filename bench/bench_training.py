@@ -1,4 +1,4 @@
-"""Training throughput and memory: our BR training step against sentence-transformers' MultipleNegativesRankingLoss
+r"""Training throughput and memory: our BR training step against sentence-transformers' MultipleNegativesRankingLoss
 on the same model, batch and pairs, plus our CMLM and CMLM+BR steps; on a GPU, model FLOPs utilisation too.
 
     python -m training.prepare                 # data/train (the train pool only)

@@ -1,4 +1,4 @@
-"""Binary codes against float vectors on the train pool's held-out sets: how `embed.binary_center` was chosen.
+r"""Binary codes against float vectors on the train pool's held-out sets: how `embed.binary_center` was chosen.
 
 A quality measurement, not a speed one: the sets the ensemble's shares are fitted on (training.ensemble: NTREX's
 held-out documents among distractors, and heldout-short/tune), each member's vectors from training.ensemble's

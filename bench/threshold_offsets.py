@@ -1,4 +1,4 @@
-"""Mining F1 per language at the shared threshold and at each language's (miner/thresholds.py), beside the best
+r"""Mining F1 per language at the shared threshold and at each language's (miner/thresholds.py), beside the best
 threshold's (oracle), on sets built as BUCC is: n sentences of a language, of which g have their English
 translation hidden among 2n English sentences (`--ratio`: another multiple of n, as a crawl's English outnumbers
 its other languages).

@@ -1,4 +1,4 @@
-"""Mining where both languages have few sentences (`pairs: all` over a crawl's small languages): pools of n
+r"""Mining where both languages have few sentences (`pairs: all` over a crawl's small languages): pools of n
 sentences a side drawn from the train pool's held-out NTREX documents (data/train/heldout-news, in no training
 set), a `--gold-share` of the source sentences with their translation among the target's and the rest unrelated
 held-out sentences of the same news, mined with the margin as the pipeline takes it there (both neighbourhood

@@ -1,4 +1,4 @@
-"""Embed text files into `.npy` matrices aligned line by line with their input.
+r"""Embed text files into `.npy` matrices aligned line by line with their input.
 
     python -m encoders.encode --encoder models/cmlm-reference --input sents.txt --output sents.npy
     python -m encoders.encode --encoder models/cmlm-reference --column 2 --output-dir emb/ \
@@ -28,7 +28,7 @@ from encoders.batching import describe_problems, sentence_problem
 from encoders.binary import DTYPE as BINARY
 from encoders.binary import is_binary
 from encoders.options import add_encoder_options, encoder_options
-from miner.console import exit_status, setup_logging
+from miner.console import exit_status, plural, setup_logging
 from miner.io import InputFormatError, atomic_output, iter_lines
 
 log = logging.getLogger("encoders.encode")
@@ -112,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
             n = encode_file(encoder, source, output, column=args.column, dtype=args.dtype, language=args.language,
                             chunk_lines=args.chunk_lines, show_progress=sys.stderr.isatty())
             seconds = time.perf_counter() - started
-            log.info("%s: %d sentences -> %s (%.1fs, %.0f sentences/s)", source, n, output, seconds, n / seconds)
+            log.info("%s: %d %s -> %s (%.1fs, %.0f sentences/s)", source, n, plural(n, "sentence"), output, seconds,
+                     n / seconds)
         stats = getattr(encoder, "stats", {})
         for key in sorted(k for k in stats if k.startswith("truncated")):
             member = key.partition(":")[2]

@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     fit.add_argument("--encoder", required=True, help="checkpoint folder")
     fit.add_argument("--input", action="append", required=True, help="LANGUAGE=FILE, one sentence per line")
     fit.add_argument("--sample", type=int, default=10000, help="sentences per language (default 10000)")
-    fit.add_argument("--seed", type=int, default=0)
+    fit.add_argument("--seed", type=int, default=0, help="which sentences are sampled (default 0)")
     fit.add_argument("--output", type=Path, help=f"default: <encoder>/{PCR_FILE}")
     args = parser.parse_args(argv)
     setup_logging()

@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, help="output folder (default: the config's output, or ./output)")
     parser.add_argument("--plot", metavar="FILE.png", type=Path,
                         help="also draw how many pairs each margin threshold keeps (needs matplotlib)")
-    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("-v", "--verbose", action="store_true", help="also log debug lines")
     args = parser.parse_args(argv)
     setup_logging(args.verbose)
 

@@ -154,6 +154,10 @@ def test_the_command_writes_offsets_the_miner_reads_measured_on_ntrex_held_out_d
     assert "wrote" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["--encoder", "char-ngram"])   # a built-in has no folder to write into
+    with pytest.raises(SystemExit):  # refused before the measurement
+        main(["--encoder", str(encoder), "--train-pool", str(tmp_path / "none"), "--scale", "2"])
+    assert main(["--encoder", str(encoder), "--train-pool", str(tmp_path / "none")]) != 0  # one line, no traceback
+    assert f"error: {tmp_path / 'none'}" in capsys.readouterr().err
 
 
 def test_the_benchmark_mines_each_language_at_both_thresholds_on_wmt_shaped_sets(tmp_path, capsys):

@@ -1,4 +1,4 @@
-"""Average the weights of encoders that share one lineage: a weight-space ensemble.
+r"""Average the weights of encoders that share one lineage: a weight-space ensemble.
 
     python -m training.average --models models/distill-mix-gpu/encoder models/cmlm-distilled --weights 0.7 0.3 \
         --output models/distill-mix-averaged
@@ -18,7 +18,6 @@ import json
 import logging
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -129,19 +128,20 @@ def average(folders: list[Path], weights: list[float], output: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from miner.console import exit_status, setup_logging
+
+    parser = argparse.ArgumentParser(prog="python -m training.average", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", type=Path, nargs="+", required=True, help="encoder folders of one lineage")
     parser.add_argument("--weights", type=float, nargs="+", required=True, help="one per model, summing to 1")
     parser.add_argument("--output", type=Path, required=True, help="the averaged encoder's folder (must not exist)")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        folder = average(args.models, args.weights, args.output)
-    except AverageError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    log.info("averaged encoder written to %s", folder)
-    return 0
+    setup_logging()
+
+    def command() -> None:
+        log.info("averaged encoder written to %s", average(args.models, args.weights, args.output))
+
+    return exit_status(command)
 
 
 if __name__ == "__main__":

@@ -466,8 +466,12 @@ def main(argv: list[str] | None = None) -> int:
                         "chooses on NTREX's long sentences alone")
     parser.add_argument("--short-limit", type=int, default=1000, help="pairs a language, at most")
     parser.add_argument("--short-min", type=int, default=100, help="pairs a language needs to be scored")
-    parser.add_argument("--source-distractors", type=int, default=600)
-    parser.add_argument("--target-distractors", type=int, default=1200)
+    parser.add_argument("--source-distractors", type=int, default=600,
+                        help="with --criterion mining: NTREX training lines added to each language's side "
+                        "(default 600)")
+    parser.add_argument("--target-distractors", type=int, default=1200,
+                        help="with --criterion mining: NTREX training lines added to the English side "
+                        "(default 1200)")
     args = parser.parse_args(argv)
     if args.table is not None:
         return exit_status(lambda: print(short_test_table(json.loads((args.table / "heldout.json").read_text()))))

@@ -90,10 +90,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--encoder", type=Path, required=True, help="the current encoder (checkpoint folder)")
     parser.add_argument("--pool", type=Path, required=True, help="folder of <lang>.txt.gz + eng_Latn.<lang>.txt.gz")
     parser.add_argument("--recipe", type=Path, required=True, help="the recipe to train again with the mined pairs")
-    parser.add_argument("--output", type=Path, required=True)
+    parser.add_argument("--output", type=Path, required=True,
+                        help="folder for the mined pairs (mined/), the report (loop.json) and the model (model/)")
     parser.add_argument("--threshold", type=float, default=1.08, help="ratio-margin threshold for mined pairs")
-    parser.add_argument("--k", type=int, default=4)
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    parser.add_argument("--k", type=int, default=4, help="neighbours in the margin (default 4)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="override one setting of the recipe (repeatable)")
     parser.add_argument("--mine-only", action="store_true", help="mine and report, do not retrain")
     parser.add_argument("--resume", action="store_true",
                         help="continue an interrupted loop: reuse its mined pairs and the newest training checkpoint")

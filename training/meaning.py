@@ -160,12 +160,15 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--encoder", type=Path, required=True, help="checkpoint folder (frozen)")
     parser.add_argument("--bitext", action="append", required=True, help="SRC-TGT*.tsv[.gz] glob (repeatable)")
-    parser.add_argument("--pairs-per-language", type=int, default=5000)
-    parser.add_argument("--batch-size", type=int, default=512)
-    parser.add_argument("--lr", type=float, default=1e-4)
-    parser.add_argument("--patience", type=int, default=15)
-    parser.add_argument("--max-epochs", type=int, default=500)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--pairs-per-language", type=int, default=5000,
+                        help="pairs embedded per language pair, at most (default 5000)")
+    parser.add_argument("--batch-size", type=int, default=512, help="pairs a step (default 512)")
+    parser.add_argument("--lr", type=float, default=1e-4, help="learning rate (default 1e-4)")
+    parser.add_argument("--patience", type=int, default=15, help="epochs without a better validation loss before "
+                        "stopping (default 15)")
+    parser.add_argument("--max-epochs", type=int, default=500, help="epochs at most (default 500)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="which pairs are drawn, and the initial weights (default 0)")
     args = parser.parse_args(argv)
     setup_logging()
 

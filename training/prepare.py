@@ -431,11 +431,12 @@ def main(argv: list[str] | None = None) -> int:
     repo = Path(__file__).resolve().parents[1]
     parser = argparse.ArgumentParser(prog="python -m training.prepare", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--shared", type=Path, default=repo.parent / "shared" / "data" / "train")
-    parser.add_argument("--output", type=Path, default=repo / "data" / "train")
-    parser.add_argument("--vocab-size", type=int, default=32000)
+    parser.add_argument("--shared", type=Path, default=repo.parent / "shared" / "data" / "train",
+                        help="the train pool (default ../shared/data/train beside the repository; never dev/)")
+    parser.add_argument("--output", type=Path, default=repo / "data" / "train", help="default data/train")
+    parser.add_argument("--vocab-size", type=int, default=32000, help="the tokenizer's vocabulary size (default 32000)")
     parser.add_argument("--sample-lines", type=int, default=600_000, help="tokenizer training lines")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="every draw of the preparation (default 0)")
     parser.add_argument("--table", action="store_true",
                         help="print the training mixture per language from <output>/manifest.json as Markdown")
     args = parser.parse_args(argv)

@@ -90,15 +90,19 @@ def measure(encoder_spec: str, train_pool: Path, source_distractors: int, target
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from miner.console import exit_status, setup_logging
+
+    parser = argparse.ArgumentParser(prog="python -m training.thresholds", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--encoder", required=True, help="a local encoder folder: the file is written into it")
     parser.add_argument("--train-pool", type=Path, default=Path("../shared/data/train"),
                         help="the folder holding ntrex-128/")
     parser.add_argument("--reference", nargs="+", default=list(REFERENCE),
                         help="languages whose mean t* is the shared threshold's (offset 0 on average)")
-    parser.add_argument("--source-distractors", type=int, default=700)
-    parser.add_argument("--target-distractors", type=int, default=1000)
+    parser.add_argument("--source-distractors", type=int, default=700,
+                        help="NTREX training lines added to each language's side (default 700)")
+    parser.add_argument("--target-distractors", type=int, default=1000,
+                        help="NTREX training lines added to the English side (default 1000)")
     parser.add_argument("--k", type=int, default=4, help="neighbours per sentence, as the pipeline will mine (its "
                         "threshold and these offsets belong to a k)")
     parser.add_argument("--scale", type=float, default=SCALE,
@@ -107,9 +111,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not Path(args.encoder).is_dir():
         parser.error(f"--encoder {args.encoder}: not a local folder (the offsets are written beside its files)")
-    best = measure(args.encoder, args.train_pool, args.source_distractors, args.target_distractors, args.k)
-    if not 0 <= args.scale <= 1:
+    if not 0 <= args.scale <= 1:  # before the measurement, which takes minutes
         parser.error(f"--scale must be within [0, 1], got {args.scale}")
+    setup_logging()
+    return exit_status(lambda: thresholds_command(args))
+
+
+def thresholds_command(args: argparse.Namespace) -> None:
+    best = measure(args.encoder, args.train_pool, args.source_distractors, args.target_distractors, args.k)
     offsets = offsets_from(best, args.reference, args.scale)
     output = args.output or Path(args.encoder) / FILE
     write_json(output, {
@@ -125,7 +134,6 @@ def main(argv: list[str] | None = None) -> int:
     for language, offset in sorted(offsets.items(), key=lambda item: item[1]):
         print(f"{language}  t* {best[language][0]:.3f}  offset {offset:+.3f}  best F1 {best[language][1]:.1f}")
     print(f"wrote {output}: {len(offsets)} languages (reference: {', '.join(args.reference)})")
-    return 0
 
 
 if __name__ == "__main__":

@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="read and check recipe and data, then stop")
     parser.add_argument("--export", action="store_true",
                         help="write <output>/encoder from the newest checkpoint and stop (no training)")
-    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("-v", "--verbose", action="store_true", help="also log debug lines")
     args = parser.parse_args(argv)
     setup_logging(args.verbose)
 

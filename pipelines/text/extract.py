@@ -554,7 +554,7 @@ def main(argv: list[str] | None = None) -> int:
     from miner.console import exit_status, setup_logging
 
     parser = argparse.ArgumentParser(prog="python -m pipelines.text.extract", description=__doc__.split("\n")[0])
-    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("-v", "--verbose", action="store_true", help="also log debug lines")
     commands = parser.add_subparsers(dest="command", required=True)
     show = commands.add_parser("show", help="main content of the pages of one WARC/WET file")
     show.add_argument("file")

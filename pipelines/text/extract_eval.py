@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     from miner.console import exit_status, setup_logging
 
     parser = argparse.ArgumentParser(prog="python -m pipelines.text.extract_eval", description=__doc__.split("\n")[0])
-    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("-v", "--verbose", action="store_true", help="also log debug lines")
     parser.add_argument("--eval-dir", required=True, help="folder with evaldata.json and cache/ or eval/")
     parser.add_argument("--report", help="write the figures to this JSON file")
     parser.add_argument("--every", type=int, default=1, help="evaluate every N-th page only (quick runs)")

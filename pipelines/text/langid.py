@@ -563,20 +563,23 @@ def predict_command(args) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m pipelines.text.langid", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("-v", "--verbose", action="store_true", help="also log debug lines")
     commands = parser.add_subparsers(dest="command", required=True)
 
     train = commands.add_parser("train", help="train our model from the train pool")
     train.add_argument("--train-pool", type=Path, required=True, help="e.g. ../shared/data/train (never dev/)")
-    train.add_argument("--output", type=Path, default=Path("models/lid/cmlm-lid.ftz"))
+    train.add_argument("--output", type=Path, default=Path("models/lid/cmlm-lid.ftz"),
+                       help="the model file to write, with its sidecar beside it (default %(default)s)")
     train.add_argument("--sources", help="comma-separated subset of: ntrex-128, wmt-news, wmt21, multi30k, "
                        "bible-nt, ud-pud, flores-v1, udhr (default: all)")
     defaults_balance, defaults_train = _defaults()
     for name, value in defaults_balance.items():
-        train.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
+        train.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value,
+                           help=f"{TRAIN_OPTION_HELP[name]} (default {value})")
     for name, value in defaults_train.items():
         if name not in ("quantize", "retrain", "thread", "seed"):
-            train.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
+            train.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value,
+                               help=f"{TRAIN_OPTION_HELP[name]} (default {value})")
     train.add_argument("--threads", type=int, default=11,
                        help="fastText threads (11 at least: langid_data.MIN_THREADS)")
     train.add_argument("--quantize", action=argparse.BooleanOptionalAction, default=True,
@@ -585,7 +588,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--retrain", action="store_true", help="fine-tune after quantising (slower, a bit better)")
     train.add_argument("--keep-case", action="store_true", help="do not lowercase (training and prediction)")
     train.add_argument("--keep-digits", action="store_true", help="do not drop digits (training and prediction)")
-    train.add_argument("--max-chars", type=int, default=OURS.max_chars)
+    train.add_argument("--max-chars", type=int, default=OURS.max_chars,
+                       help="characters of a line the model reads, in training and prediction (default %(default)s)")
     train.add_argument("--prior-exponent", type=float, default=0.0, help="divide this power of the training prior "
                        "out of every answer (LanguageIdentifier; chosen with langid_eval --tune-prior)")
 
@@ -593,10 +597,31 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--model", default=DEFAULT_LID, help=f"cmlm-lid, lid.176, combined (both), A+B, or a "
                          f"fastText model's path; +experts after any of them adds the close-language experts "
                          f"(default {DEFAULT_LID})")
-    predict.add_argument("--k", type=int, default=1)
+    predict.add_argument("--k", type=int, default=1, help="answers per line, best first (default 1)")
     predict.add_argument("--document", action="store_true", help="the lines are one document's sentences")
     predict.add_argument("--languages", help="comma-separated lang_Script codes to answer among (lid.languages)")
     return parser
+
+
+# `train`'s options for langid_data.Balance and TrainSettings, whose comments say why each default is what it is
+TRAIN_OPTION_HELP = {
+    "cap": "lines kept per language at most (a random sample above it)",
+    "floor": "smaller languages' lines are repeated up to this many",
+    "max_repeat": "... but never more than this many times over",
+    "min_lines": "languages with fewer distinct lines are left out",
+    "fragments": "this share of the kept lines is added again cut to its first 2-6 words",
+    "seed": "the sampling's and fastText's seed",
+    "dim": "fastText vector size",
+    "epoch": "fastText epochs",
+    "lr": "fastText learning rate",
+    "minn": "shortest character n-gram",
+    "maxn": "longest character n-gram",
+    "bucket": "hash buckets for the character n-grams",
+    "min_count": "words seen fewer times count through their character n-grams only",
+    "loss": "fastText loss (softmax, ns, hs, ova)",
+    "cutoff": "with --quantize: rows kept (words and n-gram buckets with the largest norms)",
+    "dsub": "with --quantize: the product quantiser's sub-vector size",
+}
 
 
 def _defaults() -> tuple[dict, dict]:

@@ -512,7 +512,7 @@ def main(argv: list[str] | None = None) -> int:
     from miner.console import exit_status, setup_logging
 
     parser = argparse.ArgumentParser(prog="python -m pipelines.text.langid_eval", description=__doc__.split("\n\n")[0])
-    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("-v", "--verbose", action="store_true", help="also log debug lines")
     parser.add_argument("--model", default="cmlm-lid", help="a built-in name (cmlm-lid, lid.176, combined) or a path")
     parser.add_argument("--flores", type=Path, help="FLORES-200 devtest folder")
     parser.add_argument("--documents", action="store_true", help="also sentence accuracy with and without the "

@@ -699,7 +699,7 @@ def main(argv: list[str] | None = None) -> int:
     from miner.console import exit_status, setup_logging
 
     parser = argparse.ArgumentParser(prog="python -m pipelines.text.sentences", description=__doc__.split("\n")[0])
-    parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("-v", "--verbose", action="store_true", help="also log debug lines")
     commands = parser.add_subparsers(dest="command", required=True)
     evaluate = commands.add_parser("evaluate", help="boundary F1 per language on UD PUD (or FLORES-200 devtest)")
     evaluate.add_argument("--ud", help="folder with the *_pud-ud-test.conllu.gz files")
@@ -710,7 +710,8 @@ def main(argv: list[str] | None = None) -> int:
                           "(default: every file in the folder)")
     split = commands.add_parser("split", help="split stdin's lines (paragraphs) into sentences, one a line")
     split.add_argument("--language", help="lang_Script, e.g. deu_Latn (default: by the text's script)")
-    split.add_argument("--method", default="auto", choices=METHODS)
+    split.add_argument("--method", default="auto", choices=METHODS,
+                       help="auto: the splitter measured best for the language (default); or one splitter for all")
     args = parser.parse_args(argv)
     setup_logging(args.verbose)
     command = _evaluate_command if args.command == "evaluate" else _split_command
