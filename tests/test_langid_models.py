@@ -166,6 +166,8 @@ def test_predict_command_answers_among_the_languages_given(monkeypatch, capsys):
     rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
     assert [row[0] for row in rows] == ["deu_Latn", "srp_Latn"]
     assert {row[2] for row in rows if len(row) > 3} <= {"deu_Latn", "srp_Latn"}
+    assert main(["predict", "--k", "0"]) == 2  # no answer a line is not a request: it printed the lines bare
+    assert "--k must be 1 or more" in capsys.readouterr().err
 
 
 def test_predict_command_reads_stdin_as_strict_utf8(monkeypatch, capsys):

@@ -213,6 +213,11 @@ def test_split_command(monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"ok.\n\xff\n")))
     assert S.main(["split"]) == 2
     assert "stdin:2: invalid UTF-8" in capsys.readouterr().err
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO("今天很好。明天下雨。\n".encode())))
+    assert S.main(["split", "--language", "zh"]) == 0  # a code whose script it tells
+    assert capsys.readouterr().out.splitlines() == ["今天很好。", "明天下雨。"]
+    assert S.main(["split", "--language", "deutsch"]) == 2  # split by the default rules without a word, before
+    assert "--language 'deutsch'" in capsys.readouterr().err
 
 
 # measured: auto 0.969 macro F1 over the 20 PUD languages, sentencex alone 0.924, our rules alone 0.940

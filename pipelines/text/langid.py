@@ -543,6 +543,8 @@ def train_command(args) -> dict:
 
 
 def predict_command(args) -> None:
+    if args.k < 1:
+        raise ValueError(f"--k must be 1 or more (answers per line), got {args.k}")
     identifier = load_identifier(args.model)
     if args.languages:
         from pipelines.text.identifier import RestrictedIdentifier

@@ -687,8 +687,16 @@ def _evaluate_command(args: argparse.Namespace) -> None:
 
 
 def _split_command(args: argparse.Namespace) -> None:
-    splitter = SentenceSplitter(args.method)
     from miner.io import decoded_lines
+    from miner.languages import is_language_name, language_code
+
+    if args.language and not is_language_name(args.language):
+        try:  # zh, srp-Cyrl: codes whose script the code itself tells
+            args.language = language_code(args.language)
+        except ValueError:
+            raise ValueError(f"--language {args.language!r}: give it as the project names languages, ISO 639-3 "
+                             f"and script: deu_Latn, zho_Hant") from None
+    splitter = SentenceSplitter(args.method)
 
     for line in decoded_lines(sys.stdin.buffer, "stdin"):
         for sentence in splitter.split(line, args.language):
