@@ -27,15 +27,24 @@ PATH_KEYS = (("input",), ("gold",), ("encoder",), ("lid", "model"), ("mining", "
 PAIRINGS = ("pivot", "all")
 
 
+def _given_in(key: str, config: str | Path | None, overrides: list[str]) -> str:
+    """Where a top-level setting came from, for its error: the last --set that gave it, else the file."""
+    given = [f"--set {o}" for o in overrides if o.partition("=")[0].split(".")[0].strip() == key]
+    return given[-1] if given else str(config)
+
+
 def load_settings(config: str | Path | None = DEFAULT_CONFIG, overrides: list[str] = ()) -> dict:
     settings = load_config(config, list(overrides))
     unknown = sorted(set(settings) - set(SECTIONS))
     if unknown:
-        raise ConfigError(f"{config}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(SECTIONS)}")
+        raise ConfigError(f"{_given_in(unknown[0], config, overrides)}: unknown setting(s) {', '.join(unknown)}; "
+                          f"known: {', '.join(SECTIONS)}")
     for key, kind in SECTIONS.items():
         if settings.get(key) is not None and not isinstance(settings[key], kind):
             names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
-            raise ConfigError(f"{config}: {key} must be a {names}, got {settings[key]!r}")
+            hint = f" (on the command line: --set '{key}=[{settings[key]}]')" if kind is list else ""
+            raise ConfigError(f"{_given_in(key, config, overrides)}: {key} must be a {names}, got "
+                              f"{settings[key]!r}{hint}")
     for code in settings.get("languages") or []:
         check_language_name(code, "languages:")
     if settings.get("pivot") is not None:

@@ -32,6 +32,16 @@ def test_unknown_settings_are_named():
         mining_config({"mining": {"selection": "best"}})
 
 
+def test_a_bad_top_level_setting_names_the_set_that_gave_it(tmp_path):
+    with pytest.raises(ConfigError, match=r"^--set minning.k=3: unknown setting\(s\) minning"):
+        load_settings(overrides=["minning.k=3"])
+    with pytest.raises(ConfigError, match=r"^--set languages=deu_Latn: .* --set 'languages=\[deu_Latn\]'"):
+        load_settings(overrides=["languages=deu_Latn"])
+    (tmp_path / "mine.yaml").write_text("minning: {k: 3}\n")
+    with pytest.raises(ConfigError, match=r"mine.yaml: unknown setting\(s\) minning"):
+        load_settings(tmp_path / "mine.yaml", ["mining.k=4"])
+
+
 def test_bad_files_and_overrides(tmp_path):
     with pytest.raises(ConfigError, match="not found"):
         load_config(tmp_path / "missing.yaml")
