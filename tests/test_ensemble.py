@@ -227,11 +227,14 @@ def test_fit_with_short_sentences_chooses_on_tune_and_reports_test(tmp_path, cap
     assert "short held-out sentences" in json.loads((tmp_path / "ens" / "ensemble.json").read_text())["chosen_on"]
     from training.ensemble import main
 
+    assert main(["--members", "char-ngram:64", "no-such-member", "--output", str(tmp_path / "other"),
+                 "--train-pool", str(tmp_path / "pool"), "--short", "none"]) == 2  # before any embedding
+    assert "unknown encoder 'no-such-member'" in capsys.readouterr().err
     assert main(["--table", str(tmp_path / "ens")]) == 0
     printed = capsys.readouterr().out
     result = heldout["short_test"]["deu_Latn"]
     assert "| deu_Latn | 20 | " in printed
-    assert f"Mean of 1 languages: char-ngram:64 {result['first member']:.1f}, char-ngram:32 " \
+    assert f"Mean of 1 language: char-ngram:64 {result['first member']:.1f}, char-ngram:32 " \
            f"{result['second member']:.1f}, ensemble {result['ensemble']:.1f}; the ensemble below" in printed
     assert "below the better member by a sign test (p < 0.05) in" in printed
     cached = sorted(p.name for p in (tmp_path / "cache").rglob("short-*.npy"))

@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from miner.console import wide_table
+from miner.console import plural, wide_table
 from miner.io import atomic_output, folder_files, write_json
 
 log = logging.getLogger("training.ensemble")
@@ -428,9 +428,9 @@ def short_test_summary(short_test: dict, members: list[str]) -> str:
         return sum(r["ensemble"] < r[key] for r in results)
 
     significant = sum(r.get("p_below", 1.0) < 0.05 for r in results)
-    return (f"Mean of {len(results)} languages: {members[0]} {mean('first member'):.1f}, {members[1]} "
-            f"{mean('second member'):.1f}, ensemble {mean('ensemble'):.1f}; the ensemble below {members[0]} in "
-            f"{below('first member')}, below {members[1]} in {below('second member')}"
+    return (f"Mean of {len(results)} {plural(len(results), 'language')}: {members[0]} {mean('first member'):.1f}, "
+            f"{members[1]} {mean('second member'):.1f}, ensemble {mean('ensemble'):.1f}; the ensemble below "
+            f"{members[0]} in {below('first member')}, below {members[1]} in {below('second member')}"
             + (f"; below the better member by a sign test (p < 0.05) in {significant}." if any(
                "p_below" in r for r in results) else "."))
 
@@ -485,6 +485,11 @@ def main(argv: list[str] | None = None) -> int:
     short = None if str(args.short) == "none" else args.short
     if short is not None and not (short / "tune").is_dir():
         parser.error(f"{short}/tune: no held-out short sentences (run python -m training.prepare, or --short none)")
+    from encoders import check_spec
+
+    for member in args.members:  # before minutes of embedding with the other one
+        if exit_status(lambda: check_spec(member)):
+            return 2
     return exit_status(lambda: print(json.dumps(fit(
         args.members, args.output, args.cache, args.train_pool, args.step, args.min_gain, args.criterion,
         args.source_distractors, args.target_distractors, short, args.short_limit, args.short_min,
