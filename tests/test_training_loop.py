@@ -41,6 +41,14 @@ def test_loop_mines_the_pool_and_retrains_with_the_pairs(training_inputs, tmp_pa
     # An interrupted loop resumes without mining again: the pairs on disk are the ones it trains on.
     mined_file = out / "mined" / "deu_Latn-eng_Latn.tsv.gz"
     before = mined_file.stat().st_mtime_ns
+    capsys.readouterr()
+    # without --resume, a model folder that holds checkpoints is refused before the mining, not after it
+    assert main(["--encoder", str(first / "encoder"), "--pool", str(pool), "--recipe", str(recipe),
+                 "--output", str(out), "--threshold", "1.0"]) == 2
+    assert "already holds checkpoints" in capsys.readouterr().err and mined_file.stat().st_mtime_ns == before
+    assert main(["--encoder", str(first / "encoder"), "--pool", str(pool), "--recipe", str(tmp_path / "none.yaml"),
+                 "--output", str(tmp_path / "other"), "--threshold", "1.0"]) == 2
+    assert "recipe not found" in capsys.readouterr().err and not (tmp_path / "other" / "mined").exists()
     assert main(["--encoder", str(first / "encoder"), "--pool", str(pool), "--recipe", str(recipe),
                  "--output", str(out), "--threshold", "1.0", "--set", "stages.1.steps=2", "--resume"]) == 0
     assert mined_file.stat().st_mtime_ns == before

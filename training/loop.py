@@ -82,6 +82,19 @@ def retrain(recipe: Path, mined: Path, threshold: float, output: Path, overrides
     return run(load_recipe(recipe, [*overrides, *extra]), resume)
 
 
+def check_retrain(recipe: Path, output: Path, overrides: list[str], resume: bool) -> None:
+    """The recipe and its overrides read, and the model's folder free (or --resume): each found only after the
+    mining otherwise, minutes in."""
+    from training import checkpoints
+    from training.config import load_recipe
+
+    load_recipe(recipe, overrides, checked=False)
+    found = checkpoints.latest(output)
+    if found and not resume:
+        raise ValueError(f"{output} already holds checkpoints ({found.name}): pass --resume to continue that loop, "
+                         f"or choose another --output")
+
+
 def main(argv: list[str] | None = None) -> int:
     from miner.console import exit_status, setup_logging
 
@@ -104,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def command() -> None:
         mined = args.output / "mined"
+        if not args.mine_only:  # what retraining will refuse, refused before the mining
+            check_retrain(args.recipe, args.output / "model", args.overrides, args.resume)
         if args.resume and (args.output / "loop.json").exists():
             log.info("--resume: reusing the pairs mined into %s", mined)
             return finish(mined)
