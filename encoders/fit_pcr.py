@@ -21,22 +21,30 @@ log = logging.getLogger("encoders.fit_pcr")
 
 def fit_pcr_command(args: argparse.Namespace) -> None:
     from encoders import load_encoder
+    from miner.console import plural
     from miner.io import read_lines
 
+    if args.output is None and not Path(args.encoder).is_dir():
+        raise ValueError(f"--encoder {args.encoder}: not a checkpoint folder, where PCR is saved by default; give "
+                         f"--output")
+    texts = {}
+    for spec in args.input:  # every file read before the encoder loads
+        language, _, path = spec.partition("=")
+        if not path or not language:
+            raise ValueError(f"--input {spec!r}: write LANGUAGE=FILE, e.g. deu_Latn=sentences.de.txt")
+        texts[language] = ([line for line in read_lines(path) if line.strip()], path)
+        if len(texts[language][0]) < 2:
+            raise ValueError(f"{path}: {len(texts[language][0])} non-empty lines; PCR needs two sentences or more")
     encoder = load_encoder(args.encoder)
     rng = np.random.default_rng(args.seed)
     vectors = {}
-    for spec in args.input:
-        language, _, path = spec.partition("=")
-        if not path:
-            raise ValueError(f"--input {spec!r}: write LANGUAGE=FILE, e.g. deu_Latn=sentences.de.txt")
-        lines = [line for line in read_lines(path) if line.strip()]
+    for language, (lines, path) in texts.items():
         sample = [lines[i] for i in sorted(rng.choice(len(lines), min(args.sample, len(lines)), replace=False))]
         vectors[language] = encoder.encode(sample, show_progress=sys.stderr.isatty())
         log.info("%s: %d sentences from %s", language, len(sample), path)
     output = args.output or Path(args.encoder) / PCR_FILE
     PrincipalComponentRemoval.fit(vectors).save(output)
-    log.info("wrote %s (%d languages)", output, len(vectors))
+    log.info("wrote %s (%d %s)", output, len(vectors), plural(len(vectors), "language"))
 
 
 def main(argv: list[str] | None = None) -> int:

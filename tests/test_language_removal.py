@@ -39,6 +39,19 @@ def test_meaning_projection_round_trip(tmp_path):
         MeaningProjection(weight, np.zeros(4, np.float32))
 
 
+def test_fit_pcr_command_refuses_what_it_cannot_fit_or_save_before_loading_the_encoder(tmp_path, monkeypatch, capsys):
+    (tmp_path / "de.txt").write_text("Ein Satz.\nNoch einer.\n", encoding="utf-8")
+    (tmp_path / "empty.txt").write_text("\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    # a built-in has no folder: PCR went to ./char-ngram/pcr.safetensors, a folder made for it
+    assert main(["fit-pcr", "--encoder", "char-ngram", "--input", "de=de.txt"]) == 2
+    assert "give --output" in capsys.readouterr().err and not (tmp_path / "char-ngram").exists()
+    assert main(["fit-pcr", "--encoder", "no-such-model", "--input", "de=empty.txt", "--output", "p"]) == 2
+    assert "empty.txt: 0 non-empty lines" in capsys.readouterr().err  # the file named, before any encoder loads
+    assert main(["fit-pcr", "--encoder", "char-ngram", "--input", "de=de.txt", "--output", "pcr.safetensors"]) == 0
+    assert (tmp_path / "pcr.safetensors").exists()
+
+
 def test_fit_pcr_command_then_encode_with_it(tiny_encoder_dir, tmp_path):
     model = tmp_path / "model"
     import shutil
