@@ -47,3 +47,12 @@ def test_meaning_projection_removes_a_language_offset(tmp_path):
     raw = accuracy(src[:300], tgt[:300])
     projected = accuracy(projection.apply(src[:300]), projection.apply(tgt[:300]))
     assert projected > raw + 0.2 and projected > 0.9
+
+
+def test_the_command_refuses_an_encoder_without_a_folder_to_write_into(tmp_path, monkeypatch, capsys):
+    from training.meaning import main
+
+    (tmp_path / "de-en.tsv").write_text("Haus\thouse\nBaum\ttree\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)  # it wrote ./char-ngram/meaning_projection.safetensors, a folder made for it
+    assert main(["--encoder", "char-ngram", "--bitext", "de-en.tsv", "--max-epochs", "1"]) == 2
+    assert "not a checkpoint folder" in capsys.readouterr().err and not (tmp_path / "char-ngram").exists()

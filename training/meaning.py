@@ -175,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     def command() -> None:
         from encoders import load_encoder
 
+        if not args.encoder.is_dir():  # the projection is written into the encoder's folder
+            raise ValueError(f"--encoder {args.encoder}: not a checkpoint folder (the meaning projection is saved "
+                             f"beside the model's files)")
         encoder = load_encoder(str(args.encoder))
         pairs = embed_bitext(encoder, args.bitext, args.pairs_per_language, args.seed)
         if not pairs:
