@@ -52,7 +52,12 @@ FORMATS = ("bucc", "lines")
 def read_side(path: Path, fmt: str) -> bucc.Sentences:
     """`bucc`: id<TAB>sentence lines. `lines`: one sentence per line, id = line number; blank lines skipped."""
     if fmt == "bucc":
-        return bucc.read_sentences(path)
+        try:
+            return bucc.read_sentences(path)
+        except InputFormatError as err:
+            if f"{path}:1: expected 'id<TAB>sentence'" not in str(err):
+                raise
+            raise InputFormatError(f"{err} (a file of one sentence a line: --format lines)") from None
     if fmt != "lines":
         raise ConfigError(f"input.format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     lines = read_lines(path)

@@ -88,6 +88,11 @@ def test_bad_input_is_a_clear_error(tmp_path, capsys):
     assert code == 2
     assert "a.de:2: expected 'id<TAB>sentence'" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+    (tmp_path / "plain.de").write_text("Hallo Welt.\n", encoding="utf-8")  # plain text in the default format
+    assert run_main("--src", str(tmp_path / "plain.de"), "--tgt", str(tmp_path / "b.en"), "--src-lang", "de",
+                    "--tgt-lang", "en", "--output", str(tmp_path / "out")) == 2
+    assert "plain.de:1: expected 'id<TAB>sentence', got 'Hallo Welt.' (a file of one sentence a line: --format " \
+           "lines)" in capsys.readouterr().err
 
 
 def test_module_entry_point_runs_from_another_directory(tmp_path):
