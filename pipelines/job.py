@@ -428,7 +428,8 @@ def format_plan(output: str, decisions: list[StageDecision]) -> str:
     extract = next(d for d in decisions if d.name == "extract")
     inputs = (extract.depends or {}).get("input files")
     if inputs is not None and extract.action == "run":
-        lines.append(f"  input: {len(inputs)} files, {readable_size(sum(row[1] for row in inputs))} to read")
+        size = readable_size(sum(row[1] for row in inputs))
+        lines.append(f"  input: {len(inputs)} {plural(len(inputs), 'file')}, {size} to read")
     for decision in decisions:
         action = {"absent": "-", "refuse": "error"}.get(decision.action, decision.action)
         took = f" (took {decision.seconds:.1f} s last time)" if decision.seconds is not None else ""

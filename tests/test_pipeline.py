@@ -634,7 +634,7 @@ def test_plan_of_a_fresh_output_folder_creates_nothing(tmp_path, capsys):
     plan = capsys.readouterr().out
     assert plan.count("no finished output") == 3
     size = (REPO / "sample" / "web" / "sample.warc.gz").stat().st_size
-    assert f"input: 1 files, {float(f'{size / 1e3:.3g}'):g} kB to read" in plan and 1e3 <= size < 999_500
+    assert f"input: 1 file, {float(f'{size / 1e3:.3g}'):g} kB to read" in plan and 1e3 <= size < 999_500
     assert not output.exists()
 
 
