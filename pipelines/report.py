@@ -14,6 +14,9 @@ from pipelines.manifests import relative
 from pipelines.pairs.selection import BELOW
 from pipelines.text.dedup import normalise
 
+# what each stage leaves for its user, in the stages' order: the summary names the last one's
+RESULT_FOLDERS = {"extract": "sentences", "embed": "embeddings", "pairs": "bitext"}
+
 
 def stage_report(settings: dict, manifests: dict, seconds: float) -> dict:
     """The run's report; the files it names (the bitext) are relative to the output folder, as in the manifests."""
@@ -170,5 +173,7 @@ def format_summary(report: dict) -> str:
         g = report["gold"]["all"]
         lines.append(f"  all pairs against {report['gold']['file']}: P {100 * g['precision']:.1f} "
                      f"R {100 * g['recall']:.1f} F1 {100 * g['f1']:.1f}")
-    lines.append(f"  wrote {report['output']}/bitext, report.json ({report['seconds']['total']:.0f} s)")
+    made = [stage for stage in RESULT_FOLDERS if stage in report["seconds"]]  # the stages this report covers
+    folder = f"{report['output']}/{RESULT_FOLDERS[made[-1]]}, " if made else f"{report['output']}/"
+    lines.append(f"  wrote {folder}report.json ({report['seconds']['total']:.0f} s)")
     return "\n".join(lines)

@@ -82,6 +82,13 @@ def test_the_command_prints_a_summary(sample_run, tmp_path, capsys):
     assert status == 0
     printed = capsys.readouterr().out
     assert "pages: 30 kept of 69 records" in printed and "deu_Latn" in printed
+    # what the stages run made, not the bitext they did not make
+    assert f"wrote {tmp_path / 'out'}/sentences, report.json" in printed and "bitext" not in printed
+
+
+def test_the_summary_names_the_bitext_where_the_pairs_stage_ran(sample_run):
+    _, report = sample_run
+    assert f"wrote {report['output']}/bitext, report.json" in format_summary(report)
 
 
 def test_the_summary_names_sentences_an_encoder_cut(sample_run):
