@@ -13,6 +13,7 @@ from pipelines.layout import bitext_parts
 from pipelines.manifests import relative
 from pipelines.pairs.selection import BELOW
 from pipelines.text.dedup import normalise
+from pipelines.text.warc import FILE_SKIPS
 
 # what each stage leaves for its user, in the stages' order: the summary names the last one's
 RESULT_FOLDERS = {"extract": "sentences", "embed": "embeddings", "pairs": "bitext"}
@@ -118,6 +119,11 @@ def resumed_line(counters: dict) -> str | None:
 def format_summary(report: dict) -> str:
     lines = [f"mined {report['input']} -> {report['output']} with {report['encoder']}",
              f"  pages: {report['pages']} kept of {report['records']} records"]
+    read = report.get("counters", {}).get("extract", {}).get("read", {})
+    lost = {what: read[f"skipped:{reason}"] for reason, what in FILE_SKIPS.items() if read.get(f"skipped:{reason}")}
+    if lost:  # a wrong file is a warning in the log; here it is why the run found nothing in it
+        lines.append("  input files skipped: " + ", ".join(f"{n} {what}" for what, n in lost.items())
+                     + " (the log names them)")
     sentences = report["sentences"]
     if sentences:
         others = report.get("sentences_not_asked_for", 0)

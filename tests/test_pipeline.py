@@ -86,6 +86,14 @@ def test_the_command_prints_a_summary(sample_run, tmp_path, capsys):
     assert f"wrote {tmp_path / 'out'}/sentences, report.json" in printed and "bitext" not in printed
 
 
+def test_the_summary_names_input_files_that_gave_nothing(sample_run):
+    _, report = sample_run
+    assert "input files skipped" not in format_summary(report)
+    read = {**report["counters"]["extract"]["read"], "skipped:not-warc": 2, "skipped:empty-file": 1}
+    lost = {**report, "counters": {**report["counters"], "extract": {**report["counters"]["extract"], "read": read}}}
+    assert "  input files skipped: 2 not WARC, 1 empty (the log names them)\n" in format_summary(lost)
+
+
 def test_the_summary_names_the_bitext_where_the_pairs_stage_ran(sample_run):
     _, report = sample_run
     assert f"wrote {report['output']}/bitext, report.json" in format_summary(report)

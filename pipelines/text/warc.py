@@ -59,6 +59,8 @@ from pipelines.text.charset import UndecodableError, charset_from_content_type, 
 from pipelines.text.records import Page, Tally
 
 STAGE = "read"
+# skips that cost a whole input file, and what each says about it (the run's summary names them)
+FILE_SKIPS = {"not-warc": "not WARC", "empty-file": "empty"}
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 GZIP_MAGIC = b"\x1f\x8b\x08"
 CHUNK = 1 << 16
