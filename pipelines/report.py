@@ -17,6 +17,9 @@ from pipelines.text.warc import FILE_SKIPS
 
 # what each stage leaves for its user, in the stages' order: the summary names the last one's
 RESULT_FOLDERS = {"extract": "sentences", "embed": "embeddings", "pairs": "bitext"}
+# sentences a side under which both pools' neighbourhoods are a third of the other pool and every margin runs
+# high: 4.6-13.1 wrong pairs per 100 sentences where none is translated (bench/tiny_pools.py, docs/evaluation.md)
+TINY_POOLS = 30
 
 
 def stage_report(settings: dict, manifests: dict, seconds: float) -> dict:
@@ -154,6 +157,9 @@ def format_summary(report: dict) -> str:
         notes = [entry["index"]] if entry.get("index") and entry["index"] != mining.get("index") else []
         if entry.get("parts"):  # past bitext.rows_per_part: files by score range
             notes.append(f"in {len(entry['parts'])} parts by score range")
+        if entry["pairs"] and all(report["sentences"].get(lang, 0) < TINY_POOLS for lang in pair.split("-")):
+            notes.append(f"both pools under {TINY_POOLS} sentences, where margins mine unrelated pairs too: check "
+                         "them (docs/evaluation.md, Both pools tiny)")
         if entry.get("margin_neighbourhoods"):  # miner.margin, "Small pools"
             notes.append(f"margins over {entry['margin_neighbourhoods']}'s neighbourhoods: the smaller pool")
         if entry.get("threshold") is not None and entry["threshold"] != mining.get("threshold"):

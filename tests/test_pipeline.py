@@ -94,6 +94,15 @@ def test_the_summary_names_input_files_that_gave_nothing(sample_run):
     assert "  input files skipped: 2 not WARC, 1 empty (the log names them)\n" in format_summary(lost)
 
 
+def test_the_summary_flags_pairs_mined_between_two_tiny_pools(sample_run):
+    _, report = sample_run
+    assert "Both pools tiny" not in format_summary(report)  # 44-50 sentences a language
+    pair = next(name for name, entry in report["pairs"].items() if entry["pairs"])
+    tiny = {**report, "sentences": {**report["sentences"], **{lang: 12 for lang in pair.split("-")}}}
+    flagged = [line for line in format_summary(tiny).splitlines() if "Both pools tiny" in line]
+    assert len(flagged) == 1 and flagged[0].startswith(f"  {pair}: ")
+
+
 def test_the_summary_names_the_bitext_where_the_pairs_stage_ran(sample_run):
     _, report = sample_run
     assert f"wrote {report['output']}/bitext, report.json" in format_summary(report)
