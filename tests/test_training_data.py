@@ -138,8 +138,10 @@ def test_scored_bitext_keeps_pairs_at_or_above_min_score(tmp_path):
 def test_mined_parquet_bitext_with_threshold(tmp_path, tiny_tokenizer):
     pq.write_table(pa.table({"score": [1.3, 1.0], "src_text": ["Haus", "Baum"], "tgt_text": ["house", "tree"],
                              "src_lang": ["de", "de"], "tgt_lang": ["en", "en"]}), tmp_path / "mined.parquet")
-    [bitext] = load_bitext([str(tmp_path / "mined.parquet")], Tokenize(tiny_tokenizer, 16), Skips(), 1.1)
+    skips = Skips()
+    [bitext] = load_bitext([str(tmp_path / "mined.parquet")], Tokenize(tiny_tokenizer, 16), skips, 1.1)
     assert bitext.name == "de-en" and len(bitext.src) == 1
+    assert skips.report() == {"bitext pair below data.min_score (by design, not logged)": 1}  # as TSV's are
 
 
 def test_bitext_languages_come_from_the_name_or_a_label(tmp_path, tiny_tokenizer):

@@ -40,6 +40,7 @@ from training.en_pairs import MIN_PAIRS as FEW_PAIRS  # what the train pool's pr
 
 log = logging.getLogger("training.data")
 LOGGED_SKIPS = 5  # per reason: enough to find the problem, not a log flooded by a broken file
+BELOW_MIN_SCORE = "bitext pair below data.min_score (by design, not logged)"
 
 
 class Skips:
@@ -315,7 +316,7 @@ def read_tsv_bitext(path: Path, skips: Skips, min_score: float | None, langs: tu
                 skips.add("bitext score is not a number", where)
                 continue
             if min_score is not None and score < min_score:
-                skips.count("bitext pair below data.min_score (by design, not logged)")
+                skips.count(BELOW_MIN_SCORE)
                 continue
         source, target = fields_[-2].strip(), fields_[-1].strip()
         if check.keep(langs, source, target, where):
@@ -334,6 +335,7 @@ def read_parquet_bitext(path: Path, min_score: float | None,
     grouped: dict[tuple[str, str], list] = {}
     for number, row in enumerate(table.to_pylist(), start=1):
         if min_score is not None and row.get("score") is not None and row["score"] < min_score:
+            check.skips.count(BELOW_MIN_SCORE)
             continue
         langs = (row["src_lang"], row["tgt_lang"])
         source, target = (row["src_text"] or "").strip(), (row["tgt_text"] or "").strip()
