@@ -42,6 +42,7 @@ from pipelines.options import (
     pipeline_runner,
     runs_locally,
 )
+from pipelines.output_lock import output_lock
 from pipelines.report import format_summary, gold_scores, stage_report
 
 log = logging.getLogger("pipelines.mine")
@@ -235,25 +236,29 @@ def run(settings: dict, options: PipelineOptions, stages: list[str], builders: d
     """Run `stages` (names) in order with their `builders` (name -> stage class); the other stages' finished
     outputs are read from their manifests. Everything that could stop the run over the output folder's own state
     is checked before any stage deletes anything in it (`prepare_output`)."""
+    from pipelines import preflight
+
     started = time.perf_counter()
-    plan = plan_stages(settings, stages, rerun)
-    prepare_output(settings["output"], plan)
-    found, ran = {}, False
-    for name, earlier, depends in plan:
-        if earlier is not None:
-            found[name] = earlier
-            continue
-        build = builders[name](settings, found)
-        # the stage's own finished output, where the stages it reads are the ones it was made from
-        made_from = hasattr(build, "from_finished") and not (rerun or ran)
-        found[name] = run_stage(name, build, settings, options, recorded_dependencies(name, depends, found),
-                                reads=dict(found), resume=not rerun,
-                                finished=current_manifest(settings["output"], name) if made_from else None)
-        ran = True
-    report = stage_report(settings, found, time.perf_counter() - started)
-    if settings.get("gold") and "pairs" in found:
-        report["gold"] = gold_scores(settings["gold"], found["pairs"])
-    storage.write_json(layout.report_path(settings["output"]), report)
+    preflight.check_output_folder(settings["output"])  # a file in the way, named before the lock makes the folder
+    with output_lock(settings["output"]):  # from the plan on: it reads what another run would be changing
+        plan = plan_stages(settings, stages, rerun)
+        prepare_output(settings["output"], plan)
+        found, ran = {}, False
+        for name, earlier, depends in plan:
+            if earlier is not None:
+                found[name] = earlier
+                continue
+            build = builders[name](settings, found)
+            # the stage's own finished output, where the stages it reads are the ones it was made from
+            made_from = hasattr(build, "from_finished") and not (rerun or ran)
+            found[name] = run_stage(name, build, settings, options, recorded_dependencies(name, depends, found),
+                                    reads=dict(found), resume=not rerun,
+                                    finished=current_manifest(settings["output"], name) if made_from else None)
+            ran = True
+        report = stage_report(settings, found, time.perf_counter() - started)
+        if settings.get("gold") and "pairs" in found:
+            report["gold"] = gold_scores(settings["gold"], found["pairs"])
+        storage.write_json(layout.report_path(settings["output"]), report)
     return report
 
 
