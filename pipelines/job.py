@@ -515,6 +515,7 @@ def main(argv: list[str] | None, builders: dict, prog: str, description: str | N
         check_runner_installed(options)
         check_local_workers(options)
         settings = mine_options.settings()
+        storage.warn_if_unreachable([settings.get("input"), settings.get("output")])
         check_local_devices(settings, options)
         stages = mine_options.stage_list()
         other = [name for name in stages if name not in builders]

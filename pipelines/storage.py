@@ -31,6 +31,33 @@ def is_remote(path: str) -> bool:
     return "://" in path
 
 
+# where each cloud scheme's client connects, unless an emulator or a proxy stands between (then nothing is checked)
+SERVICE_ENDPOINTS = {"gs": ("storage.googleapis.com", 443, "STORAGE_EMULATOR_HOST")}
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
+
+
+def warn_if_unreachable(paths: list[str | None], timeout: float = 3.0) -> list[str]:
+    """A warning at once for each cloud service among `paths` that this machine cannot connect to (no network, no
+    DNS): the service's client retries for about two minutes before its error, and a run would sit silent until
+    then. Only a warning: the client may still get through where this cannot tell (a proxy it is configured for).
+    Returns the warnings given."""
+    import socket
+
+    warned = []
+    schemes = sorted({path.partition("://")[0] for path in paths if path and is_remote(path)})
+    for scheme in schemes:
+        host, port, emulator = SERVICE_ENDPOINTS.get(scheme, (None, None, None))
+        if host is None or os.environ.get(emulator) or any(os.environ.get(name) for name in PROXY_VARIABLES):
+            continue
+        try:
+            socket.create_connection((host, port), timeout=timeout).close()
+        except OSError as err:
+            warned.append(f"cannot connect to {host}:{port} for the {scheme}:// paths ({err}); the storage client "
+                          f"retries for about two minutes before it fails: check the network, or stop the run")
+            log.warning("%s", warned[-1])
+    return warned
+
+
 def cloud_storage_problem(err: BaseException, path: str | None = None) -> str | None:
     """What a cloud storage error says, in a line (a bucket that does not exist or refuses, no network, no
     credentials after the client's retries), for an `error:` instead of a page of traceback; Beam's FileSystems

@@ -91,3 +91,35 @@ def test_a_refused_request_says_how_beam_reads_credentials(monkeypatch):
         assert ("pip install -e '.[gcp]'" in problem) == hint
     assert storage.cloud_storage_problem(ValueError("not storage")) is None
     assert storage.cloud_storage_problem(BeamIOError("x", {"gs://b/": OSError("disk")})) is None
+
+
+def test_a_cloud_service_this_machine_cannot_reach_is_a_warning_at_once(monkeypatch, caplog):
+    import socket
+
+    from pipelines import storage
+
+    with socket.socket() as closed:  # a real port that nothing listens on: the connection is refused
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    monkeypatch.setitem(storage.SERVICE_ENDPOINTS, "gs", ("127.0.0.1", port, "STORAGE_EMULATOR_HOST"))
+    for name in ("STORAGE_EMULATOR_HOST", *storage.PROXY_VARIABLES):
+        monkeypatch.delenv(name, raising=False)
+    [warning] = storage.warn_if_unreachable(["gs://b/crawl/*.warc.gz", "gs://b/out", "/tmp/local"])
+    assert warning.startswith(f"cannot connect to 127.0.0.1:{port} for the gs:// paths (") and warning in caplog.text
+    assert storage.warn_if_unreachable(["/tmp/in", None]) == []  # no cloud path: nothing to reach
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", "http://127.0.0.1:1")  # the emulator is what the client talks to
+    assert storage.warn_if_unreachable(["gs://b/out"]) == []
+
+
+def test_a_reachable_cloud_service_gives_no_warning(monkeypatch):
+    import socket
+
+    from pipelines import storage
+
+    with socket.socket() as server:  # a real listening port stands for the service
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        monkeypatch.setitem(storage.SERVICE_ENDPOINTS, "gs", ("127.0.0.1", server.getsockname()[1], "NO_SUCH_VAR"))
+        for name in storage.PROXY_VARIABLES:
+            monkeypatch.delenv(name, raising=False)
+        assert storage.warn_if_unreachable(["gs://b/out"]) == []
