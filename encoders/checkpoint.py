@@ -120,6 +120,8 @@ def _check_transformer(folder: Path) -> str:
                               f"supported encoder families: {', '.join(sorted(SUPPORTED_MODEL_TYPES))}")
     if not any((folder / name).exists() for name in WEIGHT_FILES):
         raise CheckpointError(f"{folder}: no model weights (looked for {', '.join(WEIGHT_FILES)})")
+    for weights in _safetensors_files(folder):
+        check_safetensors(weights)
     if not any((folder / name).exists() for name in TOKENIZER_FILES):
         raise CheckpointError(f"{folder}: no tokenizer files (looked for {', '.join(TOKENIZER_FILES)})")
     return model_type
@@ -156,11 +158,41 @@ def _st_dense(path: Path, where: str) -> DenseLayer:
     weights = next((path / n for n in ("model.safetensors", "pytorch_model.bin") if (path / n).exists()), None)
     if weights is None:
         raise CheckpointError(f"{where}: {path} has no model.safetensors or pytorch_model.bin")
+    if weights.suffix == ".safetensors":
+        check_safetensors(weights)
     try:
         return DenseLayer(weights, int(config["in_features"]), int(config["out_features"]),
                           bool(config.get("bias", True)), activation)
     except (KeyError, TypeError, ValueError) as err:
         raise CheckpointError(f"{where}: {path / 'config.json'} needs in_features and out_features ({err})") from None
+
+
+def _safetensors_files(folder: Path) -> list[Path]:
+    """The transformer's safetensors weights: model.safetensors, or the shards its index lists."""
+    if (folder / "model.safetensors").exists():
+        return [folder / "model.safetensors"]
+    index = folder / "model.safetensors.index.json"
+    if not index.exists():
+        return []
+    weight_map = _json(index).get("weight_map")
+    if not isinstance(weight_map, dict):
+        raise CheckpointError(f"{index}: no weight_map")
+    return [folder / name for name in sorted(set(weight_map.values()))]
+
+
+def check_safetensors(path: Path) -> None:
+    """A weights file that safetensors can open and whose tensors its bytes cover (the library checks both from the
+    header, without reading the tensors): a cut or damaged copy is named here, when the encoder is checked before
+    any work, and not by the loader inside a stage."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), framework="np"):
+            pass
+    except FileNotFoundError:
+        raise CheckpointError(f"{path}: missing (the weights' index lists it)") from None
+    except (SafetensorError, OSError) as err:
+        raise CheckpointError(f"{path}: not a whole safetensors file ({err}); copy or download it again") from None
 
 
 def read_description(path: Path, format_name: str, error: type[CheckpointError], what: str) -> dict:

@@ -32,10 +32,18 @@ def test_plain_transformers_folder_defaults_to_mean(tiny_encoder_dir, tmp_path):
     assert layout.pooling == "mean" and layout.max_seq_length is None
 
 
+def _cut(path, keep):
+    data = path.read_bytes()
+    path.write_bytes(data[:keep])
+
+
 @pytest.mark.parametrize("damage, message", [
     (lambda f: (f / "config.json").unlink(), "config.json: missing"),
     (lambda f: (f / "config.json").write_text("{not json"), "not valid JSON"),
     (lambda f: (f / "model.safetensors").unlink(), "no model weights"),
+    # a cut copy: the header short, or tensors the bytes do not cover (a traceback from the loader inside a stage)
+    (lambda f: _cut(f / "model.safetensors", 100), "model.safetensors: not a whole safetensors file"),
+    (lambda f: _cut(f / "model.safetensors", -1000), "model.safetensors: not a whole safetensors file"),
     (lambda f: [(f / n).unlink() for n in ("tokenizer.json",)], "no tokenizer files"),
     (lambda f: _edit(f / "config.json", model_type="gpt2"), "unsupported architecture 'gpt2'"),
     (lambda f: _edit(f / "config.json", auto_map={"AutoModel": "evil.Model"}), "never runs code"),
