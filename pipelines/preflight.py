@@ -50,16 +50,25 @@ def check_input(pattern: str | None) -> None:
 
 
 def check_lid_model(spec: str | None) -> None:
-    """Each model of `lid.model` is a file, or a built-in whose file is installed."""
-    from pipelines.text.langid import lid_parts, model_file
+    """Each model of `lid.model` is a file, or a built-in whose file is installed; a fastText model given by local
+    path is also parsed (a cut or foreign file fails here, not in the extract stage's first worker; the built-ins
+    are checked by hash where they load)."""
+    from pipelines.text.langid import BUILTIN_MODELS, is_expert_set, lid_parts, load_fasttext, model_file
 
     for part in lid_parts(spec) if spec else []:
         try:
             path = model_file(part)
         except InputFormatError as err:
             raise ValueError(f"lid.model {part!r}: {err}") from None
-        if not storage.is_remote(path) and not os.path.isfile(path):
+        if storage.is_remote(path):
+            continue
+        if not os.path.isfile(path):
             raise ValueError(f"lid.model {part!r}: no such file")
+        if part not in BUILTIN_MODELS and not is_expert_set(part):
+            try:
+                load_fasttext(Path(path))
+            except InputFormatError as err:
+                raise ValueError(f"lid.model {part!r}: {err}") from None
 
 
 def check_lid_languages(lid: dict) -> None:

@@ -42,6 +42,16 @@ def test_bad_settings_fail_before_any_stage(tmp_path, capsys, argv, message):
     assert not (tmp_path / "out").exists()  # nothing ran
 
 
+def test_a_lid_model_file_that_fasttext_cannot_read_fails_before_any_stage(tmp_path, capsys):
+    from pipelines.text.langid import SHIPPED_MODEL
+
+    (tmp_path / "cut.ftz").write_bytes(SHIPPED_MODEL.read_bytes()[:200_000])  # a cut copy of the shipped model
+    assert main(["--output", str(tmp_path / "out"), "--set", f"lid.model={tmp_path / 'cut.ftz'}"]) == 2
+    assert f"lid.model '{tmp_path / 'cut.ftz'}': {tmp_path / 'cut.ftz'}: not a fastText model" in \
+        capsys.readouterr().err  # it failed in the extract stage's first worker
+    assert not (tmp_path / "out").exists()
+
+
 def test_an_input_that_is_a_folder_is_named_with_a_glob_to_give(tmp_path, capsys):
     # the extract stage opened it on its first worker and failed there, after the job had started
     (tmp_path / "crawl").mkdir()
