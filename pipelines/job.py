@@ -36,6 +36,7 @@ from pipelines.options import (
     STAGES,
     MineOptions,
     ViewCachingOptions,
+    check_arguments,
     check_local_devices,
     check_local_workers,
     check_runner_installed,
@@ -513,6 +514,7 @@ def main(argv: list[str] | None, builders: dict, prog: str, description: str | N
 
     def command() -> None:
         check_runner_installed(options)
+        check_arguments(argv, options)
         check_local_workers(options)
         settings = mine_options.settings()
         storage.warn_if_unreachable([settings.get("input"), settings.get("output")])

@@ -181,6 +181,49 @@ def check_runner_installed(options: PipelineOptions) -> None:
                                 f"credentials): pip install -e '.[gcp]' ({err})") from None
 
 
+def check_arguments(argv: list[str], options: PipelineOptions) -> None:
+    """A flag that no options class reads (ours, Beam's, the runner's) is an error naming it, with the known flag
+    it is closest to: Beam only logs and drops it, so `--ouput out` ran into ./output, and `--direct_num_worker 4`
+    on one worker. Where the runner's own options cannot be loaded to be known, nothing is said (a false error
+    would stop a run that works)."""
+    import difflib
+
+    from apache_beam.options.pipeline_options import StandardOptions
+
+    runner = options.view_as(StandardOptions).runner
+    try:
+        from apache_beam.options.pipeline_options import _BeamArgumentParser  # what Beam parses its flags with
+
+        if runner in DASK_RUNNERS:
+            import pipelines.dask_runner  # noqa: F401  registers its options classes
+        elif runner is not None and runner not in DIRECT_RUNNERS:
+            from apache_beam.runners.runner import create_runner
+
+            create_runner(runner)  # imports the runner's module, which registers its options
+        parser = _BeamArgumentParser(allow_abbrev=False)
+        for cls in {str(cls): cls for cls in PipelineOptions.__subclasses__()}.values():
+            cls._add_argparse_args(parser)
+        _, unknown = parser.parse_known_args(argv)
+    except Exception:  # a Beam without that parser, a runner that cannot load here: no check
+        return
+    flags, strays = [], []
+    for position, arg in enumerate(unknown):
+        if arg.startswith("-"):
+            flags.append(arg.partition("=")[0])
+        elif not (position and unknown[position - 1].startswith("-") and "=" not in unknown[position - 1]):
+            strays.append(arg)  # not the value of an unknown flag before it: a word the command takes nowhere
+    if strays:
+        raise ValueError(f"unexpected argument(s) {', '.join(repr(arg) for arg in strays)}: every input is given by "
+                         f"a flag (--input, --output ...)")
+    if not flags:
+        return
+    known = [flag for action in parser._actions for flag in action.option_strings]
+    hints = [f"{flag} (did you mean {close[0]}?)" if (close := difflib.get_close_matches(flag, known, 1, 0.75))
+             else flag for flag in flags]
+    raise ValueError(f"unknown option(s): {', '.join(hints)}; `--help` lists ours, and any of Beam's pipeline "
+                     f"options is taken too")
+
+
 def check_local_devices(settings: dict, options: PipelineOptions) -> None:
     """A GPU asked for (`encoder_options.device: cuda`, `knn.gpu: true`) where the workers are this machine's
     (the DirectRunner) and torch sees none: an error before any stage, not once the embed or pairs stage starts.

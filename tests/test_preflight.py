@@ -35,6 +35,10 @@ from pipelines.options import MineOptions
     (["--set", "languages=[eng_Latn]"], "languages [eng_Latn] make no pair to mine"),
     (["--set", "languages=[deu_Latn]", "--set", "pairs=all"], "languages [deu_Latn] make no pair to mine"),
     (["--stages", " , "], "--stages: no stage given"),  # it ran nothing and wrote a report of nothing
+    # Beam logged and dropped a flag it did not know: the run went to ./output, or ran on one worker
+    (["--ouput", "elsewhere"], "unknown option(s): --ouput (did you mean --output?)"),
+    (["--direct_num_worker", "2"], "--direct_num_worker (did you mean --direct_num_workers?)"),
+    (["crawl.warc.gz"], "unexpected argument(s) 'crawl.warc.gz': every input is given by a flag"),
 ])
 def test_bad_settings_fail_before_any_stage(tmp_path, capsys, argv, message):
     assert main(["--output", str(tmp_path / "out"), *argv]) == 2
