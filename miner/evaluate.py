@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import math
 import sys
 from pathlib import Path
@@ -288,7 +289,10 @@ def _flores_file(folder: Path, language: str) -> Path:
     for name in (f"{language}.devtest.gz", f"{language}.devtest", f"{language}.dev.gz", f"{language}.dev"):
         if (folder / name).exists():
             return folder / name
-    raise InputFormatError(f"{folder}: no FLORES file for {language}")
+    names = sorted({path.name.split(".")[0] for path in folder.glob("*.dev*")}) if folder.is_dir() else []
+    like = [name for name in names if name.startswith(f"{language}_")] or difflib.get_close_matches(language, names, 3)
+    raise InputFormatError(f"{folder}: no FLORES file for {language}"
+                           + (f" (its files are named by code and script: {', '.join(like)})" if like else ""))
 
 
 def format_suite(report: dict) -> str:

@@ -149,6 +149,9 @@ def test_suite_tables_xsim_per_language_and_bucc_per_pair(tmp_path, capsys):
     assert report["bucc"]["de-en"]["f1"] > 0.5 and "2-fold" in report["bucc"]["de-en"]["protocol"]
     table = markdown.read_text()
     assert "| deu_Latn |" in table and "| de-en |" in table and "mean of 1" in table
+    capsys.readouterr()
+    assert main(["suite", "--encoder", "char-ngram", "--flores", str(flores), "--languages", "deu"]) == 2
+    assert "no FLORES file for deu (its files are named by code and script: deu_Latn)" in capsys.readouterr().err
 
 
 def test_suite_scores_xsim_by_margin_as_the_xsim_command_does(tmp_path, capsys):
