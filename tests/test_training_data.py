@@ -61,6 +61,13 @@ def test_recipe_overrides_base_and_stage_index(training_inputs):
     ("data.join={shares: [0.1, 0.2]}", "data.join.shares: one share >= 0 per data.bitext entry (1)"),
     ("data.join={shares: [0.1], parts: [1, 3]}", "data.join.parts"),
     ("data.join={share: [0.1]}", "unknown key(s) share"),
+    # numbers out of range: a ZeroDivisionError, a run that trained nothing, or one that diverged
+    ("model.hidden=0", "model.hidden must be 1 or more, got 0"),
+    ("br.batch_size=1", "br.batch_size must be 2 or more, got 1"),
+    ("optimizer.lr=-1e-3", "optimizer.lr must be above 0, got -0.001"),
+    ("run.log_every=0", "run.log_every must be 1 or more, got 0"),
+    ("model.dropout=1.0", "model.dropout must be from 0 to 0.99, got 1.0"),
+    ("stages.0.lr=0.0", "stages[0] (cmlm): lr must be above 0"),
 ])
 def test_bad_recipes_are_refused_naming_the_key(training_inputs, override, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):

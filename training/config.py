@@ -226,9 +226,50 @@ def parse(raw: dict, where: str = "recipe") -> TrainConfig:
     return _build(TrainConfig, raw, where)
 
 
+# The values each number can take, [low, high] (None: unbounded; a float `low` marked open is excluded): outside
+# them a run divided by zero (model.hidden 0), or read its data and trained nothing (br.batch_size 1: no negative),
+# or diverged (optimizer.lr below 0), each after minutes of reading data, or never said why.
+NUMBER_RANGES = {
+    "model.hidden": (1, None), "model.layers": (1, None), "model.heads": (1, None), "model.intermediate": (1, None),
+    "model.dropout": (0, 0.99), "model.projection_vectors": (0, None),  # 0: no CMLM head
+    "data.heldout_pairs": (1, None), "data.language_alpha": (0, None),
+    "cmlm.batch_size": (1, None), "cmlm.swap_rate": (0, 1),
+    "br.batch_size": (2, None), "br.scale": ("open", 0), "br.alpha": (0, None), "br.hard_negatives": (0, None),
+    "br.hard_negative_pool": (1, None), "br.hard_negative_refresh": (1, None),
+    "nli.batch_size": (1, None),
+    "optimizer.lr": ("open", 0), "optimizer.weight_decay": (0, None), "optimizer.beta1": (0, 0.9999),
+    "optimizer.beta2": (0, 0.99999), "optimizer.eps": ("open", 0), "optimizer.warmup_steps": (0, None),
+    "optimizer.grad_clip": ("open", 0),
+    "run.checkpoint_every": (0, None), "run.keep_checkpoints": (1, None), "run.log_every": (1, None),
+    "run.eval_every": (0, None), "run.threads": (1, None), "run.time_limit_minutes": ("open", 0),
+    "lens.output_dim": (1, None), "lens.gate_dim": (1, None), "lens.layers": (1, None), "lens.kernel": (1, None),
+}
+
+
+def _range_problems(config: TrainConfig) -> list[str]:
+    problems = []
+    for name, (low, high) in NUMBER_RANGES.items():
+        section, key = name.split(".")
+        value = getattr(getattr(config, section), key)
+        if value is None:  # an optional setting left unset
+            continue
+        if low == "open":
+            if not value > high:
+                problems.append(f"{name} must be above {high:g}, got {value!r}")
+        elif value < low or (high is not None and value > high):
+            span = f"from {low:g} to {high:g}" if high is not None else f"{low:g} or more"
+            problems.append(f"{name} must be {span}, got {value!r}")
+    for i, stage in enumerate(config.stages):
+        if stage.lr is not None and not stage.lr > 0:
+            problems.append(f"stages[{i}] ({stage.name}): lr must be above 0, got {stage.lr!r}")
+        if stage.warmup_steps is not None and stage.warmup_steps < 0:
+            problems.append(f"stages[{i}] ({stage.name}): warmup_steps must be 0 or more, got {stage.warmup_steps!r}")
+    return problems
+
+
 def check(config: TrainConfig) -> None:
     """Value checks that types alone do not express."""
-    problems = []
+    problems = _range_problems(config)
     if not config.stages:
         problems.append("stages: at least one stage is needed")
     for i, stage in enumerate(config.stages):
@@ -243,7 +284,7 @@ def check(config: TrainConfig) -> None:
     model, optimizer = config.model, config.optimizer
     if model.init is None and model.tokenizer is None:
         problems.append("model: give a tokenizer folder for a new model, or init: an encoder checkpoint")
-    if model.hidden % model.heads:
+    if model.heads >= 1 and model.hidden % model.heads:
         problems.append(f"model: hidden {model.hidden} is not a multiple of heads {model.heads}")
     if not 3 <= model.max_seq_length:
         problems.append("model.max_seq_length must be at least 3")
