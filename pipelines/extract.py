@@ -307,9 +307,12 @@ class ExtractStage:
 
     @staticmethod
     def check(settings: dict) -> None:
-        """Before any stage runs: the input glob matches files, the LID model exists."""
+        """Before any stage runs (and in `--plan`): the text settings, the input glob matches files, the LID model
+        exists."""
         from pipelines import preflight
+        from pipelines.text.stage import TextStage
 
+        TextStage.check_settings(settings)
         check_number("shards.sentences", with_defaults(settings, "shards", SHARD_DEFAULTS)["sentences"], 1, whole=True)
         preflight.check_input(settings.get("input"))
         preflight.check_lid_model((settings.get("lid") or {}).get("model"))
