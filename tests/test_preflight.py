@@ -10,6 +10,17 @@ from pipelines.options import MineOptions
 
 
 @pytest.mark.parametrize(("argv", "message"), [
+    (["--set", "lid.short_words=-1"], "lid.short_words: a whole number of words >= 0"),
+    (["--set", "split={method: foo}"], "unknown sentence splitting method 'foo'"),
+    (["--set", "lid.foo=1"], "lid: unknown setting(s) ['foo']"),
+])
+def test_the_plan_refuses_bad_text_settings_as_the_run_does(tmp_path, capsys, argv, message):
+    # the plan said the extract stage would run; the run then stopped at the stage's construction
+    assert main(["--output", str(tmp_path / "out"), "--plan", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "message"), [
     (["--input", "/nonexistent/crawl/*.warc.gz"], "input '/nonexistent/crawl/*.warc.gz': no file matches it"),
     (["--input", "/nonexistent/one.warc.gz"], "input '/nonexistent/one.warc.gz': no file matches it"),
     (["--set", "mining.threshold=abc"], "mining.threshold must be a number, got 'abc'"),
@@ -40,17 +51,6 @@ from pipelines.options import MineOptions
     (["--direct_num_worker", "2"], "--direct_num_worker (did you mean --direct_num_workers?)"),
     (["crawl.warc.gz"], "unexpected argument(s) 'crawl.warc.gz': every input is given by a flag"),
 ])
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--set", "lid.short_words=-1"], "lid.short_words: a whole number of words >= 0"),
-    (["--set", "split={method: foo}"], "unknown sentence splitting method 'foo'"),
-    (["--set", "lid.foo=1"], "lid: unknown setting(s) ['foo']"),
-])
-def test_the_plan_refuses_bad_text_settings_as_the_run_does(tmp_path, capsys, argv, message):
-    # the plan said the extract stage would run; the run then stopped at the stage's construction
-    assert main(["--output", str(tmp_path / "out"), "--plan", *argv]) == 2
-    assert message in capsys.readouterr().err
-
-
 def test_bad_settings_fail_before_any_stage(tmp_path, capsys, argv, message):
     assert main(["--output", str(tmp_path / "out"), *argv]) == 2
     assert message in capsys.readouterr().err
