@@ -38,6 +38,7 @@ def stage_report(settings: dict, manifests: dict, seconds: float) -> dict:
         "records": read.get("records", 0),
         "sentences": {lang: n for lang, n in extracted.items() if lang in asked},
         "sentences_not_asked_for": len(set(extracted) - asked),
+        "languages_without_sentences": sorted(lang for lang in asked if not extracted.get(lang)) if extract else [],
         "mining": pairs.get("settings"),
         "pairs": {entry["pair"]: {k: relative_files(v, output) if k in files else v for k, v in entry.items()
                                   if k != "pair"} for entry in pairs.get("pairs", [])},
@@ -133,6 +134,10 @@ def format_summary(report: dict) -> str:
         lines.append("  sentences: " + ", ".join(f"{lang} {n}" for lang, n in sentences.items())
                      + (f" (and {others} more {plural(others, 'language')} in the extracted sentences, "
                         "not asked for)" if others else ""))
+    empty = report.get("languages_without_sentences") or []
+    if empty:  # a code the identifier never gives (xyz_Latn), or a language the crawl lacks: said where it is read
+        lines.append(f"  no sentences in {', '.join(empty)}, asked for in `languages`: no pairs with "
+                     f"{'it' if len(empty) == 1 else 'them'}")
     resumed = resumed_line(report.get("counters", {}))
     if resumed:
         lines.append(resumed)

@@ -16,7 +16,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import layout, manifests, storage
 from pipelines.mine import main, run
-from pipelines.report import format_summary
+from pipelines.report import format_summary, stage_report
 from pipelines.settings import load_settings
 from tests.conftest import REPO
 from tests.warc_files import WarcBuilder, gzip_bomb, html_page
@@ -101,6 +101,17 @@ def test_the_summary_flags_pairs_mined_between_two_tiny_pools(sample_run):
     tiny = {**report, "sentences": {**report["sentences"], **{lang: 12 for lang in pair.split("-")}}}
     flagged = [line for line in format_summary(tiny).splitlines() if "Both pools tiny" in line]
     assert len(flagged) == 1 and flagged[0].startswith(f"  {pair}: ")
+
+
+def test_the_summary_names_languages_asked_for_that_have_no_sentences(sample_run):
+    _, report = sample_run
+    assert report["languages_without_sentences"] == [] and "no sentences in" not in format_summary(report)
+    empty = {**report, "languages_without_sentences": ["xyz_Latn"]}
+    assert "  no sentences in xyz_Latn, asked for in `languages`: no pairs with it\n" in format_summary(empty)
+    extract = {"extract": {"languages": {"deu_Latn": {"rows": 3}, "fra_Latn": {"rows": 0}}}}
+    made = stage_report({"languages": ["deu_Latn", "fra_Latn", "xyz_Latn"]}, extract, 1.0)
+    assert made["languages_without_sentences"] == ["fra_Latn", "xyz_Latn"]
+    assert stage_report({"languages": ["xyz_Latn"]}, {}, 1.0)["languages_without_sentences"] == []  # no extract read
 
 
 def test_the_summary_names_the_bitext_where_the_pairs_stage_ran(sample_run):
