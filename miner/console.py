@@ -18,6 +18,7 @@ from miner.io import InputFormatError
 from miner.vectors import EmbeddingError
 
 PROJECT_LOGGERS = ("miner", "encoders", "training", "pipelines")
+INTERRUPTED = 130  # the exit status of a command stopped by Ctrl-C, as a shell gives it (128 + SIGINT)
 PROGRESS_EVERY_S = 10.0  # seconds between two progress lines of one counter
 
 
@@ -32,19 +33,32 @@ def setup_logging(verbose: bool = False, quiet: bool = False) -> None:
     the root logger, which would otherwise keep this call from doing anything and swallow every INFO line of ours."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, force=True,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_not_an_interruption)
     ours = logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO
     for name in PROJECT_LOGGERS:
         logging.getLogger(name).setLevel(ours)
 
 
+def _not_an_interruption(record: logging.LogRecord) -> bool:
+    """Ctrl-C is said once, by exit_status: a library that logs the KeyboardInterrupt it caught, with its
+    traceback (Beam's worker does, as an ERROR naming the transform it stopped), is not shown."""
+    caught = record.exc_info[1] if record.exc_info else None
+    return not (isinstance(caught, KeyboardInterrupt) or str(record.msg).startswith("KeyboardInterrupt")
+                or str(caught or "").startswith("KeyboardInterrupt"))
+
+
 def exit_status(command: Callable[[], None]) -> int:
     """Run a command's body: bad input (files, vectors, settings) ends it with `error: ...` on stderr and exit
-    status 2, no traceback; anything else is a bug and keeps its traceback."""
+    status 2, no traceback; Ctrl-C with `interrupted` and 130; anything else is a bug and keeps its traceback."""
     try:
         command()
     except (InputFormatError, EmbeddingError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as stop:  # Ctrl-C: what was written is whole (outputs are renamed into place)
+        print(f"interrupted{f': {stop}' if str(stop) else ''}", file=sys.stderr)
+        return INTERRUPTED
     return 0
 
 

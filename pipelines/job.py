@@ -499,6 +499,19 @@ def end_process(code: int):
         os._exit(code)
 
 
+RESUMES = "a stage stopped midway keeps what it saved, and the same command again resumes it (docs/pipeline.md, Reruns)"
+
+
+def interrupted(err: BaseException) -> bool:
+    """Whether `err` is Ctrl-C as Beam passes it on: a transform's KeyboardInterrupt comes out of the runner as a
+    RuntimeError whose message starts with the interruption's name (and `[while running ...]`)."""
+    while err is not None:
+        if isinstance(err, KeyboardInterrupt) or str(err).startswith("KeyboardInterrupt"):
+            return True
+        err = err.__cause__ or err.__context__
+    return False
+
+
 def main(argv: list[str] | None, builders: dict, prog: str, description: str | None = None) -> int:
     """A job's command line: pipelines.mine runs every stage, each stage's own module (pipelines.extract ...) runs
     itself; `builders` (stage name -> stage class) are the stages this command can run."""
@@ -543,7 +556,11 @@ def main(argv: list[str] | None, builders: dict, prog: str, description: str | N
     def reported() -> None:
         try:
             command()
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt(RESUMES) from None
         except Exception as err:
+            if interrupted(err):
+                raise KeyboardInterrupt(RESUMES) from None
             problem = storage.cloud_storage_problem(err)
             if problem is None:
                 raise

@@ -51,3 +51,24 @@ def test_the_pipeline_flags_change_what_is_printed(tmp_path):
     assert others and "pairs: starting" in verbose.stderr
     assert not [line for line in default.stderr.splitlines()
                 if " INFO " in line and not line.split(" INFO ")[1].startswith(ours)]
+
+
+def test_ctrl_c_is_one_line_and_status_130_and_libraries_tracebacks_of_it_are_not_shown(capsys, caplog):
+    import logging
+
+    from miner.console import INTERRUPTED, _not_an_interruption, exit_status
+    from pipelines.job import interrupted
+
+    def stopped():
+        raise KeyboardInterrupt("stopped after step 9")
+
+    assert exit_status(stopped) == INTERRUPTED == 130
+    assert capsys.readouterr().err == "interrupted: stopped after step 9\n"
+    try:
+        raise RuntimeError("KeyboardInterrupt [while running 'embed/Embed']")  # how Beam passes one on
+    except RuntimeError as err:
+        assert interrupted(err) and not interrupted(ValueError("bad"))
+        record = logging.LogRecord("apache_beam.runners.common", logging.ERROR, __file__, 1, str(err), None,
+                                   (RuntimeError, err, None))
+    assert not _not_an_interruption(record)
+    assert _not_an_interruption(logging.LogRecord("x", logging.ERROR, __file__, 1, "a real error", None, None))

@@ -46,3 +46,27 @@ def test_the_commands_exit_through_it_with_their_status(tmp_path):
         tail = (REPO / "pipelines" / f"{module}.py").read_text().rsplit('if __name__ == "__main__":', 1)[1]
         assert "end_process(main())" in tail, module
     assert "end_process(main())" in (REPO / "pipelines" / "pairs" / "__main__.py").read_text()  # a package's
+
+
+def test_ctrl_c_ends_a_run_in_one_line_with_130_and_the_next_run_resumes(tmp_path):
+    """Ctrl-C inside a stage came out as Beam's ERROR line with a traceback, then a RuntimeError's, exit status 1."""
+    import signal
+    import time
+
+    output = tmp_path / "out"
+    run = subprocess.Popen([sys.executable, "-m", "pipelines.mine", "--output", str(output)], cwd=REPO,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    for line in run.stderr:  # the embed stage loads its encoder for a few seconds: the interruption lands there
+        if "embed: starting" in line:
+            time.sleep(1.0)
+            run.send_signal(signal.SIGINT)
+            break
+    rest = run.stderr.read()
+    assert run.wait(timeout=300) == 130, rest[-2000:]
+    assert rest.endswith("interrupted: a stage stopped midway keeps what it saved, and the same command again "
+                         "resumes it (docs/pipeline.md, Reruns)\n") and "Traceback" not in rest
+    assert not (output / ".run.lock").exists()  # the lock went with the run
+    again = subprocess.run([sys.executable, "-m", "pipelines.mine", "--output", str(output)], cwd=REPO,
+                           capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and "extract: finished in an earlier run" in again.stderr

@@ -182,3 +182,30 @@ def test_a_non_finite_loss_stops_the_run_before_any_checkpoint_holds_it(training
         trainer.run()
     saved = sorted(p.name for p in (tmp_path / "run" / "checkpoints").iterdir())
     assert saved == ["step-00000004"]
+
+
+def test_ctrl_c_stops_after_the_step_under_way_with_a_checkpoint_and_the_encoder(training_inputs, tmp_path):
+    """Ctrl-C used to end the run with a traceback and lose the steps since the last checkpoint."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import REPO
+    from training import checkpoints
+
+    out = tmp_path / "run"
+    run = subprocess.Popen([sys.executable, "-m", "training.train", "--config", str(training_inputs / "recipe.yaml"),
+                            "--set", f"output={out}", "--set", "stages.1.steps=100000"], cwd=REPO,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    started = time.monotonic()
+    while not (out / "train_log.jsonl").exists() and run.poll() is None and time.monotonic() - started < 300:
+        time.sleep(0.1)
+    run.send_signal(signal.SIGINT)
+    _, err = run.communicate(timeout=300)
+    assert run.returncode == 130, err[-2000:]
+    assert f"interrupted: stopped after the step Ctrl-C came in: checkpoint saved, encoder exported to {out}" in err
+    assert "Traceback" not in err
+    position, _ = checkpoints.read_state(checkpoints.latest(out))
+    assert 0 < position.global_step < 6 + 100000 and (out / "encoder" / "training.json").exists()

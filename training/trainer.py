@@ -14,9 +14,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 import time
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -117,6 +119,7 @@ class Trainer:
         limit = config.run.time_limit_minutes
         self.deadline = time.monotonic() + 60 * limit if limit else None
         self.stopped_early = False
+        self.interrupted = False  # Ctrl-C came in: stop after the step under way (_first_interrupt_stops_cleanly)
 
     # -- the run ---------------------------------------------------------------------------------------------
 
@@ -130,14 +133,40 @@ class Trainer:
         if self.dist.main:
             self.output.mkdir(parents=True, exist_ok=True)
             (self.output / "recipe.json").write_text(json.dumps(self.recipe, indent=2) + "\n", encoding="utf-8")
-        for index in range(position.stage, len(self.config.stages)):
-            start = position.step if index == position.stage else 0
-            position = self._run_stage(index, start, position.global_step, resume if index == position.stage
-                                       else None)
-            resume = None
-            if self.stopped_early:
-                break
-        return self.export() if self.dist.main else None
+        with self._first_interrupt_stops_cleanly():
+            for index in range(position.stage, len(self.config.stages)):
+                start = position.step if index == position.stage else 0
+                position = self._run_stage(index, start, position.global_step, resume if index == position.stage
+                                           else None)
+                resume = None
+                if self.stopped_early:
+                    break
+        folder = self.export() if self.dist.main else None
+        if self.interrupted:  # stopped cleanly, checkpointed and exported: now say so, as an interruption
+            raise KeyboardInterrupt(f"stopped after the step Ctrl-C came in: checkpoint saved, encoder exported to "
+                                    f"{folder}; --resume continues the schedule")
+        return folder
+
+    @contextmanager
+    def _first_interrupt_stops_cleanly(self):
+        """Ctrl-C once: the run stops after the step under way, as at run.time_limit_minutes (a checkpoint, the
+        encoder exported), so nothing of the schedule is lost and --resume goes on bit for bit; Ctrl-C twice: at
+        once. One process only (under torchrun every rank must stop at the same step), and the main thread only
+        (where Python delivers signals)."""
+        if self.dist.world_size > 1 or threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def stop_after_this_step(signum, frame):
+            self.interrupted = True
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C stops at once
+            log.warning("Ctrl-C: stopping after this step with a checkpoint (Ctrl-C again to stop at once)")
+
+        previous = signal.signal(signal.SIGINT, stop_after_this_step)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
     def _resume(self, folder: Path) -> Position:
         position, saved = checkpoints.read_state(folder)
@@ -187,6 +216,8 @@ class Trainer:
         return Position(index + 1, 0, position.global_step)
 
     def _out_of_time(self) -> bool:
+        if self.interrupted:  # one process only (_first_interrupt_stops_cleanly): no collective needed
+            return True
         if self.deadline is None:  # every rank reads the same config: none has a deadline, no collective needed
             return False
         late = time.monotonic() > self.deadline
@@ -203,8 +234,9 @@ class Trainer:
         if self.dist.main:
             checkpoints.save(self.output, self.model, optimizer, schedule, position, self.recipe,
                              self.config.run.keep_checkpoints)
-            log.warning("run.time_limit_minutes reached at stage %s step %d of %d: checkpoint saved and the encoder "
-                        "exported as it is; --resume continues the schedule", stage.name, position.step, stage.steps)
+            why = "Ctrl-C" if self.interrupted else "run.time_limit_minutes reached"
+            log.warning("%s at stage %s step %d of %d: checkpoint saved and the encoder exported as it is; --resume "
+                        "continues the schedule", why, stage.name, position.step, stage.steps)
         return position
 
     def _wrap(self, objectives: list[str]):
