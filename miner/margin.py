@@ -30,6 +30,11 @@ neighbourhoods alone, their k nearest in the large pool (`neighbourhoods`):
     margin(x, y) = f( cos(x, y), fwd(x) )    (a small source; bwd(y) for a small target)
 
 Pools both small or both large keep both means, as published: where both are small neither is the better scale.
+Where both hold under TINY_POOLS sentences, a sentence's k nearest are a large share of the other pool, its
+neighbourhood mean that of unrelated text, and every margin over it runs high: 4.6-13.1 wrong pairs per 100
+sentences where none is translated, and under ten sentences a side no threshold removes them (bench/tiny_pools.py;
+docs/evaluation.md, "Both pools tiny"). The commands say so beside such a pair; no rule is applied, because the
+right one depends on how much of the pools is translated, which a crawl does not tell.
 
 Unequal pools. A crawl's English outnumbers most of its languages 10 to 1,000 times, and the small-pool effect holds
 there too: y's k nearest among a language R times smaller than English run low and lift the margins over them. On
@@ -56,6 +61,7 @@ import math
 import numpy as np
 
 MARGINS = ("ratio", "distance", "absolute")
+TINY_POOLS = 30  # sentences a side under which, both sides that small, margins rank unrelated pairs high too
 # Standard deviations of a random cosine (1 / sqrt(d)) below which a neighbourhood mean is no scale for the ratio
 RATIO_FLOOR_SIGMAS = 2.0
 

@@ -38,6 +38,7 @@ from miner.console import exit_status, setup_logging
 from miner.histograms import score_histogram
 from miner.io import InputFormatError, atomic_output, check_output_folder, read_lines, write_json
 from miner.languages import check_code
+from miner.margin import TINY_POOLS
 from miner.mining import MiningConfig, mine
 from miner.pair_filters import KEEP, PairFilter
 from miner.selection import Pairs
@@ -177,6 +178,9 @@ def format_summary(report: dict) -> str:
                                                  if dropped else "nothing"))
     if report["score_range"]:
         lines.append(f"  margin range {report['score_range'][0]:.4f} .. {report['score_range'][1]:.4f}")
+    if report["pairs"] and all(n["unique"] < TINY_POOLS for n in report["sentences"].values()):
+        lines.append(f"  both sides under {TINY_POOLS} sentences, where margins rank unrelated pairs high too: check "
+                     "the pairs (docs/evaluation.md, Both pools tiny)")
     if "gold" in report:
         g = report["gold"]
         unscored = report["pairs"] - g["extracted"]

@@ -8,6 +8,7 @@ from collections import defaultdict
 
 from miner.bucc import prf
 from miner.console import plural
+from miner.margin import TINY_POOLS
 from pipelines import storage
 from pipelines.layout import bitext_parts
 from pipelines.manifests import relative
@@ -17,9 +18,6 @@ from pipelines.text.warc import FILE_SKIPS
 
 # what each stage leaves for its user, in the stages' order: the summary names the last one's
 RESULT_FOLDERS = {"extract": "sentences", "embed": "embeddings", "pairs": "bitext"}
-# sentences a side under which both pools' neighbourhoods are a third of the other pool and every margin runs
-# high: 4.6-13.1 wrong pairs per 100 sentences where none is translated (bench/tiny_pools.py, docs/evaluation.md)
-TINY_POOLS = 30
 
 
 def stage_report(settings: dict, manifests: dict, seconds: float) -> dict:

@@ -199,3 +199,14 @@ def test_binary_codes_are_mined_on_cosine_estimates_or_on_rescored_float_similar
     refined = pq.read_table(tmp_path / "refined" / "de-en.parquet").to_pydict()
     assert sorted(zip(refined["src_id"], refined["tgt_id"])) == sorted(zip(codes["src_id"], codes["tgt_id"]))
     assert refined["cosine"] != codes["cosine"] and refined["score"] == sorted(refined["score"], reverse=True)
+
+
+def test_pairs_mined_between_two_tiny_files_are_flagged(tmp_path, capsys):
+    (tmp_path / "de.txt").write_text("Das Haus ist rot.\nDer Hund schläft.\nEs regnet heute.\n", encoding="utf-8")
+    (tmp_path / "en.txt").write_text("The house is red.\nThe dog sleeps.\nIt rains today.\n", encoding="utf-8")
+    assert run_main("--src", str(tmp_path / "de.txt"), "--tgt", str(tmp_path / "en.txt"), "--src-lang", "deu_Latn",
+                    "--tgt-lang", "eng_Latn", "--format", "lines", "--output", str(tmp_path / "out"),
+                    "--set", "mining.threshold=0", "--set", "mining.min_cosine=0") == 0
+    assert "both sides under 30 sentences, where margins rank unrelated pairs high too" in capsys.readouterr().out
+    assert run_main("--output", str(tmp_path / "sample")) == 0  # the bundled example: 33 and 44 sentences
+    assert "both sides under" not in capsys.readouterr().out
