@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import socket
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 from pipelines.storage import is_remote
 
@@ -59,6 +59,7 @@ def output_lock(output: str):
         try:
             yield
         finally:
-            os.unlink(path)
-            if made and not os.listdir(output):
-                os.rmdir(output)
+            with suppress(FileNotFoundError):  # a run may have cleared the folder: its own error is the one to see
+                os.unlink(path)
+                if made and not os.listdir(output):
+                    os.rmdir(output)
