@@ -156,6 +156,9 @@ def test_the_command_writes_offsets_the_miner_reads_measured_on_ntrex_held_out_d
         main(["--encoder", "char-ngram"])   # a built-in has no folder to write into
     with pytest.raises(SystemExit):  # refused before the measurement
         main(["--encoder", str(encoder), "--train-pool", str(tmp_path / "none"), "--scale", "2"])
+    with pytest.raises(SystemExit):  # the dev pool measures, never chooses
+        main(["--encoder", str(encoder), "--train-pool", str(tmp_path / "shared" / "data" / "dev")])
+    assert "never on dev/" in capsys.readouterr().err
     assert main(["--encoder", str(encoder), "--train-pool", str(tmp_path / "none")]) != 0  # one line, no traceback
     assert f"error: {tmp_path / 'none'}" in capsys.readouterr().err
 

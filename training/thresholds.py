@@ -111,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not Path(args.encoder).is_dir():
         parser.error(f"--encoder {args.encoder}: not a local folder (the offsets are written beside its files)")
+    if "dev" in args.train_pool.resolve().parts:
+        parser.error(f"{args.train_pool}: offsets are measured on the train pool, never on dev/")
     if not 0 <= args.scale <= 1:  # before the measurement, which takes minutes
         parser.error(f"--scale must be within [0, 1], got {args.scale}")
     setup_logging()
