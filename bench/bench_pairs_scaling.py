@@ -305,7 +305,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 40_000, 160_000, 640_000],
                         help="sentences per language; each size's vectors are seeded by its position in this list, "
                         "so a bitext's sha256 is comparable only between runs that list the sizes alike")
-    parser.add_argument("--dim", type=int, default=256)
+    parser.add_argument("--dim", type=int, default=256, help="synthetic vectors' size (default 256)")
     parser.add_argument("--runner", choices=("direct", "dask"), default="direct",
                         help="direct: the DirectRunner (one worker in this process); dask: pipelines/dask_runner.py "
                         "on a LocalCluster, one worker process a core")
@@ -320,15 +320,17 @@ def main() -> None:
                         "loses data (docs/pipeline.md, Local runs) and the stage stops with an error naming a list")
     parser.add_argument("--shard-rows", type=int, default=20_000, help="rows per sentence and embedding shard")
     parser.add_argument("--rows-per-list", type=int, default=160, help="nlist = N / this, a power of two")
-    parser.add_argument("--nprobe", type=int, default=16)
+    parser.add_argument("--nprobe", type=int, default=16,
+                        help="lists searched a query, the same at every size (default 16)")
     parser.add_argument("--max-list-rows", default="auto", type=lambda v: v if v == "auto" else int(v),
                         help="knn.max_list_rows: auto (205 MB of float32 rows a side: 200,000 at d = 256) or rows")
     parser.add_argument("--wave-bytes", default="auto",
                         help="knn.wave_bytes: auto (on Dask a quarter of the workers' memory), 0 (one wave) or a size")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each size below --repeat-below, the median "
                         "reported (with every run's CPU per sentence)")
-    parser.add_argument("--repeat-below", type=int, default=100_000)
-    parser.add_argument("--k", type=int, default=4)
+    parser.add_argument("--repeat-below", type=int, default=100_000,
+                        help="sizes below this run --repeats times, the median CPU reported (default 100000)")
+    parser.add_argument("--k", type=int, default=4, help="neighbours in the margin (default 4)")
     parser.add_argument("--rows-per-part", type=int, default=None,
                         help="bitext.rows_per_part: below the pairs mined, the bitext is written in parts by score "
                         "range (bitext_sha256 then hashes the parts, tsv_text_sha256 compares with one file)")
@@ -340,7 +342,7 @@ def main() -> None:
                         "(packed sign codes, 16x fewer bytes), binary-refined (the codes and their turned float rows: "
                         "embed.binary_refine, the selected pairs scored again); each size runs each")
     parser.add_argument("--no-peer", dest="peer", action="store_false", help="skip big_batch_search")
-    parser.add_argument("--out", type=Path, default=Path("bench/results/pairs_scaling.json"))
+    parser.add_argument("--out", type=Path, default=Path("bench/results/pairs_scaling.json"), help="the results' JSON")
     args = parser.parse_args()
     args.tree = ProcessTree()
 

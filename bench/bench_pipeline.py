@@ -81,10 +81,12 @@ def run_corpus(name: str, changes: dict, runner: str | None = None) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--web", type=Path, default=REPO.parent / "shared" / "data" / "web")
-    parser.add_argument("--only", choices=["sample", "web"])
+    parser.add_argument("--web", type=Path, default=REPO.parent / "shared" / "data" / "web",
+                        help="the web pool (its warc/ files are mined)")
+    parser.add_argument("--only", choices=["sample", "web"], help="run one of the two inputs only")
     parser.add_argument("--runner", help="a Beam runner by name (default: the job's, the DirectRunner)")
-    parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "pipeline.json")
+    parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "pipeline.json",
+                        help="the results' JSON")
     args = parser.parse_args()
 
     import torch

@@ -98,8 +98,10 @@ def timed(run) -> tuple[float, float, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--web", type=Path, default=REPO.parent / "shared" / "data" / "web")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--web", type=Path, default=REPO.parent / "shared" / "data" / "web",
+                        help="the web pool (its warc/ files are read)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="times over the pages, the systems taking turns (default 3)")
     parser.add_argument("--chunk", type=int, default=25, help="pages per chunk: the unit the systems take turns on")
     parser.add_argument("--core", type=int, default=0, help="the CPU core this process and its extraction child "
                         "share, as on a worker whose cores are all busy (-1: leave them to the scheduler)")
@@ -109,7 +111,8 @@ def main() -> None:
     parser.add_argument("--also-extractor", default="", help="comma-separated extract.extractor values "
                         "(resiliparse) run as further systems: their CPU against the text stage's, same run")
     parser.add_argument("--every", type=int, default=1, help="every N-th annotated page (quick runs)")
-    parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "text.json")
+    parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "text.json",
+                        help="the results' JSON")
     args = parser.parse_args()
 
     import torch

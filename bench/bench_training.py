@@ -189,11 +189,13 @@ def _sync(device) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--recipe", type=Path, default=REPO / "configs" / "train_reference_cpu.yaml")
-    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--recipe", type=Path, default=REPO / "configs" / "train_reference_cpu.yaml",
+                        help="the recipe whose model and data are timed (default configs/train_reference_cpu.yaml)")
+    parser.add_argument("--steps", type=int, default=30, help="steps timed, after 3 of warm-up (default 30)")
     parser.add_argument("--set", action="append", default=[
         "data.documents=['../data/train/documents/deu_Latn.txt.gz','../data/train/documents/eng_Latn.txt.gz']",
-        "data.bitext=['../data/train/bitext/deu_Latn-eng_Latn.tsv.gz']", "data.heldout=[]"])
+        "data.bitext=['../data/train/bitext/deu_Latn-eng_Latn.tsv.gz']", "data.heldout=[]"],
+        help="a recipe override (repeatable; the default reads German and English only)")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one contender in this process
     parser.add_argument("--objectives", default="br", help=argparse.SUPPRESS)
     parser.add_argument("--precision", default="auto", help=argparse.SUPPRESS)
@@ -201,7 +203,8 @@ def main() -> None:
     parser.add_argument("--runs", default=DEFAULT_RUNS,
                         help="contenders, comma-separated who:objectives:precision[:attention] (who: peer or ours; "
                         "attention: eager or sdpa, else the trainer's choice)")
-    parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "training.json")
+    parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "training.json",
+                        help="the results' JSON")
     parser.add_argument("--profile", type=int, default=0, metavar="STEPS",
                         help="also profile this many steps of each of our runs (torch.profiler): device busy time "
                         "and kernels per step, the top ops")

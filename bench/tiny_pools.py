@@ -148,26 +148,32 @@ def measure(vectors: dict, languages: list[str], n: int, gold_share: float, draw
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--heldout-news", type=Path, default=REPO / "data" / "train" / "heldout-news")
-    parser.add_argument("--encoder", default=str(REPO / "models" / "cmlm-ensemble"))
-    parser.add_argument("--languages", nargs="+", default=LANGUAGES)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[3, 5, 10, 20, 30, 50, 96])
-    parser.add_argument("--gold-share", type=float, nargs="+", default=[0.0, 0.3])
-    parser.add_argument("--draws", type=int, default=30)
-    parser.add_argument("--thresholds", type=float, nargs="+", default=[1.35, 1.45, 1.55, 1.65])
+    parser.add_argument("--heldout-news", type=Path, default=REPO / "data" / "train" / "heldout-news",
+                        help="training.prepare's held-out NTREX documents, the sentences drawn")
+    parser.add_argument("--encoder", default=str(REPO / "models" / "cmlm-ensemble"),
+                        help="default models/cmlm-ensemble")
+    parser.add_argument("--languages", nargs="+", default=LANGUAGES, help="each mined against English")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[3, 5, 10, 20, 30, 50, 96], help="sentences a side")
+    parser.add_argument("--gold-share", type=float, nargs="+", default=[0.0, 0.3],
+                        help="shares of the sentences whose translation is in the other pool")
+    parser.add_argument("--draws", type=int, default=30, help="draws a size, language and share (default 30)")
+    parser.add_argument("--thresholds", type=float, nargs="+", default=[1.35, 1.45, 1.55, 1.65],
+                        help="margin thresholds measured with today's rule")
     parser.add_argument("--min-cosines", type=float, nargs="+", default=[0.29, 0.4, 0.5],
                         help="similarity floors, each applied at the first threshold")
     parser.add_argument("--reference-sentences", type=int, default=2000,
                         help="English sentences whose neighbourhoods the reference rows use (0: no such rows)")
-    parser.add_argument("--reference-thresholds", type=float, nargs="+", default=[1.35, 1.25, 1.2, 1.15])
+    parser.add_argument("--reference-thresholds", type=float, nargs="+", default=[1.35, 1.25, 1.2, 1.15],
+                        help="margin thresholds measured with the reference pool's neighbourhoods")
     parser.add_argument("--bitext", type=Path, default=REPO / "data" / "train" / "bitext",
                         help="where the reference's English comes from")
     parser.add_argument("--reference-files", type=Path, nargs="+", default=None,
                         help="English text files (a sentence a line) for the reference instead of --bitext")
     parser.add_argument("--flores", type=Path, default=None,
                         help="FLORES-200 devtest folder (the dev pool): aligned sentences instead of --heldout-news")
-    parser.add_argument("--k", type=int, default=4)
-    parser.add_argument("--cache", type=Path, default=Path("/tmp/cmlm-bench-cache"))
+    parser.add_argument("--k", type=int, default=4, help="neighbours in the margin (default 4)")
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/cmlm-bench-cache"),
+                        help="embedded vectors, kept between runs")
     args = parser.parse_args(argv)
     source = args.flores or args.heldout_news
     vectors = held_out_vectors(source, args.languages, args.encoder, args.cache, flores=bool(args.flores))
