@@ -194,8 +194,10 @@ def check_arguments(argv: list[str], options: PipelineOptions) -> None:
     try:
         from apache_beam.options.pipeline_options import _BeamArgumentParser  # what Beam parses its flags with
 
-        if runner in DASK_RUNNERS:
-            import pipelines.dask_runner  # noqa: F401  registers its options classes
+        if runner in DASK_RUNNERS:  # Beam's DaskOptions and ours (the cluster's workers, the shuffle)
+            import apache_beam.runners.dask.dask_runner  # noqa: F401
+
+            import pipelines.dask_runner  # noqa: F401
         elif runner is not None and runner not in DIRECT_RUNNERS:
             from apache_beam.runners.runner import create_runner
 

@@ -9,6 +9,18 @@ from pipelines.mine import main
 from pipelines.options import MineOptions
 
 
+@pytest.mark.parametrize("argv", [
+    ["--runner", "DaskRunner", "--dask_client_address", "tcp://127.0.0.1:1", "--dask_npartitions", "2",
+     "--dask_workers", "2", "--dask_shuffle_partitions", "4"],  # Beam's DaskOptions and ours
+    ["--runner", "PortableRunner", "--job_endpoint", "embed", "--environment_type", "LOOPBACK"],
+    ["--runner", "FlinkRunner", "--flink_master", "localhost:8081"],  # registered by the runner's module
+    ["--direct_num_workers", "1", "--temp_location", "/tmp", "--setup_file", "./setup.py"],
+])
+def test_the_runners_own_options_are_known(tmp_path, capsys, argv):
+    pytest.importorskip("dask.distributed", reason="the dask extra is not installed (pip install -e '.[dask]')")
+    assert main(["--output", str(tmp_path / "out"), "--plan", *argv]) == 0, capsys.readouterr().err
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["--set", "lid.short_words=-1"], "lid.short_words: a whole number of words >= 0"),
     (["--set", "split={method: foo}"], "unknown sentence splitting method 'foo'"),
