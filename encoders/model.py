@@ -10,6 +10,7 @@ sentence-transformers and cmlm-miner all load it, and the last two give the same
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -46,22 +47,32 @@ def new_encoder_model(config, seed: int = 0) -> torch.nn.Module:
         return BertModel(config, add_pooling_layer=False).eval()
 
 
+@contextmanager
+def transformers_quietly():
+    """transformers' progress bars ("Loading weights") and its reports of a checkpoint's unused weights (a pooler
+    head the encoders never use) off inside, as they were after: noise in a command's output, not news."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
 def save_encoder(model, tokenizer, folder: str | Path, *, max_seq_length: int | None = None,
                  dtype: torch.dtype | None = None, dense: torch.nn.Linear | None = None) -> Path:
     """Write a checkpoint folder (safetensors weights, optionally cast to `dtype`, e.g. torch.float16 to halve it);
     `dense`, a linear layer after pooling, becomes a sentence-transformers Dense module."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    from transformers.utils import logging as hf_logging
-
     to_save = model if dtype is None else _cast_copy(model, dtype)
-    bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
+    with transformers_quietly():
         to_save.save_pretrained(folder)  # safetensors: transformers' default format
-    finally:
-        if bars:
-            hf_logging.enable_progress_bar()
     tokenizer.save_pretrained(folder)
     max_seq_length = max_seq_length or model.config.max_position_embeddings
     _write_json(folder / "modules.json", ST_MODULES_DENSE if dense is not None else ST_MODULES)

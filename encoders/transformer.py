@@ -206,26 +206,22 @@ class TransformerEncoder(SentenceEncoder):
 
 def _load_transformer(layout: CheckpointLayout):
     from transformers import AutoModel, AutoTokenizer
-    from transformers.utils import logging as hf_logging
 
-    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
-    hf_logging.set_verbosity_error()  # a checkpoint's unused pooler weights are not worth a report
-    hf_logging.disable_progress_bar()
+    from encoders.model import transformers_quietly
+
     try:
-        tokenizer = AutoTokenizer.from_pretrained(str(layout.transformer), use_fast=True, trust_remote_code=False)
-        if layout.pooling == "pooler" and layout.model_type not in HAS_POOLER:
-            raise CheckpointError(f"{layout.transformer}: a {layout.model_type} model has no pooler head; "
-                                  f"choose another pooling")
-        extra = {"add_pooling_layer": layout.pooling == "pooler"} if layout.model_type in HAS_POOLER else {}
-        model = AutoModel.from_pretrained(str(layout.transformer), trust_remote_code=False, weights_only=True,
-                                          **extra)
+        with transformers_quietly():
+            tokenizer = AutoTokenizer.from_pretrained(str(layout.transformer), use_fast=True,
+                                                      trust_remote_code=False)
+            if layout.pooling == "pooler" and layout.model_type not in HAS_POOLER:
+                raise CheckpointError(f"{layout.transformer}: a {layout.model_type} model has no pooler head; "
+                                      f"choose another pooling")
+            extra = {"add_pooling_layer": layout.pooling == "pooler"} if layout.model_type in HAS_POOLER else {}
+            model = AutoModel.from_pretrained(str(layout.transformer), trust_remote_code=False, weights_only=True,
+                                              **extra)
     except (OSError, ValueError, RuntimeError, KeyError) as err:
         raise CheckpointError(f"{layout.transformer}: cannot load the model or its tokenizer "
                               f"({error_reason(err)})") from None
-    finally:
-        hf_logging.set_verbosity(verbosity)
-        if bars:
-            hf_logging.enable_progress_bar()
     if not tokenizer.is_fast:
         raise CheckpointError(f"{layout.transformer}: only fast (Rust) tokenizers are supported")
     return tokenizer, model.eval()

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from encoders.model import bert_config, new_encoder_model
+from encoders.model import bert_config, new_encoder_model, transformers_quietly
 from encoders.pooling import pool
 from training.losses import (
     bank_contrast_loss,
@@ -217,9 +217,10 @@ def _init_dense(folder: str) -> nn.Linear | None:
 def load_encoder_for_training(folder: str, model_config) -> nn.Module:
     from transformers import BertModel
 
-    encoder = BertModel.from_pretrained(folder, add_pooling_layer=False, trust_remote_code=False,
-                                        hidden_dropout_prob=model_config.dropout,
-                                        attention_probs_dropout_prob=model_config.dropout)
+    with transformers_quietly():
+        encoder = BertModel.from_pretrained(folder, add_pooling_layer=False, trust_remote_code=False,
+                                            hidden_dropout_prob=model_config.dropout,
+                                            attention_probs_dropout_prob=model_config.dropout)
     if encoder.config.max_position_embeddings < positions_needed(model_config):
         log.info("%s: %d positions grown to %d (max_seq_length %d, %d projected vectors)", folder,
                  encoder.config.max_position_embeddings, positions_needed(model_config),
@@ -298,8 +299,9 @@ def load_frozen_encoder(folder: str, max_seq_length: int) -> nn.Module:
 
     model_type = AutoConfig.from_pretrained(folder, trust_remote_code=False).model_type
     extra = {"add_pooling_layer": False} if model_type in HAS_POOLER else {}  # a lens reads the token vectors
-    encoder = AutoModel.from_pretrained(folder, trust_remote_code=False, hidden_dropout_prob=0.0,
-                                        attention_probs_dropout_prob=0.0, **extra)
+    with transformers_quietly():
+        encoder = AutoModel.from_pretrained(folder, trust_remote_code=False, hidden_dropout_prob=0.0,
+                                            attention_probs_dropout_prob=0.0, **extra)
     if encoder.config.max_position_embeddings < max_seq_length:
         raise ValueError(f"{folder}: the frozen encoder has {encoder.config.max_position_embeddings} positions, "
                          f"fewer than model.max_seq_length {max_seq_length}")
