@@ -77,8 +77,9 @@ class TextStage:
             for code in languages:
                 check_code(code, "lid.languages:")
         if not lid.get("model"):
-            raise ValueError("lid.model: a fastText language-identification model is needed "
-                             "(python -m pipelines.text.langid train, or lid.176.bin, GlotLID, NLLB's LID)")
+            raise ValueError("lid.model: a language identifier is needed: combined+experts (the bundled "
+                             "configs/pipeline_sample.yaml's), cmlm-lid, lid.176, or a fastText model's path "
+                             "(GlotLID's, NLLB's, one of python -m pipelines.text.langid train)")
         SentenceSplitter(**dict(settings.get("split") or {}))
 
     # -- the parts, made on first use --------------------------------------------------------------------------
