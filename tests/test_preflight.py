@@ -7,6 +7,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines.mine import main
 from pipelines.options import MineOptions
+from tests.conftest import REPO
 
 
 @pytest.mark.parametrize("argv", [
@@ -77,6 +78,18 @@ def test_a_lid_model_file_that_fasttext_cannot_read_fails_before_any_stage(tmp_p
     assert f"lid.model '{tmp_path / 'cut.ftz'}': {tmp_path / 'cut.ftz'}: not a fastText model" in \
         capsys.readouterr().err  # it failed in the extract stage's first worker
     assert not (tmp_path / "out").exists()
+
+
+def test_a_config_written_from_nothing_is_told_what_to_give(tmp_path, capsys):
+    (tmp_path / "mine.yaml").write_text("")
+    argv = ["--config", str(tmp_path / "mine.yaml"), "--output", str(tmp_path / "out"), "--plan"]
+    assert main(argv) == 2
+    assert "lid.model: a language identifier is needed: combined+experts" in capsys.readouterr().err
+    assert main([*argv, "--set", "lid.model=combined+experts"]) == 2
+    assert "no input: give --input" in capsys.readouterr().err
+    sample = str(REPO / "sample" / "web" / "sample.warc.gz")
+    assert main([*argv, "--set", "lid.model=combined+experts", "--input", sample]) == 2
+    assert "no encoder: set `encoder` in the config or give --encoder" in capsys.readouterr().err
 
 
 def test_an_input_that_is_a_folder_is_named_with_a_glob_to_give(tmp_path, capsys):
