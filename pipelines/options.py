@@ -51,6 +51,8 @@ class MineOptions(PipelineOptions):
         if self.input and not any(o.partition("=")[0].strip() == "gold" for o in self.overrides):
             settings.pop("gold", None)  # the config's known translations describe the config's input, not this one
         for key in ("input", "output", "encoder"):
+            if getattr(self, key) is not None and not getattr(self, key).strip():  # `--output "$OUT"`, OUT unset
+                raise ValueError(f"--{key} is empty: give a path, or leave the flag out for the config's")
             if getattr(self, key):
                 settings[key] = getattr(self, key)
         settings.setdefault("output", "output")
