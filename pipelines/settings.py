@@ -45,6 +45,8 @@ def load_settings(config: str | Path | None = DEFAULT_CONFIG, overrides: list[st
             hint = f" (on the command line: --set '{key}=[{settings[key]}]')" if kind is list else ""
             raise ConfigError(f"{_given_in(key, config, overrides)}: {key} must be a {names}, got "
                               f"{settings[key]!r}{hint}")
+    if "output" in settings and not (settings["output"] or "").strip():  # `--set output=`: a run into the cwd
+        raise ConfigError(f"{_given_in('output', config, overrides)}: output is empty: give a folder")
     for code in settings.get("languages") or []:
         check_language_name(code, "languages:")
     if settings.get("pivot") is not None:

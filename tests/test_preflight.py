@@ -59,7 +59,8 @@ def test_the_plan_refuses_bad_text_settings_as_the_run_does(tmp_path, capsys, ar
     (["--set", "languages=[eng_Latn]"], "languages [eng_Latn] make no pair to mine"),
     (["--set", "languages=[deu_Latn]", "--set", "pairs=all"], "languages [deu_Latn] make no pair to mine"),
     (["--stages", " , "], "--stages: no stage given"),  # it ran nothing and wrote a report of nothing
-    (["--input", ""], "--input is empty"),  # `--input "$CRAWL"` with CRAWL unset mined the config's input
+    (["--input", ""], "--input is empty"),
+    (["--set", "output="], "--set output=: output is empty"),  # a TypeError; `output=''` planned a run into the cwd  # `--input "$CRAWL"` with CRAWL unset mined the config's input
     # Beam logged and dropped a flag it did not know: the run went to ./output, or ran on one worker
     (["--ouput", "elsewhere"], "unknown option(s): --ouput (did you mean --output?)"),
     (["--direct_num_worker", "2"], "--direct_num_worker (did you mean --direct_num_workers?)"),
