@@ -29,7 +29,7 @@ from encoders.binary import DTYPE as BINARY
 from encoders.binary import is_binary
 from encoders.options import add_encoder_options, encoder_options
 from miner.console import exit_status, plural, setup_logging
-from miner.io import InputFormatError, atomic_output, iter_lines
+from miner.io import InputFormatError, atomic_output, iter_lines, path_argument
 
 log = logging.getLogger("encoders.encode")
 
@@ -81,10 +81,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m encoders.encode", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--encoder", required=True, help="checkpoint folder, hub id, or char-ngram")
-    parser.add_argument("--input", type=Path, help="one text file (or give several positional inputs)")
-    parser.add_argument("inputs", nargs="*", type=Path, help="text files to embed (with --output-dir)")
-    parser.add_argument("--output", type=Path, help="output .npy for --input")
-    parser.add_argument("--output-dir", type=Path, help="write DIR/<input name>.npy for every input")
+    parser.add_argument("--input", type=path_argument, help="one text file (or give several positional inputs)")
+    parser.add_argument("inputs", nargs="*", type=path_argument, help="text files to embed (with --output-dir)")
+    parser.add_argument("--output", type=path_argument, help="output .npy for --input")
+    parser.add_argument("--output-dir", type=path_argument, help="write DIR/<input name>.npy for every input")
     parser.add_argument("--column", type=int, help="embed this 1-based tab-separated field")
     parser.add_argument("--dtype", choices=("float32", "float16", BINARY), default="float32",
                         help="binary: packed binary vectors, uint8 [n, dim / 8] (encoders.binary)")

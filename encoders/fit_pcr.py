@@ -49,6 +49,7 @@ def fit_pcr_command(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     from miner.console import exit_status, setup_logging
+    from miner.io import path_argument
 
     parser = argparse.ArgumentParser(prog="python -m encoders.fit_pcr", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -58,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     fit.add_argument("--input", action="append", required=True, help="LANGUAGE=FILE, one sentence per line")
     fit.add_argument("--sample", type=int, default=10000, help="sentences per language (default 10000)")
     fit.add_argument("--seed", type=int, default=0, help="which sentences are sampled (default 0)")
-    fit.add_argument("--output", type=Path, help=f"default: <encoder>/{PCR_FILE}")
+    fit.add_argument("--output", type=path_argument, help=f"default: <encoder>/{PCR_FILE}")
     args = parser.parse_args(argv)
     setup_logging()
     return exit_status(lambda: fit_pcr_command(args))

@@ -160,13 +160,14 @@ def coverage_command(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     from miner.console import exit_status, setup_logging
+    from miner.io import path_argument
 
     parser = argparse.ArgumentParser(prog="python -m encoders.tokenizer", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     build = commands.add_parser("build", help="train a WordPiece vocabulary")
     build.add_argument("--input", action="append", required=True, help="LANGUAGE=FILE_OR_GLOB (repeat)")
-    build.add_argument("--output", type=Path, required=True, help="tokenizer folder to write")
+    build.add_argument("--output", type=path_argument, required=True, help="tokenizer folder to write")
     build.add_argument("--vocab-size", type=int, default=32000, help="WordPiece vocabulary size (default 32000)")
     build.add_argument("--min-frequency", type=int, default=2,
                        help="a piece seen fewer times is not learned (default 2)")
@@ -174,9 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("--sample-lines", type=int, help="training lines drawn in all (default: as many as given)")
     build.add_argument("--seed", type=int, default=0, help="which lines are drawn (default 0)")
     cover = commands.add_parser("coverage", help="unknown-token rate per language")
-    cover.add_argument("--tokenizer", type=Path, required=True, help="tokenizer folder")
+    cover.add_argument("--tokenizer", type=path_argument, required=True, help="tokenizer folder")
     cover.add_argument("--input", action="append", required=True, help="LANGUAGE=FILE_OR_GLOB (repeat)")
-    cover.add_argument("--report", type=Path, help="also write the table as JSON")
+    cover.add_argument("--report", type=path_argument, help="also write the table as JSON")
     args = parser.parse_args(argv)
     setup_logging()
     return exit_status(lambda: (build_command if args.command == "build" else coverage_command)(args))

@@ -16,6 +16,7 @@ import numpy as np
 from encoders.binary import CENTERS
 from miner.bucc import Sentences
 from miner.config import load_config, section
+from miner.io import path_argument
 from miner.mining import MiningConfig
 from miner.vectors import EmbeddingError, load_embeddings
 
@@ -29,7 +30,7 @@ SHORTHANDS = {  # flag -> (section, key, type)
 
 
 def add_settings_arguments(parser: argparse.ArgumentParser, default_config: Path | None = None) -> None:
-    parser.add_argument("--config", type=Path, default=default_config, help="YAML settings file")
+    parser.add_argument("--config", type=path_argument, default=default_config, help="YAML settings file")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="override one setting, e.g. --set knn.index=IVF4096,Flat (repeatable)")
     for flag, (sect, key, kind) in SHORTHANDS.items():
@@ -38,7 +39,7 @@ def add_settings_arguments(parser: argparse.ArgumentParser, default_config: Path
 
 def add_vector_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--embeddings", type=Path, metavar="DIR",
+    source.add_argument("--embeddings", type=path_argument, metavar="DIR",
                         help="precomputed vectors: DIR/<text file name>.npy, row i = line i")
     source.add_argument("--encoder", help="embed the texts with this encoder: a checkpoint folder, a hub id, "
                         "use-multilingual or char-ngram")

@@ -42,7 +42,7 @@ from miner.cli import (
 )
 from miner.console import exit_status, setup_logging
 from miner.index import KnnConfig
-from miner.io import InputFormatError, read_lines, read_pair_lines, write_json
+from miner.io import InputFormatError, path_argument, read_lines, read_pair_lines, write_json
 from miner.mining import MiningConfig, mine
 from miner.tatoeba import tatoeba_sets
 from miner.xsim import LENGTH_BANDS, correct_rows, length_band, retrieve, xsim
@@ -434,38 +434,42 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     tasks = parser.add_subparsers(dest="task", required=True)
     bucc_args = tasks.add_parser("bucc", help="BUCC 2018 mining P/R/F1")
-    bucc_args.add_argument("--corpus", type=Path, required=True, help="folder with {pair}.{split}.{lang} files")
+    bucc_args.add_argument("--corpus", type=path_argument, required=True,
+                           help="folder with {pair}.{split}.{lang} files")
     bucc_args.add_argument("--pair", required=True, help="e.g. de-en")
     bucc_args.add_argument("--split", required=True, help="split to measure, e.g. training, sample, dev")
     protocol = bucc_args.add_mutually_exclusive_group()
     protocol.add_argument("--tune-split", help="tune the threshold on this split and apply it to --split")
-    bucc_args.add_argument("--tune-corpus", type=Path, help="tune the threshold on this corpus's same pair (split "
+    bucc_args.add_argument("--tune-corpus", type=path_argument,
+                           help="tune the threshold on this corpus's same pair (split "
                            "--tune-split, else --split) and apply it to --corpus: e.g. tune on BUCC 2018 training")
     protocol.add_argument("--threshold", type=float, help="apply this fixed threshold")
-    bucc_args.add_argument("--plot", type=Path, help="write P/R/F1 against the threshold as a PNG")
+    bucc_args.add_argument("--plot", type=path_argument, help="write P/R/F1 against the threshold as a PNG")
     xsim_args = tasks.add_parser("xsim", help="retrieval accuracy over aligned sentences, both directions")
-    xsim_args.add_argument("--src-text", type=Path, required=True, help="one sentence per line (.gz ok)")
-    xsim_args.add_argument("--tgt-text", type=Path, required=True, help="aligned line by line with --src-text")
+    xsim_args.add_argument("--src-text", type=path_argument, required=True, help="one sentence per line (.gz ok)")
+    xsim_args.add_argument("--tgt-text", type=path_argument, required=True, help="aligned line by line with --src-text")
     xsim_args.add_argument("--xsim-margin", choices=XSIM_MARGINS, default="absolute", help=XSIM_MARGIN_HELP)
     xsim_args.add_argument("--src-lang", help="source language label for PCR (default: file name up to the first dot)")
     xsim_args.add_argument("--tgt-lang", help="target language label for PCR (default: file name up to the first dot)")
     xsim_args.add_argument("--strict", action="store_true",
                            help="only the aligned row counts as correct, not an identical sentence elsewhere")
     suite_args = tasks.add_parser("suite", help="xsim over many languages and BUCC over several pairs, as tables")
-    suite_args.add_argument("--flores", type=Path, help="folder of FLORES-200 files <lang>.devtest.gz")
+    suite_args.add_argument("--flores", type=path_argument, help="folder of FLORES-200 files <lang>.devtest.gz")
     suite_args.add_argument("--xsim-margin", choices=XSIM_MARGINS, default="absolute", help=XSIM_MARGIN_HELP)
     suite_args.add_argument("--languages", default=SUITE_LANGUAGES, help="comma-separated FLORES codes")
     suite_args.add_argument("--pivot", default="eng_Latn", help="the FLORES language every xsim file is compared with "
                             "(default eng_Latn)")
-    suite_args.add_argument("--bucc", type=Path, help="folder of a BUCC-format corpus")
+    suite_args.add_argument("--bucc", type=path_argument, help="folder of a BUCC-format corpus")
     suite_args.add_argument("--pairs", default="de-en,fr-en,ru-en,zh-en", help="comma-separated BUCC pairs in --bucc "
                             "(default de-en,fr-en,ru-en,zh-en)")
     suite_args.add_argument("--split", default="dev", help="the BUCC split to measure (default dev)")
-    suite_args.add_argument("--short", type=Path, help="folder of held-out short sentence pairs <lang>-eng_Latn.tsv.gz "
+    suite_args.add_argument("--short", type=path_argument,
+                            help="folder of held-out short sentence pairs <lang>-eng_Latn.tsv.gz "
                             "(training.prepare writes data/train/heldout-short/test): Tatoeba-style retrieval")
     suite_args.add_argument("--short-languages", help="comma-separated codes (default: every file in --short)")
     suite_args.add_argument("--short-limit", type=int, default=1000, help="pairs a language, at most")
-    suite_args.add_argument("--tatoeba", type=Path, help="folder of Tatoeba files as LASER and XTREME distribute "
+    suite_args.add_argument("--tatoeba", type=path_argument,
+                            help="folder of Tatoeba files as LASER and XTREME distribute "
                             "them (tatoeba.<xxx>-eng.<xxx> and tatoeba.<xxx>-eng.eng): accuracy per language, "
                             "mean over all and over XTREME's 36")
     suite_args.add_argument("--tatoeba-languages", help="comma-separated Tatoeba codes or lang_Script names "
@@ -473,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
     suite_args.add_argument("--strict", action="store_true", help="xsim, short pairs and Tatoeba: only the aligned "
                             "row counts as correct, not a retrieved copy of its text (LASER's and XTREME's Tatoeba "
                             "protocol)")
-    suite_args.add_argument("--markdown", type=Path, help="write the tables as Markdown")
+    suite_args.add_argument("--markdown", type=path_argument, help="write the tables as Markdown")
     suite_args.add_argument("--compare", action="append", default=[], metavar="SPEC",
                             help="another encoder to measure with the same settings (repeatable): the figures are "
                             "then printed side by side, one column per encoder")
@@ -484,7 +488,7 @@ def main(argv: list[str] | None = None) -> int:
     for sub in (bucc_args, xsim_args, suite_args):
         add_settings_arguments(sub)
         add_vector_arguments(sub)
-        sub.add_argument("--report", type=Path, help="write the figures and settings as JSON")
+        sub.add_argument("--report", type=path_argument, help="write the figures and settings as JSON")
         sub.add_argument("-v", "--verbose", action="store_true", help="also log debug lines")
     args = parser.parse_args(argv)
     setup_logging(args.verbose)

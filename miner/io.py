@@ -48,6 +48,16 @@ def read_lines(path: str | Path) -> list[str]:
 MAX_LINE_BYTES = 1 << 20  # a "sentence" longer than 1 MiB is a broken file (no newlines), not text to hold in memory
 
 
+def path_argument(text: str) -> Path:
+    """A command line's path (argparse `type=`): an empty one, a script's unset variable (`--output "$OUT"`), is
+    refused, where Path("") is the working folder and a command wrote its outputs there."""
+    import argparse
+
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty: give a path")
+    return Path(text)
+
+
 def iter_lines(path: str | Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[str]:
     """`read_lines`, one line at a time: for files larger than memory. A line longer than `max_line_bytes` is an
     error naming it, found after reading at most that much of it (a file with no newline never fills memory)."""

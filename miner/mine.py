@@ -36,7 +36,7 @@ from miner.cli import (
 from miner.config import ConfigError, section
 from miner.console import exit_status, setup_logging
 from miner.histograms import score_histogram
-from miner.io import InputFormatError, atomic_output, check_output_folder, read_lines, write_json
+from miner.io import InputFormatError, atomic_output, check_output_folder, path_argument, read_lines, write_json
 from miner.languages import check_code
 from miner.margin import TINY_POOLS
 from miner.mining import MiningConfig, mine
@@ -198,10 +198,12 @@ def main(argv: list[str] | None = None) -> int:
     add_settings_arguments(parser, DEFAULT_CONFIG)
     add_vector_arguments(parser)
     for flag in INPUT_FLAGS:
-        parser.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=Path if flag in ("src", "tgt", "gold")
-                            else str, help=f"input {flag} (overrides the config's input.{flag})")
-    parser.add_argument("--output", type=Path, help="output folder (default: the config's output, or ./output)")
-    parser.add_argument("--plot", metavar="FILE.png", type=Path,
+        parser.add_argument(f"--{flag.replace('_', '-')}", dest=flag,
+                            type=path_argument if flag in ("src", "tgt", "gold") else str,
+                            help=f"input {flag} (overrides the config's input.{flag})")
+    parser.add_argument("--output", type=path_argument,
+                        help="output folder (default: the config's output, or ./output)")
+    parser.add_argument("--plot", metavar="FILE.png", type=path_argument,
                         help="also draw how many pairs each margin threshold keeps (needs matplotlib)")
     parser.add_argument("-v", "--verbose", action="store_true", help="also log debug lines")
     args = parser.parse_args(argv)

@@ -76,3 +76,19 @@ def test_every_option_of_every_command_says_what_it_does(module, monkeypatch):
 
     assert parsers[0].prog.startswith("python -m "), parsers[0].prog
     assert not list(silent(parsers[0]))
+
+
+@pytest.mark.parametrize("module, argv", [
+    ("miner.mine", ["--output", ""]),
+    ("encoders.encode", ["--encoder", "char-ngram", "--input", "x.txt", "--output", " "]),
+    ("training.average", ["--models", "a", "b", "--weights", "0.5", "0.5", "--output", ""]),
+])
+def test_an_empty_path_on_the_command_line_is_refused(module, argv, capsys, monkeypatch, tmp_path):
+    """`--output "$OUT"` with OUT unset: Path("") is the working folder, where miner.mine wrote its bitext."""
+    import importlib
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stopped:
+        importlib.import_module(module).main(argv)
+    assert stopped.value.code == 2 and "empty: give a path" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())

@@ -129,12 +129,14 @@ def average(folders: list[Path], weights: list[float], output: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     from miner.console import exit_status, setup_logging
+    from miner.io import path_argument
 
     parser = argparse.ArgumentParser(prog="python -m training.average", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", type=Path, nargs="+", required=True, help="encoder folders of one lineage")
+    parser.add_argument("--models", type=path_argument, nargs="+", required=True, help="encoder folders of one lineage")
     parser.add_argument("--weights", type=float, nargs="+", required=True, help="one per model, summing to 1")
-    parser.add_argument("--output", type=Path, required=True, help="the averaged encoder's folder (must not exist)")
+    parser.add_argument("--output", type=path_argument, required=True,
+                        help="the averaged encoder's folder (must not exist)")
     args = parser.parse_args(argv)
     setup_logging()
 

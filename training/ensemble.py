@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from miner.console import plural, wide_table
-from miner.io import atomic_output, folder_files, write_json
+from miner.io import atomic_output, folder_files, path_argument, write_json
 
 log = logging.getLogger("training.ensemble")
 ENGLISH = "eng_Latn"
@@ -441,12 +441,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.ensemble", description=__doc__.split("\n\n")[0])
     parser.add_argument("--members", nargs=2, metavar="SPEC",
                         help="two encoder specs: the first's share is a, the second's 1 - a")
-    parser.add_argument("--output", type=Path, help="the ensemble folder to write")
-    parser.add_argument("--table", type=Path, metavar="FOLDER",
+    parser.add_argument("--output", type=path_argument, help="the ensemble folder to write")
+    parser.add_argument("--table", type=path_argument, metavar="FOLDER",
                         help="print an ensemble folder's short test figures (its heldout.json) as Markdown, and stop")
-    parser.add_argument("--train-pool", type=Path, default=Path("../shared/data/train"),
+    parser.add_argument("--train-pool", type=path_argument, default=Path("../shared/data/train"),
                         help="the train pool holding ntrex-128/ (never the dev pool)")
-    parser.add_argument("--cache", type=Path, default=Path("data/ensemble-cache"), help="members' vectors")
+    parser.add_argument("--cache", type=path_argument, default=Path("data/ensemble-cache"), help="members' vectors")
     parser.add_argument("--step", type=float, default=0.1, help="grid step of the shares")
     parser.add_argument("--min-gain", type=float, default=1.0,
                         help="points of held-out score a language's own share must gain to replace the default")
@@ -461,7 +461,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --blend-alpha, only the short set's test proves a blend (a long-set gain does not)")
     parser.add_argument("--criterion", choices=("mining", "xsim"), default="mining",
                         help="score a share by mining F1 among distractors (default) or by xsim retrieval")
-    parser.add_argument("--short", type=Path, default=Path("data/train/heldout-short"),
+    parser.add_argument("--short", type=path_argument, default=Path("data/train/heldout-short"),
                         help="training.prepare's held-out short sentences (tune/ chooses, test/ reports); 'none' "
                         "chooses on NTREX's long sentences alone")
     parser.add_argument("--short-limit", type=int, default=1000, help="pairs a language, at most")

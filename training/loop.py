@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from miner.io import InputFormatError, iter_lines, read_lines, write_json
+from miner.io import InputFormatError, iter_lines, path_argument, read_lines, write_json
 
 log = logging.getLogger("training.loop")
 PIVOT = "eng_Latn"
@@ -100,10 +100,12 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m training.loop", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--encoder", type=Path, required=True, help="the current encoder (checkpoint folder)")
-    parser.add_argument("--pool", type=Path, required=True, help="folder of <lang>.txt.gz + eng_Latn.<lang>.txt.gz")
-    parser.add_argument("--recipe", type=Path, required=True, help="the recipe to train again with the mined pairs")
-    parser.add_argument("--output", type=Path, required=True,
+    parser.add_argument("--encoder", type=path_argument, required=True, help="the current encoder (checkpoint folder)")
+    parser.add_argument("--pool", type=path_argument, required=True,
+                        help="folder of <lang>.txt.gz + eng_Latn.<lang>.txt.gz")
+    parser.add_argument("--recipe", type=path_argument, required=True,
+                        help="the recipe to train again with the mined pairs")
+    parser.add_argument("--output", type=path_argument, required=True,
                         help="folder for the mined pairs (mined/), the report (loop.json) and the model (model/)")
     parser.add_argument("--threshold", type=float, default=1.08, help="ratio-margin threshold for mined pairs")
     parser.add_argument("--k", type=int, default=4, help="neighbours in the margin (default 4)")

@@ -28,6 +28,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from miner.io import path_argument
+
 log = logging.getLogger("training.meaning")
 
 
@@ -158,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m training.meaning", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--encoder", type=Path, required=True, help="checkpoint folder (frozen)")
+    parser.add_argument("--encoder", type=path_argument, required=True, help="checkpoint folder (frozen)")
     parser.add_argument("--bitext", action="append", required=True, help="SRC-TGT*.tsv[.gz] glob (repeatable)")
     parser.add_argument("--pairs-per-language", type=int, default=5000,
                         help="pairs embedded per language pair, at most (default 5000)")

@@ -44,7 +44,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from miner.console import wide_table
-from miner.io import atomic_output, iter_lines, write_json
+from miner.io import atomic_output, iter_lines, path_argument, write_json
 from miner.languages import language_code
 from training.dictionaries import WordPairs, read_dictionaries
 from training.en_pairs import EnPairs, read_en_pairs
@@ -431,9 +431,9 @@ def main(argv: list[str] | None = None) -> int:
     repo = Path(__file__).resolve().parents[1]
     parser = argparse.ArgumentParser(prog="python -m training.prepare", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--shared", type=Path, default=repo.parent / "shared" / "data" / "train",
+    parser.add_argument("--shared", type=path_argument, default=repo.parent / "shared" / "data" / "train",
                         help="the train pool (default ../shared/data/train beside the repository; never dev/)")
-    parser.add_argument("--output", type=Path, default=repo / "data" / "train", help="default data/train")
+    parser.add_argument("--output", type=path_argument, default=repo / "data" / "train", help="default data/train")
     parser.add_argument("--vocab-size", type=int, default=32000, help="the tokenizer's vocabulary size (default 32000)")
     parser.add_argument("--sample-lines", type=int, default=600_000, help="tokenizer training lines")
     parser.add_argument("--seed", type=int, default=0, help="every draw of the preparation (default 0)")

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from miner.bucc import ScoredCandidates, sweep, tune_threshold
-from miner.io import write_json
+from miner.io import path_argument, write_json
 from miner.thresholds import FILE, FORMAT
 from training.ensemble import ENGLISH, mining_sets, quiet_logger
 
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.thresholds", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--encoder", required=True, help="a local encoder folder: the file is written into it")
-    parser.add_argument("--train-pool", type=Path, default=Path("../shared/data/train"),
+    parser.add_argument("--train-pool", type=path_argument, default=Path("../shared/data/train"),
                         help="the folder holding ntrex-128/")
     parser.add_argument("--reference", nargs="+", default=list(REFERENCE),
                         help="languages whose mean t* is the shared threshold's (offset 0 on average)")
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
                         "threshold and these offsets belong to a k)")
     parser.add_argument("--scale", type=float, default=SCALE,
                         help="the part of each measured move the offsets take (module docstring)")
-    parser.add_argument("--output", type=Path, help="default: <encoder>/thresholds.json")
+    parser.add_argument("--output", type=path_argument, help="default: <encoder>/thresholds.json")
     args = parser.parse_args(argv)
     if not Path(args.encoder).is_dir():
         parser.error(f"--encoder {args.encoder}: not a local folder (the offsets are written beside its files)")

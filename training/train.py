@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from miner.io import path_argument
 from training.config import load_recipe
 
 log = logging.getLogger("training")
@@ -157,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m training.train", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", type=Path, required=True, help="the recipe (YAML)")
+    parser.add_argument("--config", type=path_argument, required=True, help="the recipe (YAML)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="override a setting, e.g. --set optimizer.lr=3e-4 or --set stages.0.steps=100")
     parser.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in the output")

@@ -59,7 +59,7 @@ from pathlib import Path
 
 import regex
 
-from miner.io import InputFormatError, decoded_lines, file_sha256
+from miner.io import InputFormatError, decoded_lines, file_sha256, path_argument
 from miner.languages import (
     FIXED_SCRIPT,
     INDIVIDUAL,
@@ -569,8 +569,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     train = commands.add_parser("train", help="train our model from the train pool")
-    train.add_argument("--train-pool", type=Path, required=True, help="e.g. ../shared/data/train (never dev/)")
-    train.add_argument("--output", type=Path, default=Path("models/lid/cmlm-lid.ftz"),
+    train.add_argument("--train-pool", type=path_argument, required=True, help="e.g. ../shared/data/train (never dev/)")
+    train.add_argument("--output", type=path_argument, default=Path("models/lid/cmlm-lid.ftz"),
                        help="the model file to write, with its sidecar beside it (default %(default)s)")
     train.add_argument("--sources", help="comma-separated subset of: ntrex-128, wmt-news, wmt21, multi30k, "
                        "bible-nt, ud-pud, flores-v1, udhr (default: all)")

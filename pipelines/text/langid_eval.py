@@ -29,7 +29,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from miner.io import InputFormatError, read_lines
+from miner.io import InputFormatError, path_argument, read_lines
 from miner.languages import language_code, script_of
 from pipelines.text.filters import LengthFilter
 from pipelines.text.langid import (
@@ -514,7 +514,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pipelines.text.langid_eval", description=__doc__.split("\n\n")[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="also log debug lines")
     parser.add_argument("--model", default="cmlm-lid", help="a built-in name (cmlm-lid, lid.176, combined) or a path")
-    parser.add_argument("--flores", type=Path, help="FLORES-200 devtest folder")
+    parser.add_argument("--flores", type=path_argument, help="FLORES-200 devtest folder")
     parser.add_argument("--documents", action="store_true", help="also sentence accuracy with and without the "
                           "document's language, on documents built from FLORES articles")
     parser.add_argument("--document-weights", default=f"{DOCUMENT_WEIGHT:g}", help="comma-separated prior odds")
@@ -523,8 +523,10 @@ def main(argv: list[str] | None = None) -> int:
                         f"(comma-separated; default {DEFAULT_CONTENDERS}; lingua-low is its low-accuracy mode; "
                         "NAME@PEER answers among the peer's languages only, e.g. combined@lingua)")
     parser.add_argument("--per-language", action="store_true", help="with --compare, also the accuracy per language")
-    parser.add_argument("--pairs", type=Path, help="held-out short pairs (data/train/heldout-short/tune or test)")
-    parser.add_argument("--news-heldout", type=Path, help="the train pool (../shared/data/train), whose held-out NTREX "
+    parser.add_argument("--pairs", type=path_argument,
+                        help="held-out short pairs (data/train/heldout-short/tune or test)")
+    parser.add_argument("--news-heldout", type=path_argument,
+                        help="the train pool (../shared/data/train), whose held-out NTREX "
                         "documents (news, as FLORES is; in no identifier's training) are measured (--compare) or "
                         "tuned on (--tune-weights, --tune-prior)")
     parser.add_argument("--tune-prior", help="comma-separated prior exponents of --model (ours, or ours+X) to try on "
@@ -533,7 +535,7 @@ def main(argv: list[str] | None = None) -> int:
                         "and --news-heldout")
     parser.add_argument("--tune-parts", default="cmlm-lid+lid.176", help="FIRST+SECOND: the two identifiers "
                         "combined (e.g. combined+lingua: lingua as a second opinion where the default is unsure)")
-    parser.add_argument("--output", type=Path, help="write the full JSON report here")
+    parser.add_argument("--output", type=path_argument, help="write the full JSON report here")
     args = parser.parse_args(argv)
     setup_logging(args.verbose)
     return exit_status(lambda: evaluate_command(args))

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from miner.io import InputFormatError, file_sha256
+from miner.io import InputFormatError, file_sha256, path_argument
 from pipelines.text.identifier import Identifier
 from pipelines.text.langid_experts import DEPTH, INDEX_FORMAT, INDEX_NAME, redistribute
 
@@ -490,11 +490,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pipelines.text.langid_experts_train",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="also log debug lines")
-    parser.add_argument("--train-pool", type=Path, required=True, help="e.g. ../shared/data/train (never dev/)")
-    parser.add_argument("--pairs", type=Path, help="held-out short pairs to choose on (data/train/heldout-short/tune)")
-    parser.add_argument("--config", type=Path, default=Path("configs/lid_experts.yaml"),
+    parser.add_argument("--train-pool", type=path_argument, required=True,
+                        help="e.g. ../shared/data/train (never dev/)")
+    parser.add_argument("--pairs", type=path_argument,
+                        help="held-out short pairs to choose on (data/train/heldout-short/tune)")
+    parser.add_argument("--config", type=path_argument, default=Path("configs/lid_experts.yaml"),
                         help="the experts' groups and settings (default configs/lid_experts.yaml)")
-    parser.add_argument("--output", type=Path, default=Path("models/lid/experts"), help="default models/lid/experts")
+    parser.add_argument("--output", type=path_argument, default=Path("models/lid/experts"),
+                        help="default models/lid/experts")
     parser.add_argument("--retrain", action="store_true",
                         help="train every group again, even those the output folder's index already holds with the "
                              "same main identifier, settings and examples (kept as they are otherwise)")
