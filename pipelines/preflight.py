@@ -51,8 +51,9 @@ def check_input(pattern: str | None) -> None:
 
 def check_lid_model(spec: str | None) -> None:
     """Each model of `lid.model` is a file, or a built-in whose file is installed; a fastText model given by local
-    path is also parsed (a cut or foreign file fails here, not in the extract stage's first worker; the built-ins
-    are checked by hash where they load)."""
+    path is also parsed, so a file of another format fails here, not in the extract stage's first worker (a cut
+    copy mostly does too: fastText reads past a file's end unchecked, and what it finds there decides). The
+    built-ins are checked by hash where they load."""
     from pipelines.text.langid import BUILTIN_MODELS, is_expert_set, lid_parts, load_fasttext, model_file
 
     for part in lid_parts(spec) if spec else []:

@@ -73,12 +73,15 @@ def test_bad_settings_fail_before_any_stage(tmp_path, capsys, argv, message):
 
 
 def test_a_lid_model_file_that_fasttext_cannot_read_fails_before_any_stage(tmp_path, capsys):
+    # a file of another format (here the model's sidecar, JSON) failed in the extract stage's first worker. (A cut
+    # copy of a model is caught here only mostly: fastText reads past a file's end without checking, and what it
+    # then finds decides whether it fails, so no test is built on one.)
     from pipelines.text.langid import SHIPPED_MODEL
 
-    (tmp_path / "cut.ftz").write_bytes(SHIPPED_MODEL.read_bytes()[:200_000])  # a cut copy of the shipped model
-    assert main(["--output", str(tmp_path / "out"), "--set", f"lid.model={tmp_path / 'cut.ftz'}"]) == 2
-    assert f"lid.model '{tmp_path / 'cut.ftz'}': {tmp_path / 'cut.ftz'}: not a fastText model" in \
-        capsys.readouterr().err  # it failed in the extract stage's first worker
+    foreign = tmp_path / "lid.ftz"
+    foreign.write_bytes(SHIPPED_MODEL.with_name(SHIPPED_MODEL.name + ".json").read_bytes())
+    assert main(["--output", str(tmp_path / "out"), "--set", f"lid.model={foreign}"]) == 2
+    assert f"lid.model '{foreign}': {foreign}: not a fastText model" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
 
