@@ -23,17 +23,6 @@ def test_the_runners_own_options_are_known(tmp_path, capsys, argv):
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--set", "lid.short_words=-1"], "lid.short_words: a whole number of words >= 0"),
-    (["--set", "split={method: foo}"], "unknown sentence splitting method 'foo'"),
-    (["--set", "lid.foo=1"], "lid: unknown setting(s) ['foo']"),
-])
-def test_the_plan_refuses_bad_text_settings_as_the_run_does(tmp_path, capsys, argv, message):
-    # the plan said the extract stage would run; the run then stopped at the stage's construction
-    assert main(["--output", str(tmp_path / "out"), "--plan", *argv]) == 2
-    assert message in capsys.readouterr().err
-
-
-@pytest.mark.parametrize(("argv", "message"), [
     (["--input", "/nonexistent/crawl/*.warc.gz"], "input '/nonexistent/crawl/*.warc.gz': no file matches it"),
     (["--input", "/nonexistent/one.warc.gz"], "input '/nonexistent/one.warc.gz': no file matches it"),
     (["--set", "mining.threshold=abc"], "mining.threshold must be a number, got 'abc'"),
@@ -59,8 +48,12 @@ def test_the_plan_refuses_bad_text_settings_as_the_run_does(tmp_path, capsys, ar
     (["--set", "languages=[eng_Latn]"], "languages [eng_Latn] make no pair to mine"),
     (["--set", "languages=[deu_Latn]", "--set", "pairs=all"], "languages [deu_Latn] make no pair to mine"),
     (["--stages", " , "], "--stages: no stage given"),  # it ran nothing and wrote a report of nothing
-    (["--input", ""], "--input is empty"),
-    (["--set", "output="], "--set output=: output is empty"),  # a TypeError; `output=''` planned a run into the cwd  # `--input "$CRAWL"` with CRAWL unset mined the config's input
+    (["--input", ""], "--input is empty"),  # `--input "$CRAWL"` with CRAWL unset mined the config's input
+    (["--set", "output="], "--set output=: output is empty"),  # a TypeError; `output=''` planned a run into the cwd
+    # the plan said the extract stage would run; the run then stopped at the stage's construction
+    (["--set", "lid.short_words=-1"], "lid.short_words: a whole number of words >= 0"),
+    (["--set", "split={method: foo}"], "unknown sentence splitting method 'foo'"),
+    (["--set", "lid.foo=1"], "lid: unknown setting(s) ['foo']"),
     # Beam logged and dropped a flag it did not know: the run went to ./output, or ran on one worker
     (["--ouput", "elsewhere"], "unknown option(s): --ouput (did you mean --output?)"),
     (["--direct_num_worker", "2"], "--direct_num_worker (did you mean --direct_num_workers?)"),
@@ -70,6 +63,8 @@ def test_bad_settings_fail_before_any_stage(tmp_path, capsys, argv, message):
     assert main(["--output", str(tmp_path / "out"), *argv]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()  # nothing ran
+    assert main(["--output", str(tmp_path / "out"), "--plan", *argv]) == 2  # the plan refuses what the run would
+    assert message in capsys.readouterr().err
 
 
 def test_a_lid_model_file_that_fasttext_cannot_read_fails_before_any_stage(tmp_path, capsys):
