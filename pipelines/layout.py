@@ -32,7 +32,8 @@ SHARD_NAME = "part-{shard:05d}-of-{count:05d}"
 
 
 # The folders each stage writes: a stage that runs clears them all first, so nothing of an earlier run survives
-# (shards of a run with more of them, a language no longer wanted, temporary files of a killed run).
+# (shards of a run with more of them, a language no longer wanted, temporary files of a killed run). The last of
+# each is what the stage leaves for its user (the run's summary names it).
 STAGE_FOLDERS = {"extract": ("extract", "sentences"), "embed": ("embed", "embeddings"),
                  "pairs": ("pairs", "index", "bitext")}
 

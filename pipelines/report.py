@@ -10,14 +10,11 @@ from miner.bucc import prf
 from miner.console import plural
 from miner.margin import TINY_POOLS
 from pipelines import storage
-from pipelines.layout import bitext_parts
+from pipelines.layout import STAGE_FOLDERS, bitext_parts
 from pipelines.manifests import relative
 from pipelines.pairs.selection import BELOW
 from pipelines.text.dedup import normalise
 from pipelines.text.warc import FILE_SKIPS
-
-# what each stage leaves for its user, in the stages' order: the summary names the last one's
-RESULT_FOLDERS = {"extract": "sentences", "embed": "embeddings", "pairs": "bitext"}
 
 
 def stage_report(settings: dict, manifests: dict, seconds: float) -> dict:
@@ -188,7 +185,7 @@ def format_summary(report: dict) -> str:
         g = report["gold"]["all"]
         lines.append(f"  all pairs against {report['gold']['file']}: P {100 * g['precision']:.1f} "
                      f"R {100 * g['recall']:.1f} F1 {100 * g['f1']:.1f}")
-    made = [stage for stage in RESULT_FOLDERS if stage in report["seconds"]]  # the stages this report covers
-    folder = f"{report['output']}/{RESULT_FOLDERS[made[-1]]}, " if made else f"{report['output']}/"
+    made = [stage for stage in STAGE_FOLDERS if stage in report["seconds"]]  # the stages this report covers
+    folder = f"{report['output']}/{STAGE_FOLDERS[made[-1]][-1]}, " if made else f"{report['output']}/"
     lines.append(f"  wrote {folder}report.json ({report['seconds']['total']:.0f} s)")
     return "\n".join(lines)
