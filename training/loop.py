@@ -84,15 +84,13 @@ def retrain(recipe: Path, mined: Path, threshold: float, output: Path, overrides
 
 def check_retrain(recipe: Path, output: Path, overrides: list[str], resume: bool) -> None:
     """The recipe and its overrides read, and the model's folder free (or --resume): each found only after the
-    mining otherwise, minutes in."""
-    from training import checkpoints
+    mining otherwise, minutes in. The folder is checked as the retraining will check it (train.resume_point)."""
     from training.config import load_recipe
+    from training.train import resume_point
 
-    load_recipe(recipe, overrides, checked=False)
-    found = checkpoints.latest(output)
-    if found and not resume:
-        raise ValueError(f"{output} already holds checkpoints ({found.name}): pass --resume to continue that loop, "
-                         f"or choose another --output")
+    config = load_recipe(recipe, [*overrides, f"output={output}"], checked=False)
+    if not resume:
+        resume_point(config, resume=False)
 
 
 def main(argv: list[str] | None = None) -> int:
