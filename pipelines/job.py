@@ -447,10 +447,10 @@ def format_plan(output: str, decisions: list[StageDecision]) -> str:
 def prepare_output(output: str, plan: list[tuple[str, dict | None, dict]]) -> None:
     """Check the output folder for every stage of `plan`, then clean it: a stage that will run must be able to
     clear its folders (no links), a finished stage's files must be whole (later stages read them), and a finished
-    stage's folders keep only what its manifest lists. Nothing is deleted until every check passed."""
+    stage's folders keep only what its manifest lists. Nothing is deleted until every check passed. (The folder
+    itself, a file in its way, is checked by `run` before it takes the folder's lock.)"""
     from pipelines import preflight
 
-    preflight.check_output_folder(output)
     strays = {}
     for name, manifest, _ in plan:
         if manifest is None:
