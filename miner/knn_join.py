@@ -386,12 +386,14 @@ def _numpy_candidates(unit_queries: np.ndarray, unit_database: np.ndarray, refs:
             top, values, runner_up = _argmax_topk_in_place(sims, refs, fetch)
             floor = values[:, -1:] - np.float32(close)
             crowded = np.flatnonzero(runner_up >= floor[:, 0])
+            crowded_sims = picks_restored(sims, crowded, top, values)
         else:
             top = _topk_rows(sims, refs, fetch)
             values = np.take_along_axis(sims, top, axis=1)
             floor = values.min(axis=1, keepdims=True) - np.float32(close)
             crowded = np.flatnonzero((sims >= floor).sum(axis=1) > fetch) if close else np.empty(0, dtype=np.int64)
-        yield from _with_close_calls(block, top, values, floor, crowded, sims[crowded])
+            crowded_sims = sims[crowded]
+        yield from _with_close_calls(block, top, values, floor, crowded, crowded_sims)
 
 
 def _hamming_candidates(queries: np.ndarray, database: np.ndarray, refs: np.ndarray,
@@ -531,22 +533,33 @@ def _argmax_topk(sims: np.ndarray, refs: np.ndarray, k: int, smallest: bool = Fa
 
 def _argmax_topk_in_place(sims: np.ndarray, refs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """_argmax_topk(..., runner_up=True) on a float block it may write, with the picked values: (columns, their
-    values, the best value left). The passes mark the block itself and put the picked values back after, which
-    spares a copy of the block (a tenth of the picking); where columns are not in reference order the picking
-    works on the reordered copy it makes anyway."""
+    values, the best value left). The passes mark the picked entries of the block itself (-inf), which spares a
+    copy of the block (a tenth of the picking), and leave them so: the caller needs a few rows' products after
+    (the crowded rows), which picks_restored gives back, not the whole block's. Entries are read and marked through
+    the block's flat index, and the runner-up taken by one more argmax: 0.93 against 1.15 ms for a list's 2,500
+    queries by 160 rows (fancy indexing by rows and columns, and a max, which is slower than argmax along rows).
+    Where columns are not in reference order the picking works on the reordered copy it makes anyway, and the
+    block is left as it was."""
     if np.any(refs[1:] < refs[:-1]):
         top, runner_up = _argmax_topk(sims, refs, k, runner_up=True)
         return top, np.take_along_axis(sims, top, axis=1), runner_up
-    rows = np.arange(len(sims))
-    top = np.empty((len(sims), k), dtype=np.int64)
-    values = np.empty((len(sims), k), dtype=sims.dtype)
+    n = len(sims)
+    flat, starts = sims.reshape(-1), np.arange(n) * sims.shape[1]
+    top = np.empty((n, k), dtype=np.int64)
+    values = np.empty((n, k), dtype=sims.dtype)
     for place in range(k):
         best = sims.argmax(axis=1)
-        top[:, place], values[:, place] = best, sims[rows, best]
-        sims[rows, best] = -np.inf
-    runner_up = sims.max(axis=1)
-    sims[rows[:, None], top] = values
-    return top, values, runner_up
+        at = starts + best
+        top[:, place], values[:, place] = best, flat[at]
+        flat[at] = -np.inf
+    return top, values, flat[starts + sims.argmax(axis=1)]
+
+
+def picks_restored(sims: np.ndarray, rows: np.ndarray, top: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """A copy of `rows` of a block _argmax_topk_in_place picked from, with their picked values back in place."""
+    picked = sims[rows]
+    picked[np.arange(len(rows))[:, None], top[rows]] = values[rows]
+    return picked
 
 
 def _extreme(dtype: np.dtype, largest: bool):

@@ -25,6 +25,7 @@ from miner.knn_join import (
     list_order,
     list_topk,
     merge_topk,
+    picks_restored,
     rows_by_group,
     rows_by_list,
     search_by_lists,
@@ -204,11 +205,11 @@ def test_candidates_are_each_rows_best_then_smaller_reference_on_every_selection
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.sampled_from([9, 17, 160]), st.sampled_from([1, 4, 8]),
        st.sampled_from([2, 5, 1000]), st.booleans())
-def test_picking_in_the_block_gives_the_copys_picks_and_leaves_the_block_as_it_was(seed, rows, columns, k, levels,
-                                                                                     sorted_refs):
+def test_picking_in_the_block_gives_the_copys_picks_and_the_rows_back_as_they_were(seed, rows, columns, k, levels,
+                                                                                    sorted_refs):
     """The join's usual path marks the product block itself instead of a copy: the same columns, values (bits,
-    -0.0 included) and runner-up as picking from a copy, and the block's bytes as they were afterwards (fewer places
-    than columns, as the join asks)."""
+    -0.0 included) and runner-up as picking from a copy, and any rows given back by picks_restored with the bytes
+    they had (fewer places than columns, as the join asks)."""
     rng = np.random.default_rng(seed)
     sims = (rng.integers(-levels, levels + 1, (rows, columns)) / levels).astype(np.float32)
     sims[rng.random(sims.shape) < 0.05] = -0.0
@@ -218,7 +219,9 @@ def test_picking_in_the_block_gives_the_copys_picks_and_leaves_the_block_as_it_w
     top, values, runner_up = _argmax_topk_in_place(sims, refs, k)
     np.testing.assert_array_equal(top, want_top)
     assert values.tobytes() == np.take_along_axis(before, want_top, axis=1).tobytes()
-    assert runner_up.tobytes() == want_runner_up.tobytes() and sims.tobytes() == before.tobytes()
+    np.testing.assert_array_equal(runner_up, want_runner_up)  # compared with >=: 0.0 and -0.0 alike
+    some = np.flatnonzero(rng.random(rows) < 0.5)
+    assert picks_restored(sims, some, top, values).tobytes() == before[some].tobytes()
 
 
 @settings(max_examples=60, deadline=None)
