@@ -43,7 +43,7 @@ from apache_beam.pipeline import PipelineVisitor
 from apache_beam.runners.runner import PipelineResult, PipelineRunner, PipelineState
 
 from miner.console import ExtraMissingError
-from pipelines import dofn_inspection
+from pipelines import dofn_inspection, long_lived
 
 log = logging.getLogger("pipelines.dask_runner")
 # Partitions. A Create gives each element its own partition (the stages start from lists of shards, files or
@@ -321,6 +321,7 @@ def worker_dofn(spec: ParDoSpec):
     ("cannot pickle '_thread.lock' object"), the task that needed it waited for ever and the job hung: the CI
     stall in the Dask pipeline test, caught here with the stacks of its workers."""
     dofn_inspection.install()  # in this worker process too: DoFnSignature inspects the DoFn at every task
+    long_lived.freeze_once()  # the worker's modules left out of full collections, as in the launching process
     held = _worker_dofns.get(id(spec))
     if held is None or held[0]() is not spec:
         from apache_beam.internal import pickler

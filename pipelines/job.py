@@ -22,7 +22,7 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions
 
 from miner.console import plural
-from pipelines import dofn_inspection, layout, manifests, storage
+from pipelines import dofn_inspection, layout, long_lived, manifests, storage
 from pipelines.dependencies import (
     NOT_RECORDED,
     change_lines,
@@ -85,6 +85,7 @@ def run_stage(name: str, build, settings: dict, options: PipelineOptions, depend
     except BaseException:  # Beam removes the pipeline's temporary folder in run(): one never run would leave it
         shutil.rmtree(pipeline.local_tempdir, ignore_errors=True)
         raise
+    long_lived.freeze_once()  # the modules the build imported left out of full collections (pipelines/long_lived.py)
     result = pipeline.run()
     result.wait_until_finish()
     # no file: the stage emitted no entry (a grouping of nothing has no group); a failed Save failed the run
