@@ -446,6 +446,8 @@ def test_a_small_side_sent_to_the_other_sides_shards_gives_the_bytes_of_the_join
     class Labels(PipelineVisitor):
         def visit_transform(self, node):
             built[-1].add(node.full_label.rsplit("/", 1)[-1])
+            if node.full_label.endswith("/ByShard"):  # what feeds the grouping of the rows sent
+                built[-1].add(f"ByShard<-{node.inputs[0].producer.full_label.rsplit('/', 1)[-1]}")
 
     def run_seeing_transforms(pipeline, *args, **kwargs):
         built.append(set())
@@ -465,6 +467,8 @@ def test_a_small_side_sent_to_the_other_sides_shards_gives_the_bytes_of_the_join
             report = run(settings, PipelineOptions([]), ["embed", "pairs"])
             pairs_stage = built[-1]
             assert ("CompareOnShards" in pairs_stage) == (route is not None)
+            # straight from AssignShard's one output: a Flatten of two before it ran as a bundle of its own
+            assert ("ByShard<-ParDo(AssignShard)" in pairs_stage) == (route is not None)
             assert ("ByListGroup" in pairs_stage) == (route is None)
             # one worker in this process: nothing to spread over (a Reshuffle's first leaf keys by random)
             assert "AddRandomKeys" not in pairs_stage

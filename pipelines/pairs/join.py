@@ -88,6 +88,12 @@ class TrainQuantizer(beam.DoFn):
 # -- rows keyed by inverted list, compared exactly per list, k best merged per query ------------------------
 
 
+# AssignShard's output of the small sides sent to the other side's shards, both routes in one: the route is in the
+# key. Two tagged outputs flattened before their grouping made the FnApiRunner run the Flatten as a bundle of its
+# own, which decoded and encoded every row sent once more (3.5% of the stage at 10^4 sentences a language).
+SENT = "sent_to_shards"
+
+
 class AssignShard(beam.DoFn):
     """(language, shard) -> where the shard's rows go, for every direction that uses them: ((language, shard),
     [((pair, side, group), ListRows)]), each group's memberships of kind "db" (each row in its one list of the
@@ -96,9 +102,9 @@ class AssignShard(beam.DoFn):
     are a barrier: every shard is assigned before any group's rows move on, so what waits there is the memberships
     (tens of bytes a row), not the rows (at 10^6 float16 sentences a language, 16 GB held at once). A direction's
     small side that goes to the other's shards (plan.shard_routes) is sent to each of them instead, with its rows,
-    tagged with its route: ((route, that language, shard, batch), ((pair, side), ListRows)), and the other side
-    not at all. Each assignment is saved as it is made, and read back where a stopped run saved it (`assignments`,
-    pipelines.pairs.saved)."""
+    keyed by its route (output SENT): ((route, that language, shard, batch), ((pair, side), ListRows)), and the
+    other side not at all. Each assignment is saved as it is made, and read back where a stopped run saved it
+    (`assignments`, pipelines.pairs.saved)."""
 
     def __init__(self, manifest: dict, pairs: list, knn: KnnConfig, assignments: ListAssignments):
         self.manifest, self.pairs, self.knn, self.assignments = manifest, pairs, knn, assignments
@@ -153,7 +159,7 @@ class AssignShard(beam.DoFn):
     def _to_shards(self, route, batch, direction, language, chunk):
         for shard in range(len(self.manifest["languages"][language]["shards"])):
             self.copies[chunk.kind].inc(len(chunk.refs))
-            yield beam.pvalue.TaggedOutput(route, ((route, language, shard, batch), (direction, chunk)))
+            yield beam.pvalue.TaggedOutput(SENT, ((route, language, shard, batch), (direction, chunk)))
 
 
 class CountByList(beam.CombineFn):
@@ -531,7 +537,7 @@ class KnnJoin(beam.PTransform):
         assignments = ListAssignments(self.output, self.resume)
         assigned = (tasks | "Assign" >> beam.ParDo(AssignShard(manifest, self.pairs, config.knn, assignments),
                                                     centroids)
-                    .with_outputs(plan.TO_QUERIES, plan.TO_DATABASE, main="memberships"))
+                    .with_outputs(SENT, main="memberships"))
         # a route the plan gives no direction is left out of the pipeline: at 10^4 sentences a language every
         # direction goes to the shards, and the join's seven transforms were built and run on nothing
         routes = plan.shard_routes(manifest, self.pairs, config.knn)
@@ -545,8 +551,7 @@ class KnnJoin(beam.PTransform):
                                        | "ListSizes" >> beam.CombinePerKey(CountByList()))
             compared += self.compared_in_waves(memberships, sizes)
         if routes:
-            compared.append((assigned[plan.TO_QUERIES], assigned[plan.TO_DATABASE]) | "SentToShards" >> beam.Flatten()
-                            | "ByShard" >> beam.GroupByKey()
+            compared.append(assigned[SENT] | "ByShard" >> beam.GroupByKey()
                             | "CompareOnShards" >> beam.ParDo(CompareOnShard(manifest, config, assignments),
                                                               centroids))
         k_of = {(pair, side): plan.neighbours_wanted(manifest, config, db) for pair, side, _, db in
