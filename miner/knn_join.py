@@ -543,6 +543,8 @@ def _argmax_topk_in_place(sims: np.ndarray, refs: np.ndarray, k: int) -> tuple[n
     if np.any(refs[1:] < refs[:-1]):
         top, runner_up = _argmax_topk(sims, refs, k, runner_up=True)
         return top, np.take_along_axis(sims, top, axis=1), runner_up
+    if not sims.flags.c_contiguous:  # its flat index would be a copy the passes mark instead: mark one copy
+        sims = np.ascontiguousarray(sims)
     n = len(sims)
     flat, starts = sims.reshape(-1), np.arange(n) * sims.shape[1]
     top = np.empty((n, k), dtype=np.int64)

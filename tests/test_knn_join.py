@@ -222,6 +222,10 @@ def test_picking_in_the_block_gives_the_copys_picks_and_the_rows_back_as_they_we
     np.testing.assert_array_equal(runner_up, want_runner_up)  # compared with >=: 0.0 and -0.0 alike
     some = np.flatnonzero(rng.random(rows) < 0.5)
     assert picks_restored(sims, some, top, values).tobytes() == before[some].tobytes()
+    strided = np.asfortranarray(before)  # a block whose flat index is not a view of it
+    top, values, runner_up = _argmax_topk_in_place(strided, refs, k)
+    np.testing.assert_array_equal(top, want_top)
+    np.testing.assert_array_equal(runner_up, want_runner_up)
 
 
 @settings(max_examples=60, deadline=None)
