@@ -127,19 +127,24 @@ def profile_table(encoder, texts: list[str]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sentences-file", type=Path)
-    parser.add_argument("--per-language", type=int, default=1012)
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--encoders", nargs="+", default=["student", "teacher", "ensemble"], choices=sorted(SPECS))
+    parser.add_argument("--sentences-file", type=Path,
+                        help="sentences to encode, one a line (default: FLORES devtest of the teacher's 16 languages)")
+    parser.add_argument("--per-language", type=int, default=1012,
+                        help="without --sentences-file: FLORES sentences a language (default 1012, all of devtest)")
+    parser.add_argument("--device", default="auto", help="cpu, cuda or auto (cuda where there is one)")
+    parser.add_argument("--encoders", nargs="+", default=["student", "teacher", "ensemble"], choices=sorted(SPECS),
+                        help="which to measure (default: all three)")
     parser.add_argument("--chunks", type=int, nargs="+", default=[1024],
                         help="sentences per encode() call, as embed.batch_size")
     parser.add_argument("--variants", nargs="*", default=[], help="student batch settings TOKENS:SENTENCES")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--peak-tflops", type=float, default=989.0)
-    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs of each figure, the best reported")
+    parser.add_argument("--peak-tflops", type=float, default=989.0,
+                        help="the device's dense bf16 peak for the student's MFU (default 989: H100 / H200)")
+    parser.add_argument("--profile", action="store_true",
+                        help="print torch's profiler table for one student encode()")
     parser.add_argument("--no-cudnn-attention", action="store_true",
                         help="torch.backends.cuda.enable_cudnn_sdp(False): torch's own attention kernels instead")
-    parser.add_argument("--output", type=Path)
+    parser.add_argument("--output", type=Path, help="write the figures there as JSON (default: print only)")
     args = parser.parse_args()
 
     import torch

@@ -139,13 +139,14 @@ def bucc_figures(model: Path, precision: str, batch_size: int, max_len: int) -> 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sentences", type=int, default=20000)
-    parser.add_argument("--hidden", type=int, default=384)
-    parser.add_argument("--layers", type=int, default=6)
-    parser.add_argument("--max-len", type=int, default=128)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--skip-bucc", action="store_true")
-    parser.add_argument("--work", type=Path, default=REPO / "bench" / "results" / "encode")
+    parser.add_argument("--sentences", type=int, default=20000, help="FLORES devtest sentences encoded (default 20000)")
+    parser.add_argument("--hidden", type=int, default=384, help="the random BERT's hidden size (default 384)")
+    parser.add_argument("--layers", type=int, default=6, help="the random BERT's layers (default 6)")
+    parser.add_argument("--max-len", type=int, default=128, help="tokens a sentence is cut to (default 128)")
+    parser.add_argument("--batch-size", type=int, default=64, help="sentences a batch, for every contender")
+    parser.add_argument("--skip-bucc", action="store_true", help="skip the BUCC F1 check of faithfulness")
+    parser.add_argument("--work", type=Path, default=REPO / "bench" / "results" / "encode",
+                        help="where the checkpoint, the sentences and each contender's vectors go")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--sentences-file", help=argparse.SUPPRESS)

@@ -131,14 +131,16 @@ def one_setting(src, tgt, planted, rows_per_list: int, args, device: str | None)
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[320_000])
-    parser.add_argument("--rows-per-list", type=int, nargs="+", default=[160, 2560])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[320_000], help="sentences per language")
+    parser.add_argument("--rows-per-list", type=int, nargs="+", default=[160, 2560],
+                        help="list sizes to measure: N / this lists (default 160 and 2560)")
     parser.add_argument("--probe-rows", type=int, default=2560,
                         help="database rows compared per query: nprobe = this / rows-per-list (at least 1)")
-    parser.add_argument("--dim", type=int, default=256)
-    parser.add_argument("--k", type=int, default=4)
+    parser.add_argument("--dim", type=int, default=256, help="synthetic vectors' size (default 256)")
+    parser.add_argument("--k", type=int, default=4, help="neighbours found a query (default 4)")
     parser.add_argument("--threads", type=int, default=THREADS, help="host threads (default: every core)")
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "knn_join.json")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "knn_join.json",
+                        help="the results' JSON")
     args = parser.parse_args()
     import torch
 

@@ -124,12 +124,12 @@ def recall_at_k(approx_ids: np.ndarray, exact_ids: np.ndarray) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=100_000, help="sentences per side")
-    parser.add_argument("--dim", type=int, default=768)
-    parser.add_argument("--k", type=int, default=4)
-    parser.add_argument("--clusters", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dim", type=int, default=768, help="vector size (default 768)")
+    parser.add_argument("--k", type=int, default=4, help="neighbours in the margin (default 4)")
+    parser.add_argument("--clusters", type=int, default=1000, help="cluster centres the vectors are drawn around")
+    parser.add_argument("--seed", type=int, default=0, help="the vectors' random seed")
     parser.add_argument("--quick", action="store_true", help="skip the nprobe sweep")
-    parser.add_argument("--out", type=Path, default=Path("bench/results/mining.json"))
+    parser.add_argument("--out", type=Path, default=Path("bench/results/mining.json"), help="the results' JSON")
     args = parser.parse_args()
 
     results: dict = {}
