@@ -50,7 +50,8 @@ def main() -> None:
     parser.add_argument("--database", type=int, nargs="+", help="database sizes to measure (default: all but "
                         "the queries)")
     parser.add_argument("--factory", nargs="+", help="index factories (default: miner.index's for the size)")
-    parser.add_argument("--nprobe", type=int, nargs="+", default=[4, 8, 16, 32, 64, 128])
+    parser.add_argument("--nprobe", type=int, nargs="+", default=[4, 8, 16, 32, 64, 128],
+                        help="lists searched a query, each measured")
     parser.add_argument("--train-per-list", type=int, default=256,
                         help="training vectors per inverted list (faiss's own cap is 256)")
     parser.add_argument("--quantizer", nargs="+", type=quantizer_training, default=["one-level"],
@@ -59,11 +60,13 @@ def main() -> None:
                         "two-level+N (then N iterations over all lists: knn.two_level_refine); each is measured")
     parser.add_argument("--save-embeddings", type=Path, help="write the embedded FLORES vectors here (.npy), to "
                         "measure again with --embeddings without embedding again")
-    parser.add_argument("--encoder", default="char-ngram")
-    parser.add_argument("--queries", type=int, default=20_000)
-    parser.add_argument("--k", type=int, default=4)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=Path("bench/results/ivf_recall.json"))
+    parser.add_argument("--encoder", default="char-ngram",
+                        help="what embeds FLORES without --embeddings (any spec load_encoder takes)")
+    parser.add_argument("--queries", type=int, default=20_000,
+                        help="vectors drawn as queries; the rest are the database (default 20000)")
+    parser.add_argument("--k", type=int, default=4, help="neighbours whose recall is measured (default 4)")
+    parser.add_argument("--seed", type=int, default=0, help="the draw of the queries")
+    parser.add_argument("--out", type=Path, default=Path("bench/results/ivf_recall.json"), help="the results' JSON")
     args = parser.parse_args()
 
     if args.embeddings:

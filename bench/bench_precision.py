@@ -33,12 +33,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--encoder", default="models/cmlm-ensemble", help="any spec load_encoder takes; folders "
                         "relative to the repository")
-    parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16-mixed", "bf16"])
-    parser.add_argument("--per-language", type=int, default=1012)
-    parser.add_argument("--warm-up", type=int, default=8000)
-    parser.add_argument("--chunk", type=int, default=1024)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "precision.json")
+    parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16-mixed", "bf16"],
+                        help="the precisions compared, the first the reference (default fp32 bf16-mixed bf16)")
+    parser.add_argument("--per-language", type=int, default=1012,
+                        help="FLORES devtest sentences a language (default 1012, all of it)")
+    parser.add_argument("--warm-up", type=int, default=8000,
+                        help="sentences each precision embeds before timing (default 8000)")
+    parser.add_argument("--chunk", type=int, default=1024, help="sentences a timed turn (default 1024)")
+    parser.add_argument("--threads", type=int, default=1, help="torch and BLAS threads (default 1)")
+    parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "precision.json",
+                        help="the results' JSON")
     args = parser.parse_args()
     for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[variable] = str(args.threads)
