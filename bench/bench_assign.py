@@ -40,11 +40,11 @@ def by_list_topk(vectors: np.ndarray, centroids: np.ndarray, nprobe: int) -> np.
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--lists", type=int, default=8192)
-    parser.add_argument("--nprobe", type=int, default=16)
-    parser.add_argument("--dim", type=int, default=256)
+    parser.add_argument("--lists", type=int, default=8192, help="the quantizer's lists (default 8192)")
+    parser.add_argument("--nprobe", type=int, default=16, help="lists a query is assigned to (default 16)")
+    parser.add_argument("--dim", type=int, default=256, help="synthetic vectors' size (default 256)")
     parser.add_argument("--rows", type=int, default=20_000, help="rows a shard")
-    parser.add_argument("--shards", type=int, default=6)
+    parser.add_argument("--shards", type=int, default=6, help="shards assigned, each contender in turn")
     args = parser.parse_args()
     faiss.omp_set_num_threads(1)
     rng = np.random.default_rng(0)

@@ -37,11 +37,11 @@ def ranges_per_query(lists: np.ndarray, rank: np.ndarray, per_range: int) -> flo
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--vectors", required=True, help="a glob of .npy files of sentence vectors")
-    parser.add_argument("--per-file", type=int, default=2000)
-    parser.add_argument("--database", type=int, default=60_000)
-    parser.add_argument("--queries", type=int, default=40_000)
-    parser.add_argument("--nlist", type=int, default=512)
-    parser.add_argument("--nprobe", type=int, default=16)
+    parser.add_argument("--per-file", type=int, default=2000, help="rows drawn from each file at most")
+    parser.add_argument("--database", type=int, default=60_000, help="rows the quantizer trains on")
+    parser.add_argument("--queries", type=int, default=40_000, help="rows whose probes are counted")
+    parser.add_argument("--nlist", type=int, default=512, help="the quantizer's lists (default 512)")
+    parser.add_argument("--nprobe", type=int, default=16, help="lists a query probes (default 16)")
     parser.add_argument("--ranges", type=int, nargs="+", default=[8, 16, 32], help="lists per range")
     args = parser.parse_args()
 

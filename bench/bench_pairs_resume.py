@@ -139,13 +139,14 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s:%(name)s:%(message)s")
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000], help="sentences per language")
-    parser.add_argument("--dtype", choices=("float16", "binary"), default="float16")
-    parser.add_argument("--dim", type=int, default=256)
-    parser.add_argument("--shard-rows", type=int, default=20_000)
+    parser.add_argument("--dtype", choices=("float16", "binary"), default="float16",
+                        help="how the embedding shards are stored (float16, or packed sign codes)")
+    parser.add_argument("--dim", type=int, default=256, help="synthetic vectors' size (default 256)")
+    parser.add_argument("--shard-rows", type=int, default=20_000, help="rows per sentence and embedding shard")
     parser.add_argument("--raise", dest="raise_threshold", type=float, nargs=2, metavar=("FROM", "TO"),
                         help="mine at threshold FROM, then raise it to TO over the finished output (a filter, no "
                         "k-NN join), against the whole stage at TO")
-    parser.add_argument("--out", type=Path, default=Path("bench/results/pairs_resume.json"))
+    parser.add_argument("--out", type=Path, default=Path("bench/results/pairs_resume.json"), help="the results' JSON")
     args = parser.parse_args()
     results = []
     for n in args.sizes:

@@ -114,15 +114,17 @@ def counted_mflop(encode, texts: list[str]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--per-language", type=int, default=1012)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--sentences-file", type=Path)
+    parser.add_argument("--per-language", type=int, default=1012,
+                        help="without --sentences-file: FLORES devtest sentences a language (default 1012, all)")
+    parser.add_argument("--threads", type=int, default=1, help="BLAS and torch threads of every contender (default 1)")
+    parser.add_argument("--sentences-file", type=Path, help="sentences to encode, one a line, instead of FLORES")
     parser.add_argument("--warm-up", type=int, default=0,
                         help="warm up on the first N sentences and time the rest (default: warm up on 200, time all)")
     parser.add_argument("--contenders", nargs="+", default=["package", "ours"], type=contender_name,
                         help=f"any of {', '.join(CONTENDERS)}; NAME@PRECISION runs ours, student or ensemble at "
                         f"one of {', '.join(PRECISION_NAMES)} (default: auto)")
-    parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "use.json")
+    parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "use.json",
+                        help="the results' JSON")
     parser.add_argument("--child", nargs=2, metavar=("NAME", "VECTORS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     texts = read_sentences(args)
