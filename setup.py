@@ -36,6 +36,7 @@ INSTALL_REQUIRES = [
     "trafilatura>=1.8",
     "lxml_html_clean>=0.1",  # trafilatura needs it; pip 23 does not resolve lxml's html_clean extra
     "warcio>=1.7",
+    "pycountry>=24.6",  # ISO 639-3 and ISO 15924's registered codes (Debian's iso-codes): which languages are named
     "regex>=2023.0",  # Unicode classes (\\p{L}, \\p{P}) so filters and dedup count characters in C
     "charset-normalizer>=3.0",  # charset detection for pages whose declared charset is missing or wrong
     "google-cloud-storage>=2.10",

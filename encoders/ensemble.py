@@ -71,8 +71,8 @@ def read_ensemble(folder: str | Path) -> dict:
 
     unnamed = [k for k in (spec.get("languages") or {}) if not is_language_name(k)]
     if unnamed:  # a key no caller can pass would keep its shares unused, silently
-        raise EnsembleError(f"{path}: 'languages' keys must be codes such as deu_Latn (ISO 639-3 and script), got "
-                            f"{', '.join(repr(k) for k in unnamed[:5])}")
+        raise EnsembleError(f"{path}: 'languages' keys must be codes such as deu_Latn (registered ISO 639-3 and "
+                            f"ISO 15924 codes), got {', '.join(repr(k) for k in unnamed[:5])}")
     tables = {"default": spec.get("default"), **{f"languages.{k}": v for k, v in (spec.get("languages") or {}).items()}}
     for name, shares in tables.items():
         _check_shares(path, name, shares, len(members))

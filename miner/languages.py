@@ -197,9 +197,43 @@ def check_code(code: str, what: str = "language code") -> str:
 LANGUAGE_NAME = regex.compile(r"[a-z]{3}_[A-Z][a-z]{3}")  # what language_code gives: deu_Latn, zho_Hant
 
 
+# ISO 639-3 codes retired since FLORES-200 and the train pool's sources named languages with them (South Levantine
+# Arabic, Emilian ...): the project's identifier names them, so they stay nameable. tests/test_languages.py checks
+# that every language the shipped identifier names is nameable.
+RETIRED_CODES = frozenset({"ajp", "auv", "blu", "btb", "ccx", "eml", "flm", "fri", "hsf", "hva", "lnc", "prv",
+                           "tzc"})
+
+
+@functools.cache
+def registered_codes() -> tuple[frozenset, frozenset]:
+    """(language codes, script codes) the project can name: ISO 639-3's individual languages and macrolanguages,
+    ISO 639-5's families (`son`, Songhai), RETIRED_CODES; ISO 15924's scripts. From the iso-codes tables that
+    pycountry ships (kept current with the registration authorities), not a copy of our own that would age."""
+    import pycountry
+
+    languages = {entry.alpha_3 for entry in pycountry.languages}
+    languages |= {entry.alpha_3 for entry in pycountry.language_families}
+    return frozenset(languages | RETIRED_CODES), frozenset(entry.alpha_4 for entry in pycountry.scripts)
+
+
 def is_language_name(name: str) -> bool:
-    """Whether `name` is a language as the project names them (ISO 639-3 and ISO 15924: `deu_Latn`)."""
-    return isinstance(name, str) and LANGUAGE_NAME.fullmatch(name) is not None
+    """Whether `name` is a language as the project names them: an ISO 639-3 code and an ISO 15924 script, both
+    registered (`deu_Latn`; not `deu_Latm`, `ger_Latn` or `qqq_Latn`, which would be languages of their own)."""
+    if not isinstance(name, str) or LANGUAGE_NAME.fullmatch(name) is None:
+        return False
+    base, script = name.split("_")
+    languages, scripts = registered_codes()
+    return base in languages and script in scripts
+
+
+def is_language_code(code: str) -> bool:
+    """Whether a training file may name its language `code`: a language name (`deu_Latn`), or a registered ISO
+    639-3 code or ISO 639-1 code alone (`deu`, `de`), as `SRC-TGT` file names write them."""
+    if is_language_name(code):
+        return True
+    if not isinstance(code, str):
+        return False
+    return code in TWO_TO_THREE or (len(code) == 3 and code in registered_codes()[0])
 
 
 # a language's script -> the Unicode scripts its letters may be in (Chinese and Japanese mix Han with kana, Korean

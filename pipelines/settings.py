@@ -77,8 +77,8 @@ def check_pairs_possible(settings: dict) -> None:
 
 def check_language_name(code, what: str) -> str:
     """A language of the pipeline's settings as its identifier labels sentences, ISO 639-3 and ISO 15924
-    (`deu_Latn`): any other form (`de`, `deu`, `deu-Latn`) would match no sentence, and the run would mine
-    nothing in it without a word."""
+    (`deu_Latn`): any other form (`de`, `deu`, `deu-Latn`) or a code neither registers (`deu_Latm`) would match no
+    sentence, and the run would mine nothing in it without a word."""
     check_code(code, what)
     if not is_language_name(code):
         raise ConfigError(f"{what} {code!r} is not a language as sentences are labelled: an ISO 639-3 code and an "

@@ -25,17 +25,19 @@ def test_bad_lines_are_counted_by_reason_and_logged_with_file_and_line(tmp_path,
     write(tmp_path / "ui" / "deu_Latn-eng_Latn.tsv.gz", good_pairs(MIN_PAIRS) + bad)
     write(tmp_path / "help" / "deu_Latn-eng_Latn.tsv.gz", ["Datei 1 öffnen\tOpen file number 1"])  # a duplicate
     write(tmp_path / "ui" / "xx-eng_Latn.tsv.gz", good_pairs(MIN_PAIRS))  # not a code with a script
+    write(tmp_path / "ui" / "deu_Latm-eng_Latn.tsv.gz", good_pairs(MIN_PAIRS))  # well formed, not registered
     write(tmp_path / "ui" / "fra_Latn-eng_Latn.tsv.gz", good_pairs(MIN_PAIRS - 1, "Ouvrir"))
     with caplog.at_level(logging.WARNING, logger="training.en_pairs"):
         result = read_en_pairs(tmp_path)
     assert result.skips == {"no-tab": 1, "empty-side": 2, "same-as-english": 2, "length-ratio": 1,
-                            "duplicate": 2, "unknown-language": 1, "too-few-pairs": MIN_PAIRS - 1}
+                            "duplicate": 2, "unknown-language": 2, "too-few-pairs": MIN_PAIRS - 1}
     german = tmp_path / "ui" / "deu_Latn-eng_Latn.tsv.gz"
     assert f"{german}:{MIN_PAIRS + 1}: no-tab" in caplog.text
     assert f"{german}:{MIN_PAIRS + 4}: same-as-english" in caplog.text
     assert f"{german}:2: duplicate" in caplog.text  # help/ is read first: its copy of line 2 is kept
     assert f"{german}:{MIN_PAIRS + 7}: duplicate" in caplog.text
     assert "xx-eng_Latn.tsv.gz: unknown-language" in caplog.text and "fra_Latn: too-few-pairs" in caplog.text
+    assert "deu_Latm-eng_Latn.tsv.gz: unknown-language" in caplog.text
     kept = result.train["deu_Latn"] + [p for half in result.heldout["deu_Latn"].values() for p in half]
     assert sorted(kept) == sorted(tuple(line.split("\t")) for line in good_pairs(MIN_PAIRS))
     assert "fra_Latn" not in result.train and result.sources["ui"]["deu_Latn"] == MIN_PAIRS - 1

@@ -75,6 +75,7 @@ def test_bad_sentences_are_named_as_by_any_encoder(tmp_path):
     ({"languages": {"deu_Latn": [float("nan"), 1.0]}}, "languages.deu_Latn"),
     ({"languages": {"Deutsch": [1.0, 0.0]}}, "keys must be codes such as deu_Latn.*'Deutsch'"),
     ({"languages": {"de": [1.0, 0.0]}}, "keys must be codes"),
+    ({"languages": {"qqq_Latn": [1.0, 0.0]}}, "keys must be codes.*'qqq_Latn'"),  # well formed, not registered
 ])
 def test_a_bad_ensemble_file_is_an_error_naming_it(tmp_path, fields, message):
     folder = write_ensemble(tmp_path / "e", **fields)

@@ -125,6 +125,7 @@ def test_language_settings_that_name_files_are_checked(tmp_path, capsys):
 @pytest.mark.parametrize("setting, named", [("languages=[deu_Latn, de]", "languages: 'de'"),
                                             ("languages=[xx_Yyyy]", "languages: 'xx_Yyyy'"),
                                             ("languages=[DEU_Latn]", "languages: 'DEU_Latn'"),
+                                            ("languages=[deu_Latm]", "languages: 'deu_Latm'"),
                                             ("pivot=eng", "pivot 'eng'")])
 def test_languages_in_another_form_than_the_identifiers_labels_are_errors(tmp_path, capsys, setting, named):
     # a run that lists `de` would find no sentence labelled so and mine nothing in it, without a word

@@ -99,7 +99,7 @@ def test_bitext_bad_lines_are_counted_and_good_ones_kept(tmp_path, caplog):
     path = write(tmp_path / "de-en.tsv", "Haus\thouse\nnur eine Spalte\n\tempty source\nBaum\ttree\n"
                                          "a\tb\tc\tzu viele\nKatze\tcat\n")
     skips = Skips()
-    pairs = read_tsv_bitext(path, skips, None)
+    pairs = read_tsv_bitext(path, skips, None, ("de", "en"))
     assert pairs == [("Haus", "house"), ("Baum", "tree"), ("Katze", "cat")]
     assert skips.report() == {"bitext line with 1 columns (expected 2)": 1,
                               "bitext line with 4 columns (expected 2)": 1, "bitext pair with an empty side": 1}
@@ -124,6 +124,35 @@ def test_untranslated_and_repeated_pairs_are_counted_skips_across_files(tmp_path
         assert place in caplog.text
 
 
+def test_pairs_and_documents_in_a_language_the_project_cannot_name_are_counted_skips(tmp_path, tiny_tokenizer,
+                                                                                      caplog):
+    # a typo in the script, a bibliographic code and an unregistered one: each would train as a language of its own
+    write(tmp_path / "deu_Latm-eng_Latn.tsv", "Haus\thouse\nBaum\ttree\n")
+    write(tmp_path / "ger-eng.tsv", "Katze\tcat\n")
+    write(tmp_path / "de-en.tsv", "Hund\tdog\n")
+    pq.write_table(pa.table({"src_text": ["Maus", "Vogel"], "tgt_text": ["mouse", "bird"],
+                             "src_lang": ["qqq_Latn", "deu_Latn"], "tgt_lang": ["eng_Latn"] * 2}),
+                   tmp_path / "mined.parquet")
+    skips = Skips()
+    bitext = load_bitext([str(tmp_path / "*.tsv"), str(tmp_path / "mined.parquet")], Tokenize(tiny_tokenizer, 16),
+                         skips, None, keep_texts=True)
+    assert {(b.src_lang, b.tgt_lang): b.texts for b in bitext} == {("de", "en"): (["Hund"], ["dog"]),
+                                                                   ("deu_Latn", "eng_Latn"): (["Vogel"], ["bird"])}
+    reason = "bitext pair in a language the project cannot name (ISO 639-3 or 639-1, and an ISO 15924 script)"
+    assert skips.report() == {reason: 4}
+    for place in ("deu_Latm-eng_Latn.tsv:1 (deu_Latm-eng_Latn)", "ger-eng.tsv:1 (ger-eng)",
+                  "mined.parquet: row 1 (qqq_Latn-eng_Latn)"):
+        assert place in caplog.text
+    write(tmp_path / "deu_Latm.txt", "eins\nzwei\n\ndrei\nvier\n")
+    write(tmp_path / "deu_Latn.txt", "eins\nzwei\n")
+    skips = Skips()
+    [documents] = load_documents([str(tmp_path / "*.txt")], Tokenize(tiny_tokenizer, 16), skips)
+    assert documents.language == "deu_Latn"
+    assert skips.report() == {"document in a language the project cannot name (ISO 639-3 or 639-1, and an ISO 15924 "
+                              "script)": 2}
+    assert "deu_Latm.txt ('deu_Latm')" in caplog.text
+
+
 def test_a_language_pair_with_few_pairs_is_trained_on_with_a_warning(tmp_path, tiny_tokenizer, caplog):
     from training.data import warn_few_pairs
 
@@ -138,7 +167,9 @@ def test_scored_bitext_keeps_pairs_at_or_above_min_score(tmp_path):
     with gzip.open(tmp_path / "deu_Latn-eng_Latn.tsv.gz", "wt", encoding="utf-8") as f:
         f.write("1.20\tHaus\thouse\n1.01\tBaum\ttree\nhigh\tKatze\tcat\n1.05\tHund\tdog\n")
     skips = Skips()
-    assert read_tsv_bitext(tmp_path / "deu_Latn-eng_Latn.tsv.gz", skips, 1.05) == [("Haus", "house"), ("Hund", "dog")]
+    langs = ("deu_Latn", "eng_Latn")
+    assert read_tsv_bitext(tmp_path / "deu_Latn-eng_Latn.tsv.gz", skips, 1.05, langs) == [("Haus", "house"),
+                                                                                         ("Hund", "dog")]
     assert skips.report()["bitext score is not a number"] == 1
 
 

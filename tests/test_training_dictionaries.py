@@ -20,14 +20,16 @@ def test_word_pairs_are_checked_line_by_line(tmp_path, caplog):
                     "ස\tsana"])
     write(tmp_path / "kk-ru.dic.gz", ["kk\tru", "алма\tяблоко"])     # no English side
     write(tmp_path / "en-qq.dic.gz", ["en\tqq", "word\t!!!"])        # a code whose script cannot be told
+    write(tmp_path / "en-qqq.dic.gz", ["en\tqqq", "word\twort"])      # a code ISO 639-3 does not register
     with caplog.at_level(logging.WARNING, logger="training.dictionaries"):
         result = read_dictionaries(tmp_path, heldout={"Cancel"})
     assert result.pairs == {"fin_Latn": [("laatu", "quality"), ("kastelu", "irrigation")]}
     assert result.skips == {"no-tab": 1, "same-as-english": 1, "duplicate": 1, "held-out": 1, "empty-side": 1,
                             "length-ratio": 1, "no-letter": 1, "english-script": 1, "no-english": 1,
-                            "unknown-language": 1}
+                            "unknown-language": 2}
     assert f"{finnish}:3: no-tab" in caplog.text and f"{finnish}:6: held-out" in caplog.text
     assert "kk-ru.dic.gz: no-english" in caplog.text and "en-qq.dic.gz: unknown-language" in caplog.text
+    assert "en-qqq.dic.gz: unknown-language" in caplog.text
 
 
 def test_the_script_comes_from_the_words(tmp_path):

@@ -10,10 +10,11 @@ Bitext
     * TSV, gzipped or not: `source<TAB>target`, or `score<TAB>source<TAB>target` as the miner writes it; the
       languages come from a `SRC-TGT=GLOB` label or from the file name (`deu_Latn-eng_Latn.tsv.gz`);
     * Parquet, the miner's bitext output (`score`, `src_text`, `tgt_text`, `src_lang`, `tgt_lang`).
-    Scored pairs below `min_score` are left out. A line with the wrong number of columns, an empty side, two sides
-    that are the same text, or a pair read before for its language pair is a counted skip, and the first few are
-    logged with file and line (PairCheck). A language pair with fewer than FEW_PAIRS pairs is trained on as given,
-    with a warning.
+    Scored pairs below `min_score` are left out. A line with the wrong number of columns, a language the project
+    cannot name (`deu_Latm`, `ger`: a registered ISO 639-3 or 639-1 code, and an ISO 15924 script), an empty side,
+    two sides that are the same text, or a pair read before for its language pair is a counted skip, and the first
+    few are logged with file and line (PairCheck); documents in such a language alike. A language pair with
+    fewer than FEW_PAIRS pairs is trained on as given, with a warning.
 Every sentence is tokenised once, up front, into a ragged int32 array; sentences longer than the model's maximum
 are cut and counted (the vector of the first max_seq_length tokens is still a fair training signal).
 Distillation (METHODS §9) adds the teacher's vector of each pair's teacher-side sentence, embedded once and cached
@@ -34,13 +35,16 @@ from pathlib import Path
 import numpy as np
 
 from miner.io import InputFormatError, iter_lines
-from miner.languages import script_of
+from miner.languages import is_language_code, script_of
 from training.config import JoinConfig
 from training.en_pairs import MIN_PAIRS as FEW_PAIRS  # what the train pool's preparation drops
 
 log = logging.getLogger("training.data")
 LOGGED_SKIPS = 5  # per reason: enough to find the problem, not a log flooded by a broken file
 BELOW_MIN_SCORE = "bitext pair below data.min_score (by design, not logged)"
+# a code the project cannot name (a typo, `deu_Latm`; a bibliographic code, `ger`) would train as a language of its
+# own and match no language a user mines, shares or distils
+UNNAMED = "in a language the project cannot name (ISO 639-3 or 639-1, and an ISO 15924 script)"
 
 
 class Skips:
@@ -258,31 +262,44 @@ def document_set(language: str, documents: list[list[str]], tokenize: Tokenize) 
 
 def load_documents(specs: list[str], tokenize: Tokenize, skips: Skips) -> list[DocumentSet]:
     by_language: dict[str, list[list[str]]] = {}
+
+    def add(language: str, documents: list[list[str]], path: Path) -> None:
+        if is_language_code(language):
+            by_language.setdefault(language, []).extend(documents)
+            return
+        for _ in documents:
+            skips.add(f"document {UNNAMED}", f"{path} ({language!r})")
+
     for spec in specs:
         label, files = expand(spec, "data.documents")
         for path in files:
             if path.suffix == ".parquet":
                 for language, docs in read_parquet_documents(path, skips).items():
-                    by_language.setdefault(label or language, []).extend(docs)
+                    add(label or language, docs, path)
             else:
-                by_language.setdefault(label or language_of(path), []).extend(read_text_documents(path, skips))
+                add(label or language_of(path), read_text_documents(path, skips), path)
     return [document_set(lang, docs, tokenize) for lang, docs in sorted(by_language.items()) if docs]
 
 
 # -- bitext ----------------------------------------------------------------------------------------------------
 
 class PairCheck:
-    """Each language pair's translation pairs, checked as they are read: an empty side, two sides that are the same
-    text (an untranslated string, a name, a number: nothing to learn, and in held-out pairs a free hit), and a pair
-    already read for that language pair (in any file: it would be drawn twice as often) are counted skips, the
-    first few logged with their place."""
+    """Each language pair's translation pairs, checked as they are read: a pair in a language the project cannot
+    name (miner.languages.is_language_code), an empty side, two sides that are the same text (an untranslated
+    string, a name, a number: nothing to learn, and in held-out pairs a free hit), and a pair already read for that
+    language pair (in any file: it would be drawn twice as often) are counted skips, the first few logged with
+    their place."""
 
     def __init__(self, skips: Skips):
-        self.skips, self.seen = skips, {}
+        self.skips, self.seen, self.named = skips, {}, {}
 
     def keep(self, langs: tuple[str, str], source: str, target: str, where: str) -> bool:
+        if langs not in self.named:
+            self.named[langs] = all(is_language_code(lang) for lang in langs)
         seen = self.seen.setdefault(langs, set())
-        if not source or not target:
+        if not self.named[langs]:
+            reason, where = f"bitext pair {UNNAMED}", f"{where} ({'-'.join(map(str, langs))})"
+        elif not source or not target:
             reason = "bitext pair with an empty side"
         elif source == target:
             reason = "bitext pair whose two sides are the same text"
@@ -295,7 +312,7 @@ class PairCheck:
         return False
 
 
-def read_tsv_bitext(path: Path, skips: Skips, min_score: float | None, langs: tuple[str, str] = ("", ""),
+def read_tsv_bitext(path: Path, skips: Skips, min_score: float | None, langs: tuple[str, str],
                     check: PairCheck | None = None) -> list[tuple[str, str]]:
     """The file's pairs of `langs`, checked by `check` (a new PairCheck: duplicates within this file only)."""
     pairs, columns, check = [], None, check or PairCheck(skips)

@@ -30,7 +30,7 @@ from pathlib import Path
 import regex
 
 from miner.io import iter_lines
-from miner.languages import check_code, language_code
+from miner.languages import check_code, is_language_name, language_code
 from training.en_pairs import check_pair, count_skip
 
 log = logging.getLogger("training.dictionaries")
@@ -52,6 +52,8 @@ def dictionary_language(header: str, words: list[str]) -> str:
     try:
         code = check_code(language_code(fields[1].strip(), words))
     except ValueError:
+        return "unknown-language"
+    if not is_language_name(code):
         return "unknown-language"
     return "no-english" if code.startswith("eng_") else code
 

@@ -41,7 +41,7 @@ from pathlib import Path
 import regex
 
 from miner.io import iter_lines
-from miner.languages import check_code, language_code
+from miner.languages import check_code, is_language_name, language_code
 
 log = logging.getLogger("training.en_pairs")
 ENGLISH = "eng_Latn"
@@ -147,7 +147,7 @@ def file_language(path: Path) -> str | None:
         code = check_code(language_code(match.group(1)))
     except ValueError:
         return None
-    return code if code != ENGLISH else None
+    return code if code != ENGLISH and is_language_name(code) else None
 
 
 def read_en_pairs(root: Path) -> EnPairs:

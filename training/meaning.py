@@ -144,7 +144,8 @@ def embed_bitext(encoder, specs: list[str], per_pair: int, seed: int) -> list[Pa
     for spec in specs:
         label, files = expand(spec, "--bitext")
         for path in files:
-            grouped.setdefault(pair_of(path, label), []).extend(read_tsv_bitext(path, Skips(), None))
+            langs = pair_of(path, label)
+            grouped.setdefault(langs, []).extend(read_tsv_bitext(path, Skips(), None, langs))
     for (src_lang, tgt_lang), texts in sorted(grouped.items()):
         rows = rng.permutation(len(texts))[:per_pair]
         chosen = [texts[i] for i in rows]
