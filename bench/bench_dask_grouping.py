@@ -31,8 +31,9 @@ def grouping(partitions: int):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--partitions", type=int, nargs="+", default=[8, 32, 64])
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--partitions", type=int, nargs="+", default=[8, 32, 64],
+                        help="partition counts to group into, one run each (default 8 32 64)")
+    parser.add_argument("--repeats", type=int, default=2, help="runs of each partition count (default 2)")
     args = parser.parse_args()
     from dask import distributed
 

@@ -67,15 +67,17 @@ def write_shards(folder: Path, by_language: dict[str, list[str]], copies: int) -
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--encoder", default=str(REPO / "models" / "cmlm-distilled"))
+    parser.add_argument("--encoder", default=str(REPO / "models" / "cmlm-distilled"),
+                        help="the encoder spec the stage and the peer load (default models/cmlm-distilled)")
     parser.add_argument("--device", help="auto (the default), cpu, cuda (transformer encoders)")
     parser.add_argument("--sentences-file", type=Path, help="language<TAB>text lines")
-    parser.add_argument("--per-language", type=int, default=1012)
+    parser.add_argument("--per-language", type=int, default=1012,
+                        help="sentences a language, before --copies (default 1012: FLORES devtest whole)")
     parser.add_argument("--copies", type=int, default=1, help="each language's sentences repeated this often")
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1024], help="embed.batch_size values")
     parser.add_argument("--share-model", nargs="+", default=["auto"], choices=("auto", "true", "false"),
                         help="embed.share_model values: auto shares one model across a GPU machine's processes")
-    parser.add_argument("--output", type=Path)
+    parser.add_argument("--output", type=Path, help="also write the results here as JSON")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 

@@ -43,12 +43,13 @@ def cpu() -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--vectors", type=Path, help="an .npy matrix of real vectors (default: synthetic 256-d)")
-    parser.add_argument("--database", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--database", type=int, nargs="+", default=[10_000, 100_000],
+                        help="database sizes, one run each (default 10000 100000)")
     parser.add_argument("--queries", type=int, default=None, help="queries per size (default: as many as the database)")
     parser.add_argument("--factory", nargs="+", default=None,
                         help="one factory for every size, or one per size (default: IVF<n / 156>, a power of two)")
-    parser.add_argument("--nprobe", type=int, default=16)
-    parser.add_argument("--k", type=int, default=4)
+    parser.add_argument("--nprobe", type=int, default=16, help="lists a query probes (default 16)")
+    parser.add_argument("--k", type=int, default=4, help="neighbours a query (default 4)")
     args = parser.parse_args()
 
     factories = args.factory or [f"IVF{1 << max(0, round(np.log2(n / 160)))},Flat" for n in args.database]

@@ -53,7 +53,8 @@ def measure(n: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--candidates", type=int, nargs="+", default=[1_000_000])
+    parser.add_argument("--candidates", type=int, nargs="+", default=[1_000_000],
+                        help="candidate counts, one random graph each (default 1000000)")
     args = parser.parse_args()
     for n in args.candidates:
         print(measure(n))

@@ -79,10 +79,13 @@ def measure(xx: np.ndarray, en: np.ndarray, nlists: list[int], nprobe: int) -> N
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", nargs="+", default=["deu_Latn", "zho_Hans"], help="xx of xx-eng_Latn bitexts")
-    parser.add_argument("--bitext", type=Path, default=REPO / "data" / "train" / "bitext")
-    parser.add_argument("--encoder", default=str(REPO / "models" / "cmlm-ensemble"))
-    parser.add_argument("--nlist", type=int, nargs="+", default=[256, 512])
-    parser.add_argument("--nprobe", type=int, default=16)
+    parser.add_argument("--bitext", type=Path, default=REPO / "data" / "train" / "bitext",
+                        help="the folder of xx-eng_Latn.tsv.gz bitexts (default data/train/bitext)")
+    parser.add_argument("--encoder", default=str(REPO / "models" / "cmlm-ensemble"),
+                        help="the encoder that embeds both sides (default models/cmlm-ensemble)")
+    parser.add_argument("--nlist", type=int, nargs="+", default=[256, 512],
+                        help="quantizer sizes, one run each (default 256 512)")
+    parser.add_argument("--nprobe", type=int, default=16, help="lists a query probes (default 16)")
     args = parser.parse_args()
     from encoders import load_encoder
 

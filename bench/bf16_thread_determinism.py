@@ -41,7 +41,8 @@ def disagreeing_rows(inner: int, outer: int, rows: list[int]) -> list[int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--max-rows", type=int, default=300)
+    parser.add_argument("--max-rows", type=int, default=300,
+                        help="row counts 1 to this are tried, then 512 to 4096 (default 300)")
     args = parser.parse_args()
     rows = list(range(1, args.max_rows + 1)) + [512, 1024, 2048, 4096]
     threads = torch.get_num_threads()

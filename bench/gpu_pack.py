@@ -137,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
                         "(bitext-split/), at most this many a language")
     parser.add_argument("--monolingual-from", type=Path, help="a recipe whose distill.monolingual languages keep "
                         "their sources' tokens in the packed teacher (their own vectors are computed there)")
-    parser.add_argument("--output", type=Path, default=ROOT / ".gpu/distill")
+    parser.add_argument("--output", type=Path, default=ROOT / ".gpu/distill",
+                        help="the pack's folder, which travels to the lent GPU (default .gpu/distill)")
     parser.add_argument("--sentences-file", type=Path, help="pack only the teacher, for these `language<TAB>text` "
                         "lines (a benchmark's sentences)")
     parser.add_argument("--check", type=int, default=2000, help="English sentences on which the packed teacher "

@@ -71,10 +71,14 @@ def best_f1(src: np.ndarray, tgt: np.ndarray, n_gold: int, margin: str, code: st
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ensemble", type=Path, default=Path("models/cmlm-ensemble"), help="its shares are used")
-    parser.add_argument("--members", nargs=2, default=["use-multilingual", "models/cmlm-distilled"])
-    parser.add_argument("--cache", type=Path, default=Path("data/ensemble-cache"))
-    parser.add_argument("--train-pool", type=Path, default=Path("../shared/data/train"))
-    parser.add_argument("--short", type=Path, default=Path("data/train/heldout-short/tune"))
+    parser.add_argument("--members", nargs=2, default=["use-multilingual", "models/cmlm-distilled"],
+                        help="the ensemble's two members, in its order")
+    parser.add_argument("--cache", type=Path, default=Path("data/ensemble-cache"),
+                        help="training.ensemble's cache of member vectors (filled where missing)")
+    parser.add_argument("--train-pool", type=Path, default=Path("../shared/data/train"),
+                        help="the train pool (NTREX's held-out documents)")
+    parser.add_argument("--short", type=Path, default=Path("data/train/heldout-short/tune"),
+                        help="held-out short pairs (training.prepare's heldout-short/tune)")
     parser.add_argument("--partner-english", action="store_true",
                         help="also the centred code with English coded for its partner: where the partner's share "
                              "gives one member all the weight, English keeps only that member too (the float "

@@ -62,9 +62,10 @@ def lexicons(pool, dialects, standard: str, min_count: int) -> dict[str, set[str
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--train-pool", type=Path, required=True)
+    parser.add_argument("--train-pool", type=Path, required=True, help="the train pool (../shared/data/train)")
     parser.add_argument("--flores", type=Path, required=True, help="FLORES-200 devtest folder (measured only)")
-    parser.add_argument("--min-count", type=int, default=3)
+    parser.add_argument("--min-count", type=int, default=3,
+                        help="times a word is seen in a dialect's lines to join its lexicon (default 3)")
     args = parser.parse_args(argv)
 
     from pipelines.text.langid_data import read_pool

@@ -70,15 +70,17 @@ def measure(corpus, src: np.ndarray, tgt: np.ndarray, n: int, draws: int, config
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bucc", required=True, help="folder of BUCC-format sets (the dev pool's bucc-style)")
-    parser.add_argument("--encoder", default=str(Path(__file__).resolve().parent.parent / "models" / "cmlm-ensemble"))
-    parser.add_argument("--pairs", nargs="+", default=["de-en", "fr-en", "ru-en", "zh-en"])
+    parser.add_argument("--encoder", default=str(Path(__file__).resolve().parent.parent / "models" / "cmlm-ensemble"),
+                        help="the encoder spec (default models/cmlm-ensemble)")
+    parser.add_argument("--pairs", nargs="+", default=["de-en", "fr-en", "ru-en", "zh-en"],
+                        help="the sets' language pairs (default de-en fr-en ru-en zh-en)")
     parser.add_argument("--split", default="dev", help="the sets' split: <pair>.<split>.<lang> files")
     parser.add_argument("--sizes", type=int, nargs="+", default=[3, 10, 30, 100, 300, 1000, 2000, 10**9],
                         help="source sentences a draw (a size past the set's is the whole set, drawn once)")
-    parser.add_argument("--draws", type=int, default=10)
+    parser.add_argument("--draws", type=int, default=10, help="seeded draws of each size (default 10)")
     parser.add_argument("--threshold", type=float, default=1.35, help="the pipeline's mining.threshold")
     parser.add_argument("--min-cosine", type=float, default=0.29, help="the pipeline's mining.min_cosine")
-    parser.add_argument("--k", type=int, default=4)
+    parser.add_argument("--k", type=int, default=4, help="neighbours in the margin (default 4)")
     parser.add_argument("--one-sided-below", type=int, default=MiningConfig().one_sided_below,
                         help="mining.one_sided_below of the rule's rows (the default's)")
     parser.add_argument("--cache", type=Path, default=None, help="a folder for the sets' vectors")

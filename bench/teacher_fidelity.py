@@ -29,12 +29,14 @@ TEACHER_LANGUAGES = tuple(language for language in LANGUAGES if language != "eng
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--teacher", default="use-multilingual")
-    parser.add_argument("--encoders", nargs="+", required=True)
+    parser.add_argument("--teacher", default="use-multilingual", help="the teacher's encoder spec")
+    parser.add_argument("--encoders", nargs="+", required=True, help="the students' encoder specs, each measured")
     parser.add_argument("--sets", nargs="+", type=Path,
-                        default=[ROOT / "data/train/heldout-news", ROOT / "data/train/heldout-short/tune"])
-    parser.add_argument("--languages", default=",".join(TEACHER_LANGUAGES))
-    parser.add_argument("--limit", type=int, default=200)
+                        default=[ROOT / "data/train/heldout-news", ROOT / "data/train/heldout-short/tune"],
+                        help="held-out folders of xx-eng_Latn.tsv.gz (default heldout-news, heldout-short/tune)")
+    parser.add_argument("--languages", default=",".join(TEACHER_LANGUAGES),
+                        help="comma-separated languages (default the teacher's 16)")
+    parser.add_argument("--limit", type=int, default=200, help="sentences a language and folder (default 200)")
     args = parser.parse_args(argv)
 
     from encoders import load_encoder

@@ -59,11 +59,14 @@ def timed_calls(times: dict, owner, name: str, part: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--web", type=Path, default=REPO.parent / "shared" / "data" / "web")
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--web", type=Path, default=REPO.parent / "shared" / "data" / "web",
+                        help="the web pool's folder of WARC files (default ../shared/data/web)")
+    parser.add_argument("--rounds", type=int, default=2, help="turns of the stage and the peer over every chunk "
+                        "(default 2)")
     parser.add_argument("--chunk", type=int, default=25, help="pages per chunk: the unit the two take turns on")
     parser.add_argument("--core", type=int, default=0, help="the CPU core to run on (-1: any)")
-    parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "text_parts.json")
+    parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "text_parts.json",
+                        help="the results' JSON (default bench/results/text_parts.json)")
     args = parser.parse_args()
 
     if args.core >= 0:

@@ -136,10 +136,11 @@ def main(argv: list[str] | None = None) -> int:
     source.add_argument("--wmt", type=Path, help="the train pool's wmt-news folder")
     source.add_argument("--flores", type=Path, help="the dev pool's FLORES-200 devtest folder (measuring only)")
     parser.add_argument("--english", type=Path, nargs="+", help="with --flores: English distractor lines (files)")
-    parser.add_argument("--encoder", default=str(Path(__file__).resolve().parent.parent / "models" / "cmlm-ensemble"))
+    parser.add_argument("--encoder", default=str(Path(__file__).resolve().parent.parent / "models" / "cmlm-ensemble"),
+                        help="the encoder spec (default models/cmlm-ensemble)")
     parser.add_argument("--threshold", type=float, default=1.35, help="the pipeline's mining.threshold")
     parser.add_argument("--min-cosine", type=float, default=0.29, help="the pipeline's mining.min_cosine")
-    parser.add_argument("--draws", type=int, default=3)
+    parser.add_argument("--draws", type=int, default=3, help="seeded draws of each language's set (default 3)")
     parser.add_argument("--ratio", type=float, default=2.0,
                         help="English sentences per sentence of the language (BUCC's is about 2; a crawl's 10-1000)")
     parser.add_argument("--one-sided-below", type=int, default=MiningConfig().one_sided_below,
