@@ -100,6 +100,36 @@ def test_min_cosine_keeps_no_pair_below_it(tmp_path):
     assert table["cosine"] and min(table["cosine"]) >= 0.5
 
 
+REFINED = {"dtype": "binary", "batch_size": 16, "binary_refine": True}
+
+
+@pytest.mark.parametrize("selection, mining, embed", [("max", {}, None), ("max", {"one_to_one_rows": 2}, None),
+                                                      ("union", {}, None), ("max", {}, REFINED)])
+def test_a_pair_left_without_pairs_is_written_as_an_empty_bitext(tmp_path, selection, mining, embed):
+    # no marker of each pair is flattened in: every step passes the pair's empty blocks on to the writer (in
+    # `max`'s rounds too: one_to_one_rows 2 spreads the pass; refined, the threshold applies at the last step)
+    output = str(tmp_path / "out")
+    write_shards(output, 2)
+    settings = settings_for(output, selection, **mining)
+    settings["mining"]["threshold"] = 50.0  # no margin reaches it
+    settings["embed"], settings["pair_filter"] = embed or settings["embed"], {}  # the filter passes them on too
+    report = run(settings, PipelineOptions([]), ["embed", "pairs"])
+    assert report["pairs"]["deu_Latn-eng_Latn"]["pairs"] == 0
+    parquet, tsv = layout.bitext_files(output, "deu_Latn", "eng_Latn")
+    assert storage.read_parquet(parquet).num_rows == 0 and storage.exists(tsv)
+
+
+def test_a_pair_whose_every_group_is_lost_is_an_error_not_an_empty_bitext(tmp_path, monkeypatch):
+    from pipelines.pairs.selection import Select
+
+    output = str(tmp_path / "out")
+    write_shards(output, 2)
+    monkeypatch.setattr(Select, "process", lambda self, element: iter(()))  # a runner that delivers none of them
+    with pytest.raises(RuntimeError, match="nothing of deu_Latn-eng_Latn reached the writer"):
+        run(settings_for(output, "max"), PipelineOptions([]), ["embed", "pairs"])
+    assert not storage.exists(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0])
+
+
 @pytest.mark.parametrize("selection, n_shards, below", [("max", 3, 1000), ("union", 2, 1000), ("intersect", 1, 1000),
                                                       ("max", 2, 40)])
 def test_sharded_beam_mining_equals_the_library(tmp_path, selection, n_shards, below):
@@ -1035,16 +1065,15 @@ def test_candidates_below_the_threshold_never_change_the_one_to_one_pairs():
         threshold = 1.1
         every = list(one_to_one((("a", "b"), [block]), {("a", "b"): threshold}))
         above = block.take(np.flatnonzero(block.score >= threshold))
-        kept = list(one_to_one((("a", "b"), [above]), {("a", "b"): threshold})) if len(above) else []
+        kept = list(one_to_one((("a", "b"), [above]), {("a", "b"): threshold}))  # none above: an empty block
         assert [(p.src.tolist(), p.tgt.tolist()) for _, p in every] == [(p.src.tolist(), p.tgt.tolist()) for _, p in kept]
 
 
-def with_markers(pipeline, selected: list, pairs) -> tuple:
-    """OneToOne's inputs: Select's blocks and a marker for every pair, as the pairs stage makes them."""
+def selected_blocks(pipeline, selected: list):
+    """OneToOne's input: Select's blocks, one for every source shard of every pair."""
     import apache_beam as beam
 
-    return (pipeline | "Selected" >> beam.Create(selected, reshuffle=False),
-            pipeline | "Markers" >> beam.Create([(pair, None) for pair in sorted(pairs)], reshuffle=False))
+    return pipeline | "Selected" >> beam.Create(selected, reshuffle=False)
 
 
 @pytest.mark.parametrize("rounds", [0, 1, 2, 8])
@@ -1086,7 +1115,7 @@ def test_the_one_to_one_pass_in_rounds_across_shards_keeps_the_one_worker_pairs(
         assert {pair: sorted(kept) for pair, kept in got.items()} == expected
 
     with beam.Pipeline(runner=LocalRunner()) as pipeline:
-        found = (with_markers(pipeline, pairs, shards)
+        found = (selected_blocks(pipeline, pairs)
                  | selection.OneToOne(thresholds, spread=set(expected) - {("l5", "eng")}, shards=shards))  # l5: one
         assert_that(found, same_pairs)                                                                    # worker
 
@@ -1124,7 +1153,7 @@ def test_a_group_the_runner_loses_in_the_rounds_stops_the_pass_with_an_error(mon
     pair = ("deu_Latn", "eng_Latn")
     with pytest.raises(Exception, match="deu_Latn-eng_Latn: the one-to-one pass in rounds settled"):
         with beam.Pipeline(runner=LocalRunner()) as pipeline:
-            _ = (with_markers(pipeline, [(pair, (0, block))], [pair])
+            _ = (selected_blocks(pipeline, [(pair, (0, block))])
                  | selection.OneToOne({pair: None}, spread={pair}, shards={pair: [0]}))
 
 
@@ -1133,7 +1162,6 @@ def test_a_group_the_runner_loses_in_the_rounds_stops_the_pass_with_an_error(mon
     ([0, 2], r"shards missing \[1\]"),
     ([0, 1, 1, 2], r"shards received more than once \[1\]"),
     ([0, 1, 2, 5], r"shards not of the language \[5\]"),
-    ([], r"shards missing \[0, 1, 2\]"),
 ])
 def test_a_source_shard_the_runner_loses_before_the_one_to_one_pass_stops_it(delivered, problem, spread):
     """The one-to-one pass takes a language pair's selected candidates from every source shard once, on one
@@ -1154,7 +1182,7 @@ def test_a_source_shard_the_runner_loses_before_the_one_to_one_pass_stops_it(del
     elements = [(pair, (shard, block(shard, 0 if shard == 2 else 3))) for shard in delivered]
     with pytest.raises(Exception, match=f"deu_Latn-eng_Latn: the one-to-one pass needs .* 3 source shards .*{problem}"):
         with beam.Pipeline(runner=LocalRunner()) as pipeline:
-            _ = (with_markers(pipeline, elements, [pair])
+            _ = (selected_blocks(pipeline, elements)
                  | selection.OneToOne({pair: None}, spread={pair} if spread else set(), shards={pair: [0, 1, 2]}))
 
 

@@ -121,11 +121,19 @@ def empty_pairs() -> PairBlock:
                      {f"{side}_{c}": pa.nulls(0) for side in ("src", "tgt") for c in CARRIED})
 
 
+# The shard an empty block is keyed by: the steps after a grouping by sentence shard pass it on as it is, reading
+# nothing; it carries its pair to the writer (pipelines.pairs.stage.every_pair_written).
+NO_SHARD = -1
+
+
 def by_sentence_shard(side: str):
-    """(pair, pairs) -> the pairs split by the sentence shard of one side, keyed by (language, shard)."""
+    """(pair, pairs) -> the pairs split by the sentence shard of one side, keyed by (language, shard); an empty
+    block keyed by (language, NO_SHARD)."""
     def split(element):
         pair, pairs = element
         language = pair[0] if side == "src" else pair[1]
+        if not len(pairs):
+            yield (language, NO_SHARD), (pair, pairs)
         for shard, rows in by_shard(pairs.src if side == "src" else pairs.tgt):
             yield (language, shard), (pair, pairs.take(rows))
     return split

@@ -16,7 +16,7 @@ from apache_beam.metrics import Metrics
 from miner.histograms import merged_histograms, score_histogram
 from miner.pair_filters import KEEP, PairFilter
 from pipelines import layout, storage
-from pipelines.pairs.blocks import CARRIED, PairBlock, empty_pairs, take_column
+from pipelines.pairs.blocks import CARRIED, NO_SHARD, PairBlock, empty_pairs, take_column
 from pipelines.pairs.shards import ROW_MASK
 
 # zlib's default trade of CPU for size (tsv_gz)
@@ -32,6 +32,10 @@ class AttachSide(beam.DoFn):
 
     def process(self, element):
         (language, shard), blocks = element
+        if shard == NO_SHARD:  # empty blocks: columns of no type, as empty_pairs' (concat_columns types them)
+            for pair, pairs in blocks:
+                yield pair, pairs.with_columns({f"{self.side}_{c}": pa.nulls(0) for c in CARRIED})
+            return
         path = self.manifest["languages"][language]["shards"][shard]["path"]
         table = storage.read_parquet(path, columns=list(CARRIED))
         columns = {c: table.column(c).combine_chunks() for c in CARRIED}
@@ -63,8 +67,7 @@ class FilterPairs(beam.DoFn):
         for reason, count in drops.items():
             Metrics.counter("pairs", f"filter/{reason}").inc(count)
         self.kept.inc(len(keep))
-        if keep:
-            yield pair, pairs.take(np.asarray(keep, dtype=np.int64))
+        yield pair, pairs.take(np.asarray(keep, dtype=np.int64))   # none kept: the pair is still written
 
 
 # Scores are binned by the top bits of their order-preserving float32 keys (2^11 bins an octave, a part boundary

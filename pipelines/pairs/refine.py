@@ -11,7 +11,7 @@ from apache_beam.metrics import Metrics
 from encoders import binary
 from miner.margin import pair_margins
 from miner.mining import MiningConfig
-from pipelines.pairs.blocks import PairBlock, by_sentence_shard
+from pipelines.pairs.blocks import NO_SHARD, PairBlock, by_sentence_shard
 from pipelines.pairs.selection import count_below
 from pipelines.pairs.shards import ROW_MASK, read_language_shard, read_rotated
 
@@ -42,6 +42,9 @@ class RefineSide(beam.DoFn):
 
     def process(self, element):
         (language, shard), blocks = element
+        if shard == NO_SHARD:  # empty blocks: nothing to read or refine, their pairs go on
+            yield from blocks
+            return
         entry = self.manifest["languages"][language]
         if self.step == "first":  # the stored sign codes are these signs, at a sixteenth of the rows' bytes
             codes = read_language_shard(entry, shard, self.bytes_read)
@@ -72,8 +75,7 @@ class RefineSide(beam.DoFn):
                 below = keep & (score < threshold)
                 count_below(pair, "below_threshold", int(below.sum()))
                 keep &= ~below
-            if keep.any():
-                yield pair, refined.take(np.flatnonzero(keep))
+            yield pair, refined.take(np.flatnonzero(keep))   # none kept: the pair is still written
 
 
 class RefinePairs(beam.PTransform):

@@ -70,7 +70,8 @@ def chosen_by_mode(mode: str, chosen_by: np.ndarray) -> np.ndarray:
 @th.with_output_types(th.Tuple[th.Any, th.Any])
 class Select(beam.DoFn):
     """One source shard's best candidates, both directions -> the pairs the selection mode keeps, once each: (pair,
-    block), or for `max`, (pair, (source shard, block)) for every source shard (OneToOne's account).
+    block), or for `max`, (pair, (source shard, block)) (OneToOne's account); a block for every source shard, an
+    empty one too.
 
     `max` keeps every candidate at or above the pair's threshold here; the one-to-one pass comes after, per
     language pair. Leaving out the candidates below the threshold first changes no pair it keeps: the greedy pass
@@ -102,10 +103,10 @@ class Select(beam.DoFn):
             count_below(pair, "below_threshold", int(below.sum()))
             keep &= ~below
         self.kept.inc(int(keep.sum()))
-        if self.mode == "max":  # every source shard's block, an empty one too: OneToOne checks it has them all
-            yield pair, (shard, unique.take(np.flatnonzero(keep)))
-        elif keep.any():
-            yield pair, unique.take(np.flatnonzero(keep))
+        kept = unique.take(np.flatnonzero(keep))
+        # every source shard's block, an empty one too: `max`'s OneToOne checks it has them all, and every pair
+        # reaches the writer, which then writes a pair without pairs too (pipelines.pairs.stage.every_pair_written)
+        yield pair, ((shard, kept) if self.mode == "max" else kept)
 
 
 def one_to_one(element, thresholds: dict) -> Iterable[tuple]:
@@ -123,8 +124,7 @@ def one_to_one(element, thresholds: dict) -> Iterable[tuple]:
     del src, tgt, score
     if threshold is not None:
         accepted = accepted[candidates.score[accepted] >= threshold]
-    if len(accepted):
-        yield pair, candidates.take(accepted)
+    yield pair, candidates.take(accepted)   # none accepted: an empty block carries the pair on (every_pair_written)
 
 
 def dense_ids(refs: np.ndarray) -> np.ndarray:
@@ -168,11 +168,10 @@ class OneToOne(beam.PTransform):
         self.thresholds, self.spread = thresholds, set(spread)
         self.shards = {pair: sorted(numbers) for pair, numbers in shards.items()}
 
-    def expand(self, inputs):
-        """`inputs`: (Select's blocks, a (pair, None) marker for every pair of `shards`, the stage's own markers);
-        the markers travel with the blocks, so that a pair whose every block was lost is checked too."""
+    def expand(self, pairs):
+        """`pairs`: Select's blocks, one for every source shard of every pair (a pair none of whose blocks arrives
+        is found missing at the end: pipelines.pairs.stage.every_pair_written)."""
         spread, thresholds, shards = self.spread, self.thresholds, self.shards
-        pairs = inputs | "WithMarkers" >> beam.Flatten()
         if not spread:
             return (pairs | "PerLanguagePair" >> beam.GroupByKey()
                     | "Greedy" >> beam.FlatMap(whole_pair_one_to_one, thresholds, shards))
@@ -184,9 +183,10 @@ class OneToOne(beam.PTransform):
 
     def _in_rounds(self, selected):
         """The spread pairs' blocks -> the pairs accepted, once the account of every candidate is checked."""
-        entered = selected | "Entered" >> beam.MapTuple(
-            lambda pair, block: (pair, None if block is None else (block[0], len(block[1]))))
-        edges = selected | "Edges" >> beam.FlatMapTuple(lambda pair, block: [] if block is None else [(pair, block[1])])
+        entered = selected | "Entered" >> beam.MapTuple(lambda pair, block: (pair, (block[0], len(block[1]))))
+        edges = selected | "Edges" >> beam.MapTuple(lambda pair, block: (pair, block[1]))
+        # an empty block a source shard, so that a pair the rounds accept nothing of goes on (every_pair_written)
+        none_yet = selected | "NoneYet" >> beam.MapTuple(lambda pair, block: (pair, block[1].take(NO_ROWS)))
         accepted, settled, taken = [], [], None
         for index in range(SPREAD_ROUNDS):
             round_accepted, round_settled, edges, taken = _one_round(edges, taken, f"Round{index}")
@@ -199,7 +199,7 @@ class OneToOne(beam.PTransform):
                         | "RestGreedy" >> beam.FlatMap(one_to_one, self.thresholds))
         checked = ({"entered": entered, "settled": settled | "Settled" >> beam.Flatten()}
                    | "Account" >> beam.CoGroupByKey() | "CheckAccount" >> beam.FlatMap(check_account, self.shards))
-        return (accepted | "SpreadAccepted" >> beam.Flatten()
+        return ((*accepted, none_yet) | "SpreadAccepted" >> beam.Flatten()
                 | "AtThreshold" >> beam.FlatMap(at_threshold, self.thresholds)  # one_to_one's own, for the rounds'
                 | "AfterAccount" >> beam.FlatMap(after_account, beam.pvalue.AsDict(checked)))
 
@@ -208,7 +208,7 @@ def whole_pair_one_to_one(element, thresholds: dict, shards: dict) -> Iterable[t
     """one_to_one over a pair's blocks as Select gives them, (source shard, block), once every source shard's
     block is there once (None: the pair's marker)."""
     pair, selected = element
-    selected = [block for block in selected if block is not None]   # the pair's marker
+    selected = list(selected)
     check_shards(pair, [shard for shard, _ in selected], shards[pair])
     yield from one_to_one((pair, [block for _, block in selected]), thresholds)
 
@@ -251,12 +251,11 @@ def at_threshold(element, thresholds: dict) -> Iterable[tuple]:
     """(pair, accepted pairs) -> those at or above the pair's threshold (all, without one)."""
     pair, block = element
     threshold = thresholds[pair]
-    kept = block if threshold is None else block.take(np.flatnonzero(block.score >= threshold))
-    if len(kept):
-        yield pair, kept
+    yield pair, block if threshold is None else block.take(np.flatnonzero(block.score >= threshold))
 
 
 EDGES, TAKEN_TARGETS = "edges", "taken"
+NO_ROWS = np.empty(0, dtype=np.int64)
 
 
 def by_target_shard(element) -> Iterable[tuple]:
@@ -362,7 +361,7 @@ def check_account(element, shards: dict) -> Iterable[tuple]:
     entered the rounds once and every candidate that entered was settled once; else an error naming the pair: a
     group that a runner delivered short or twice would have changed which pairs the pass accepts."""
     pair, counts = element
-    blocks = [block for block in counts["entered"] if block is not None]   # the pair's marker
+    blocks = list(counts["entered"])
     check_shards(pair, [shard for shard, _ in blocks], shards[pair])
     entered, settled = sum(n for _, n in blocks), sum(counts["settled"])
     if entered != settled:
