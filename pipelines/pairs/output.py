@@ -157,8 +157,8 @@ def parts_of(bins: dict[int, int], rows_per_part: int) -> tuple[list[int], list[
 
 def into_parts(element, parts_by_pair: dict):
     """(pair, block) -> ((pair, part, parts, pairs the part holds), the block's rows in that part) for a pair
-    in parts (parts_of), ((pair, 0, 1, None), block) for one in one file; a pair's empty marker (None) joins its
-    first part, so a pair without pairs is written too."""
+    in parts (parts_of), ((pair, 0, 1, None), block) for one in one file; a pair's empty marker (None, as
+    FilterFinished sends it) joins its first part, so a pair without pairs is written too."""
     pair, block = element
     floors, counts = parts_by_pair.get(pair) or ([None], [None])
     parts = len(floors)

@@ -206,7 +206,7 @@ class OneToOne(beam.PTransform):
 
 def whole_pair_one_to_one(element, thresholds: dict, shards: dict) -> Iterable[tuple]:
     """one_to_one over a pair's blocks as Select gives them, (source shard, block), once every source shard's
-    block is there once (None: the pair's marker)."""
+    block is there once."""
     pair, selected = element
     selected = list(selected)
     check_shards(pair, [shard for shard, _ in selected], shards[pair])

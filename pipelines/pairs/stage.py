@@ -109,8 +109,8 @@ class MinePairs(beam.PTransform):
         if PairFilter.from_settings(self.pair_filter) is not None:
             pairs = pairs | "FilterPairs" >> beam.ParDo(FilterPairs(self.pair_filter))
         # every pair arrives: each step passes a pair's empty block on (every_pair_written), so the writer writes a
-        # pair without pairs too, with no marker of each pair flattened in (a bundle of its own each: 3.7% of the
-        # stage's CPU at 10^4 sentences a language)
+        # pair without pairs too, with no marker of each pair flattened in (the Create and two Flattens ran as
+        # bundles of their own: 4.4% of the stage's instructions at 10^4 sentences a language, docs/benchmarks.md)
         return pairs | "Write" >> WriteBitextParts(self.output, self.rows_per_part, self.most_pairs)
 
 
