@@ -226,14 +226,18 @@ def is_language_name(name: str) -> bool:
     return base in languages and script in scripts
 
 
+TRAINING_CODE = regex.compile(r"([a-z]{2,3})(?:_([A-Z][a-z]{3}))?")  # deu_Latn, deu, de_Latn, de
+
+
 def is_language_code(code: str) -> bool:
-    """Whether a training file may name its language `code`: a language name (`deu_Latn`), or a registered ISO
-    639-3 code or ISO 639-1 code alone (`deu`, `de`), as `SRC-TGT` file names write them."""
-    if is_language_name(code):
-        return True
-    if not isinstance(code, str):
+    """Whether a training file may name its language `code`, as `SRC-TGT` file names write them: a registered ISO
+    639-3 code or an ISO 639-1 code, with a registered ISO 15924 script or without one (`deu_Latn`, `deu`, `de`)."""
+    match = TRAINING_CODE.fullmatch(code) if isinstance(code, str) else None
+    if match is None:
         return False
-    return code in TWO_TO_THREE or (len(code) == 3 and code in registered_codes()[0])
+    base, script = match.groups()
+    languages, scripts = registered_codes()
+    return (base in TWO_TO_THREE if len(base) == 2 else base in languages) and (script is None or script in scripts)
 
 
 # a language's script -> the Unicode scripts its letters may be in (Chinese and Japanese mix Han with kana, Korean

@@ -15,8 +15,10 @@ def test_typos_unregistered_codes_and_other_forms_are_not_names(name):
     assert not is_language_name(name)
 
 
-@pytest.mark.parametrize("code, named", [("de", True), ("deu", True), ("deu_Latn", True), ("xx", False),
-                                         ("qqq", False), ("ger", False), ("DE", False), ("deu_Latm", False)])
+@pytest.mark.parametrize("code, named", [("de", True), ("deu", True), ("deu_Latn", True), ("de_Latn", True),
+                                         ("ajp_Arab", True), ("xx", False), ("qqq", False), ("ger", False),
+                                         ("DE", False), ("deu_Latm", False), ("de_Latm", False), ("xx_Latn", False),
+                                         ("deu_", False), (None, False)])
 def test_training_file_codes(code, named):
     assert is_language_code(code) is named
 
