@@ -226,6 +226,23 @@ def is_language_name(name: str) -> bool:
     return base in languages and script in scripts
 
 
+def names_like(code: str, names) -> list[str]:
+    """The names among `names` (lang_Script) of the language `code` writes in another form: `de`, `deu`, `ger`
+    (ISO 639-2's bibliographic code), `deu-Latn`, `deu_Latm`, `msa` (a macrolanguage: FLORES' individual one) ->
+    deu_Latn, zsm_Latn ...; none where the base is no language."""
+    if not isinstance(code, str):
+        return []
+    base = regex.split(r"[-_]", code.strip())[0].lower()
+    if len(base) == 3 and base not in registered_codes()[0]:
+        import pycountry
+
+        entry = pycountry.languages.get(bibliographic=base)
+        base = entry.alpha_3 if entry is not None else base
+    base = TWO_TO_THREE.get(base, base)
+    base = INDIVIDUAL.get(base, base)
+    return sorted(name for name in names if name.partition("_")[0] == base)
+
+
 TRAINING_CODE = regex.compile(r"([a-z]{2,3})(?:_([A-Z][a-z]{3}))?")  # deu_Latn, deu, de_Latn, de
 
 

@@ -82,8 +82,18 @@ def check_language_name(code, what: str) -> str:
     check_code(code, what)
     if not is_language_name(code):
         raise ConfigError(f"{what} {code!r} is not a language as sentences are labelled: an ISO 639-3 code and an "
-                          "ISO 15924 script, such as deu_Latn, zho_Hans or srp_Cyrl")
+                          f"ISO 15924 script, such as deu_Latn, zho_Hans or srp_Cyrl{did_you_mean(code)}")
     return code
+
+
+def did_you_mean(code: str) -> str:
+    """`; did you mean deu_Latn?` where the shipped identifier names the language `code` writes in another form."""
+    from miner.languages import names_like
+    from pipelines.text.langid import SHIPPED_MODEL, read_sidecar
+
+    sidecar = read_sidecar(SHIPPED_MODEL) or {}
+    like = names_like(code, sidecar.get("examples", {}))
+    return f"; did you mean {' or '.join(like)}?" if like else ""
 
 
 def _resolve_paths(settings: dict, base: Path) -> None:

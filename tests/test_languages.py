@@ -33,3 +33,12 @@ def test_every_language_the_shipped_identifiers_name_is_nameable(spec):
     unnamed = [name for name in languages
                if not (name[:3] in registered_codes()[0] if name.endswith("_*") else is_language_name(name))]
     assert len(languages) > 100 and not unnamed, f"add them to miner.languages.RETIRED_CODES: {unnamed}"
+
+
+@pytest.mark.parametrize("code, like", [("de", ["deu_Latn"]), ("ger", ["deu_Latn"]), ("deu_Latm", ["deu_Latn"]),
+                                        ("msa", ["zsm_Latn"]), ("zh", ["zho_Hans", "zho_Hant"]), ("xx", []),
+                                        (None, [])])
+def test_names_like_a_code_written_in_another_form(code, like):
+    from miner.languages import names_like
+
+    assert names_like(code, ["deu_Latn", "zsm_Latn", "zho_Hans", "zho_Hant", "eng_Latn"]) == like

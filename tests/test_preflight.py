@@ -117,6 +117,12 @@ def test_the_configs_gold_file_applies_only_to_the_configs_input(tmp_path):
     assert named["gold"].endswith("g.tsv")
 
 
+def test_a_language_in_another_form_is_refused_with_the_name_it_likely_means(tmp_path, capsys):
+    assert main(["--output", str(tmp_path / "out"), "--set", "languages=[ger_Latn, eng_Latn]"]) == 2
+    assert "languages: 'ger_Latn' is not a language as sentences are labelled" in (err := capsys.readouterr().err)
+    assert "did you mean deu_Latn?" in err
+
+
 def test_language_settings_that_name_files_are_checked(tmp_path, capsys):
     assert main(["--output", str(tmp_path / "out"), "--set", "languages=[deu_Latn, ../etc]"]) == 2
     assert "languages: '../etc' is not a language code" in capsys.readouterr().err
