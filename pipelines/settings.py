@@ -88,11 +88,15 @@ def check_language_name(code, what: str) -> str:
 
 def did_you_mean(code: str) -> str:
     """`; did you mean deu_Latn?` where the shipped identifier names the language `code` writes in another form."""
+    from miner.io import InputFormatError
     from miner.languages import names_like
     from pipelines.text.langid import SHIPPED_MODEL, read_sidecar
 
-    sidecar = read_sidecar(SHIPPED_MODEL) or {}
-    like = names_like(code, sidecar.get("examples", {}))
+    try:
+        sidecar = read_sidecar(SHIPPED_MODEL) or {}
+    except (InputFormatError, OSError):  # no hint is better than an error about another file in its place
+        sidecar = {}
+    like = names_like(code, sidecar.get("examples") or {})
     return f"; did you mean {' or '.join(like)}?" if like else ""
 
 
