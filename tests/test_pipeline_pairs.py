@@ -1007,9 +1007,9 @@ def test_bitext_parts_follow_the_score_order_and_never_split_a_bin():
     assert parts_of({7: 500, 3: 20}, 100) == ([7, 3], [500, 20])  # a bin larger than a part is a part of its own
     assert parts_of({7: 50, 3: 20}, 100) == ([3], [70]) and parts_of({}, 100) == ([], [])
     assert (order_keys(np.float32([1.0])) >> SCORE_BIN_SHIFT)[0] > (order_keys(np.float32([0.999])) >> SCORE_BIN_SHIFT)[0]
-    # a pair's empty marker joins its first part; a pair in one file keeps one key, as does one with no bins
-    assert list(into_parts((("a", "b"), None), {("a", "b"): (floors, counts)})) == [
-        ((("a", "b"), 0, len(floors), counts[0]), None)]
+    # a pair's empty block goes to no part where it has parts; a pair in one file keeps one key, as does one with
+    # no bins
+    assert list(into_parts((("a", "b"), block.take(np.empty(0, np.int64))), {("a", "b"): (floors, counts)})) == []
     assert [key for key, _ in into_parts((("a", "b"), block), {})] == [(("a", "b"), 0, 1, None)]
     assert [key for key, _ in into_parts((("a", "b"), block), {("a", "b"): ([], [])})] == [(("a", "b"), 0, 1, None)]
 

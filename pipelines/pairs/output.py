@@ -16,7 +16,7 @@ from apache_beam.metrics import Metrics
 from miner.histograms import merged_histograms, score_histogram
 from miner.pair_filters import KEEP, PairFilter
 from pipelines import layout, storage
-from pipelines.pairs.blocks import CARRIED, NO_SHARD, PairBlock, empty_pairs, take_column
+from pipelines.pairs.blocks import CARRIED, NO_SHARD, PairBlock, take_column
 from pipelines.pairs.shards import ROW_MASK
 
 # zlib's default trade of CPU for size (tsv_gz)
@@ -76,11 +76,12 @@ SCORE_BIN_SHIFT = 12
 
 
 class WriteBitextParts(beam.PTransform):
-    """(pair, PairBlock or None: a pair with no pairs still gets its files) -> one summary a language pair. A pair
-    of at most `rows_per_part` pairs is one Parquet and one TSV.gz; a larger one is parts by score range, each
-    written by its own worker from its own rows: every pair's scores counted by bin (ScoreBins, a side input of
-    each pair's part floors), each block split along them, each part sorted best first. Read in order, the parts
-    are the one file's rows and bytes (TSV.gz parts are gzip members: `cat` them for the one file)."""
+    """(pair, PairBlock: an empty one where a pair has no pairs, which still gets its files) -> one summary a
+    language pair. A pair of at most `rows_per_part` pairs is one Parquet and one TSV.gz; a larger one is parts by
+    score range, each written by its own worker from its own rows: every pair's scores counted by bin (ScoreBins,
+    a side input of each pair's part floors), each block split along them, each part sorted best first. Read in
+    order, the parts are the one file's rows and bytes (TSV.gz parts are gzip members: `cat` them for the one
+    file)."""
 
     def __init__(self, output: str, rows_per_part: int, most_pairs: int | None = None):
         super().__init__()
@@ -93,7 +94,7 @@ class WriteBitextParts(beam.PTransform):
             return pairs | "PerPair" >> beam.GroupByKey() | "Write" >> beam.ParDo(WriteBitext(self.output))
         rows = self.rows_per_part
         floors = (pairs
-                  | "ScoreBins" >> beam.FlatMap(lambda e: [(e[0], score_bins(e[1].score))] if e[1] is not None else [])
+                  | "ScoreBins" >> beam.Map(lambda e: (e[0], score_bins(e[1].score)))
                   | "CountBins" >> beam.CombinePerKey(MergeCounts())
                   | "PartFloors" >> beam.MapTuple(lambda pair, bins: (pair, parts_of(bins, rows))))
         return (pairs
@@ -157,16 +158,13 @@ def parts_of(bins: dict[int, int], rows_per_part: int) -> tuple[list[int], list[
 
 def into_parts(element, parts_by_pair: dict):
     """(pair, block) -> ((pair, part, parts, pairs the part holds), the block's rows in that part) for a pair
-    in parts (parts_of), ((pair, 0, 1, None), block) for one in one file; a pair's empty marker (None, as
-    FilterFinished sends it) joins its first part, so a pair without pairs is written too."""
+    in parts (parts_of), ((pair, 0, 1, None), block) for one in one file; an empty block of a pair in parts
+    goes nowhere (its other blocks fill them)."""
     pair, block = element
     floors, counts = parts_by_pair.get(pair) or ([None], [None])
     parts = len(floors)
     if parts <= 1:  # one file (a pair whose blocks were all empty counts no bin: one file too)
         yield (pair, 0, 1, None), block
-        return
-    if block is None:
-        yield (pair, 0, parts, counts[0]), None
         return
     bins = (order_keys(block.score) >> SCORE_BIN_SHIFT).astype(np.int64)
     part = np.searchsorted(-np.asarray(floors, dtype=np.int64), -bins)  # floors descend: their negatives ascend
@@ -186,7 +184,7 @@ class WriteBitext(beam.DoFn):
         key, blocks = element
         # a pair, or its part with the pairs the part must hold
         (src_lang, tgt_lang), part, parts, expected = (key, 0, 1, None) if isinstance(key[0], str) else key
-        pairs = PairBlock.concat([b for b in blocks if b is not None] or [empty_pairs()]).best_first()
+        pairs = PairBlock.concat(list(blocks)).best_first()
         if expected is not None and len(pairs) != expected:
             raise RuntimeError(f"{src_lang}-{tgt_lang} bitext part {part} of {parts}: {len(pairs)} pairs arrived, "
                                f"{expected} counted by score: the runner delivered the part incomplete or twice")

@@ -13,7 +13,7 @@ import pyarrow as pa
 from apache_beam.metrics import Metrics
 
 from pipelines import layout, storage
-from pipelines.pairs.blocks import CARRIED, PairBlock
+from pipelines.pairs.blocks import CARRIED, PairBlock, empty_pairs
 from pipelines.pairs.output import WriteBitextParts
 from pipelines.pairs.selection import count_below
 
@@ -30,13 +30,13 @@ def finished_rows(table: pa.Table, first: int) -> PairBlock:
 
 def rows_at_or_above(task: tuple, thresholds: dict) -> list[tuple]:
     """(pair, its finished Parquet files in part order) -> (pair, its rows at or above its new threshold in
-    `thresholds`), a part at a time, and (pair, None): a pair left without pairs is written too. The rows below are
+    `thresholds`), a part at a time, and an empty block: a pair left without pairs is written too. The rows below are
     counted in the pair's `below_threshold` counter, as the stage counts what its threshold leaves out. The
     thresholds travel with the function, not in the elements, so each keeps the type the stage's selection compares
     with (a numpy float is compared in its own precision, a Python float in the scores')."""
     pair, files = task
     threshold = thresholds[pair]
-    out, first, dropped = [(pair, None)], 0, 0
+    out, first, dropped = [(pair, empty_pairs())], 0, 0
     for path in files:
         block = finished_rows(storage.read_parquet(path), first)
         first += len(block)
