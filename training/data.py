@@ -291,13 +291,13 @@ class PairCheck:
     their place."""
 
     def __init__(self, skips: Skips):
-        self.skips, self.seen, self.named = skips, {}, {}
+        self.skips, self.seen = skips, {}
 
     def keep(self, langs: tuple[str, str], source: str, target: str, where: str) -> bool:
-        if langs not in self.named:
-            self.named[langs] = all(is_language_code(lang) for lang in langs)
-        seen = self.seen.setdefault(langs, set())
-        if not self.named[langs]:
+        if langs not in self.seen:  # a language pair the project cannot name gets no set: its pairs are all skipped
+            self.seen[langs] = set() if all(is_language_code(lang) for lang in langs) else None
+        seen = self.seen[langs]
+        if seen is None:
             reason, where = f"bitext pair {UNNAMED}", f"{where} ({'-'.join(map(str, langs))})"
         elif not source or not target:
             reason = "bitext pair with an empty side"
