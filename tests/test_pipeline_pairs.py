@@ -312,10 +312,13 @@ def test_groups_that_take_their_queries_in_blocks_write_the_bytes_of_one_block(t
     assert blocks_database == 3 * one_list_database  # a database row goes to each of its group's 3 blocks
 
 
-@pytest.mark.parametrize("dtype", ["float32", "binary"])  # binary: packed codes compared by Hamming distance
-def test_queries_whose_lists_hold_fewer_than_k_rows_are_searched_exactly(tmp_path, dtype, monkeypatch):
+# binary: packed codes compared by Hamming distance; one shard a language: each direction's tables come whole from
+# a shard's comparison (plan.tables_whole_on_shards), two: German's queries meet English's two shards, then a merge
+@pytest.mark.parametrize("dtype", ["float32", "binary"])
+@pytest.mark.parametrize("n_shards", [1, 2])
+def test_queries_whose_lists_hold_fewer_than_k_rows_are_searched_exactly(tmp_path, dtype, n_shards, monkeypatch):
     output = str(tmp_path / "out")
-    texts = write_shards(output, 2)
+    texts = write_shards(output, n_shards)
     settings = settings_for(output, "union")
     settings["embed"]["dtype"] = dtype
     settings["knn"] = {"index": "IVF16,Flat", "nprobe": 1}  # ~2-3 rows a list: most queries find fewer than 4
@@ -326,7 +329,7 @@ def test_queries_whose_lists_hold_fewer_than_k_rows_are_searched_exactly(tmp_pat
         found = storage.read_bytes(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0])
         monkeypatch.setattr("pipelines.pairs.shards.hamming_countable", lambda code, width: False)
         widened = str(tmp_path / "widened")
-        write_shards(widened, 2)
+        write_shards(widened, n_shards)
         run({**settings, "output": widened}, PipelineOptions([]), ["embed", "pairs"])
         assert storage.read_bytes(layout.bitext_files(widened, "deu_Latn", "eng_Latn")[0]) == found
 
@@ -465,7 +468,8 @@ def test_a_small_side_sent_to_the_other_sides_shards_gives_the_bytes_of_the_join
     """The small side of a direction goes to the other's shards, read where it arrives, and meets there the rows of
     the lists it probes (queries to each database shard, or a database to each query shard), instead of both
     through the join: the same bitext, and the other side's rows not shipped. A route no direction takes is left
-    out of the pipeline."""
+    out of the pipeline, and so is the merge of each query shard's parts where a shard's comparison makes the whole
+    table (every direction to its query shards, or to a database of one shard)."""
     import apache_beam as beam
     from apache_beam.pipeline import PipelineVisitor
 
@@ -475,7 +479,7 @@ def test_a_small_side_sent_to_the_other_sides_shards_gives_the_bytes_of_the_join
 
     class Labels(PipelineVisitor):
         def visit_transform(self, node):
-            built[-1].add(node.full_label.rsplit("/", 1)[-1])
+            built[-1].update(node.full_label.split("/"))  # the leaf's label and its composites'
             if node.full_label.endswith("/ByShard"):  # what feeds the grouping of the rows sent
                 built[-1].add(f"ByShard<-{node.inputs[0].producer.full_label.rsplit('/', 1)[-1]}")
 
@@ -487,9 +491,10 @@ def test_a_small_side_sent_to_the_other_sides_shards_gives_the_bytes_of_the_join
     monkeypatch.setattr(beam.Pipeline, "run", run_seeing_transforms)
     found = {}
     for index in ("Flat", "IVF4,Flat"):
-        for route in (None, plan.TO_QUERIES, plan.TO_DATABASE):
-            output = str(tmp_path / f"out-{index}-{route}")
-            write_shards(output, 2)
+        for route, shards in ((None, 2), (plan.TO_QUERIES, 2), (plan.TO_DATABASE, 2), (None, 1),
+                              (plan.TO_DATABASE, 1)):
+            output = str(tmp_path / f"out-{index}-{route}-{shards}")
+            write_shards(output, shards)
             settings = settings_for(output, "max")
             settings["knn"] = {"index": index, "nprobe": 2}
             monkeypatch.setattr(plan, "shard_routes", lambda manifest, pairs_, knn, route=route: {
@@ -500,15 +505,21 @@ def test_a_small_side_sent_to_the_other_sides_shards_gives_the_bytes_of_the_join
             # straight from AssignShard's one output: a Flatten of two before it ran as a bundle of its own
             assert ("ByShard<-ParDo(AssignShard)" in pairs_stage) == (route is not None)
             assert ("ByListGroup" in pairs_stage) == (route is None)
+            whole = route == plan.TO_QUERIES or route == plan.TO_DATABASE and shards == 1
+            assert {"MergeTopK", "QueryShards", "Parts"} & pairs_stage == (set() if whole else
+                                                                           {"MergeTopK", "QueryShards", "Parts"})
             # one worker in this process: nothing to spread over (a Reshuffle's first leaf keys by random)
             assert "AddRandomKeys" not in pairs_stage
-            found[index, route] = (storage.read_bytes(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0]),
+            found[index, route, shards] = (storage.read_bytes(layout.bitext_files(output, "deu_Latn", "eng_Latn")[0]),
                                    counters(report).get("query_rows_sent", 0),
                                    counters(report).get("database_rows_sent", 0))
-        assert found[index, plan.TO_QUERIES][0] == found[index, plan.TO_DATABASE][0] == found[index, None][0]
-        assert found[index, plan.TO_QUERIES][1] == 0 and found[index, plan.TO_QUERIES][2] > 0  # no query shipped
-        assert found[index, plan.TO_DATABASE][2] == 0 and found[index, plan.TO_DATABASE][1] > 0  # no database row
-    assert found["Flat", None][0] != found["IVF4,Flat", None][0]  # the lists decide some neighbours
+        joined = found[index, None, 2][0]
+        assert found[index, plan.TO_QUERIES, 2][0] == found[index, plan.TO_DATABASE, 2][0] == joined
+        assert found[index, plan.TO_DATABASE, 1][0] == found[index, None, 1][0]
+        for shards in (1, 2):  # no query shipped to the query shards, no database row to the database shards
+            assert found[index, plan.TO_DATABASE, shards][2] == 0 and found[index, plan.TO_DATABASE, shards][1] > 0
+        assert found[index, plan.TO_QUERIES, 2][1] == 0 and found[index, plan.TO_QUERIES, 2][2] > 0
+    assert found["Flat", None, 2][0] != found["IVF4,Flat", None, 2][0]  # the lists decide some neighbours
 
 
 def test_the_long_tail_of_small_languages_goes_to_the_pivots_shards_in_batches():

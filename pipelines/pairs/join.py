@@ -33,13 +33,22 @@ from miner.knn_join import (
 from miner.mining import MiningConfig
 from pipelines import layout, storage
 from pipelines.options import spread
-from pipelines.pairs.rows import GroupRows, ListRows, by_query_shard, compare_lists, in_lists, stacked
+from pipelines.pairs.rows import (
+    GroupRows,
+    ListRows,
+    by_query_shard,
+    compare_lists,
+    every_query,
+    in_lists,
+    stacked,
+)
 from pipelines.pairs.saved import ListAssignments, saved_quantizer
 from pipelines.pairs.shards import (
     ROW_MASK,
     as_cosines,
     compared_packed,
     compared_rows,
+    language_refs,
     read_language_shard,
     training_sample,
 )
@@ -399,8 +408,11 @@ class CompareOnShard(beam.DoFn):
             own = stacked([here], code, name, packed, as_compared[code, packed])
             queries, database = (own, sent) if route == plan.TO_QUERIES else (sent, own)
             k = plan.neighbours_wanted(self.manifest, self.config, db_lang)
-            yield from by_query_shard(pair, side, compare_lists(queries, database, k, code, packed, self.device,
-                                                                self.similarities))
+            found = compare_lists(queries, database, k, code, packed, self.device, self.similarities)
+            if plan.whole_on_shard(route, db_entry):
+                found = every_query(found, refs if route == plan.TO_QUERIES else language_refs(languages[query_lang]),
+                                    k)
+            yield from by_query_shard(pair, side, found)
 
     def _check_whole(self, sent: GroupRows, sent_lang: str, language: str, shard: int, db_lang: str) -> None:
         languages = self.manifest["languages"]
@@ -449,32 +461,16 @@ class MergeTopK(beam.CombineFn):
         return table.neighbours() if table is not None else None
 
 
-class SplitShort(beam.DoFn):
-    """A query shard's merged k-NN table -> the table of its queries that found k neighbours, and (the "short"
-    output) the references of those whose probed lists held fewer than k rows, for exact search: never a
-    neighbourhood mean over fewer neighbours."""
-
-    SHORT = "short"
-
-    def __init__(self):
-        self.queries = Metrics.counter("pairs", "queries")
-
-    def process(self, element):
-        (pair, side, shard), table = element
-        full = table.found() == table.sims.shape[1]
-        self.queries.inc(int(full.sum()))
-        if not full.all():
-            yield beam.pvalue.TaggedOutput(self.SHORT, ((pair, side, shard), table.queries[~full]))
-        if full.any():
-            yield (pair, side, shard), Neighbours(table.queries[full], table.sims[full], table.refs[full])
-
-
 # Output types on the DoFns whose process Beam would otherwise infer by reading its bytecode (trivial inference,
-# at every pipeline construction: 64 ms for ExactSearch alone); each is the type Beam infers, so the same coders.
+# at every pipeline construction: 64 ms for the exact search's loop alone); each is the type Beam infers, so the
+# same coders.
 @th.with_output_types(th.Tuple[th.Tuple[th.Any, th.Any, th.Any], Neighbours])
-class ExactSearch(beam.DoFn):
-    """(pair, side, query shard) with the queries that found fewer than k neighbours in their lists -> their
-    k-NN table from an exact pass over the other language's shards (one in memory at a time)."""
+class ShortSearchedExactly(beam.DoFn):
+    """A query shard's k-NN table -> the table of its queries that found k neighbours and, where some found fewer
+    (their probed lists held fewer than k rows), a second table of those from an exact pass over the other
+    language's shards (one in memory at a time): never a neighbourhood mean over fewer neighbours. The rare exact
+    search is here rather than in a ParDo of its own: Beam would fuse that into this one's bundle anyway, and the
+    Flatten joining their outputs ran as a bundle of its own."""
 
     def __init__(self, manifest: dict, config: MiningConfig):
         self.manifest, self.config = manifest, config
@@ -483,7 +479,15 @@ class ExactSearch(beam.DoFn):
         self.short = Metrics.counter("pairs", "queries_searched_exactly_after_short_lists")
 
     def process(self, element):
-        (pair, side, shard), query_refs = element
+        key, table = element
+        full = table.found() == table.sims.shape[1]
+        self.queries.inc(int(full.sum()))
+        if full.any():
+            yield key, Neighbours(table.queries[full], table.sims[full], table.refs[full])
+        if not full.all():
+            yield key, self.searched_exactly(*key, table.queries[~full])
+
+    def searched_exactly(self, pair, side, shard: int, query_refs: np.ndarray) -> Neighbours:
         query_lang, db_lang = pair if side == "src" else pair[::-1]
         self.short.inc(len(query_refs))
         log.warning("%s -> %s: %d queries of shard %d found fewer than k neighbours in their lists: exact search",
@@ -503,7 +507,7 @@ class ExactSearch(beam.DoFn):
             found = list_topk(queries, query_refs, database, refs, k, unit=not packed, packed_signs=packed)
             parts = [merge_topk([*parts, as_cosines(found, code)], k)]
         self.queries.inc(len(query_refs))
-        yield (pair, side, shard), parts[0]
+        return parts[0]
 
 
 def no_neighbours_yet(shard: tuple) -> tuple:
@@ -554,22 +558,26 @@ class KnnJoin(beam.PTransform):
             compared.append(assigned[SENT] | "ByShard" >> beam.GroupByKey()
                             | "CompareOnShards" >> beam.ParDo(CompareOnShard(manifest, config, assignments),
                                                               centroids))
+        whole = plan.tables_whole_on_shards(manifest, self.pairs, config.knn)  # one table a query shard already
+        tables = compared[0] if whole else self.merged(begin, compared)
+        return tables | "ShortSearchedExactly" >> beam.ParDo(ShortSearchedExactly(manifest, config))
+
+    def merged(self, begin, compared: list):
+        """The comparisons' parts merged into one table per query shard, with every query in it (also one whose
+        lists were all empty: it then goes to exact search)."""
+        manifest, config = self.manifest, self.config
         k_of = {(pair, side): plan.neighbours_wanted(manifest, config, db) for pair, side, _, db in
                 plan.directions(self.pairs)}
-        # every query appears in the merge, also one whose lists were all empty (it then goes to exact search);
         # the empty tables are made on a worker: built here, they would be pickled into the pipeline's graph
         shard_sizes = [(pair, side, s, info["rows"], k_of[pair, side])
                        for pair, side, query_lang, _ in plan.directions(self.pairs)
                        for s, info in enumerate(manifest["languages"][query_lang]["shards"])]
         # reshuffle=False: a cheap Map before a grouping has nothing to spread
-        tables = ((begin | "QueryShards" >> beam.Create(shard_sizes, reshuffle=False)
-                   | "AllQueries" >> beam.Map(no_neighbours_yet),
-                   *compared)
-                  | "Parts" >> beam.Flatten()
-                  | "MergeTopK" >> beam.CombinePerKey(MergeTopK())
-                  | "SplitShort" >> beam.ParDo(SplitShort()).with_outputs(SplitShort.SHORT, main="found"))
-        exact = tables[SplitShort.SHORT] | "ExactSearch" >> beam.ParDo(ExactSearch(manifest, config))
-        return (tables.found, exact) | "AllNeighbours" >> beam.Flatten()
+        return ((begin | "QueryShards" >> beam.Create(shard_sizes, reshuffle=False)
+                 | "AllQueries" >> beam.Map(no_neighbours_yet),
+                 *compared)
+                | "Parts" >> beam.Flatten()
+                | "MergeTopK" >> beam.CombinePerKey(MergeTopK()))
 
     def compared_in_waves(self, memberships, sizes) -> list:
         """The groups' rows sent (read again from their shards), grouped and compared: in one wave, or in waves

@@ -88,6 +88,21 @@ def shard_routes(manifest: dict, pairs: list, knn: KnnConfig) -> dict:
     return routes
 
 
+def whole_on_shard(route: str, database: dict) -> bool:
+    """Whether a direction sent by `route` meets all its queries' candidates in one shard's comparison: at its
+    queries' own shard (TO_QUERIES), or at a database of one shard (TO_DATABASE). That comparison's table is then
+    the direction's whole k-NN table for those queries: nothing is left to merge."""
+    return route == TO_QUERIES or len(database["shards"]) == 1
+
+
+def tables_whole_on_shards(manifest: dict, pairs: list, knn: KnnConfig) -> bool:
+    """Whether every direction's k-NN tables come whole from the shards' comparisons (whole_on_shard): then the join
+    has no merge of parts per query shard, which at 10^4 sentences a language is three bundles of Beam's own."""
+    routes, languages = shard_routes(manifest, pairs, knn), manifest["languages"]
+    return bool(pairs) and all((pair, side) in routes and whole_on_shard(routes[pair, side][0], languages[db_lang])
+               for pair, side, _, db_lang in directions(pairs))
+
+
 def join_waves(manifest: dict, pairs: list, knn: KnnConfig, wave_bytes: int, float_bytes: int = 2) -> int:
     """How many waves the join's groups are sent and compared in: the bytes of the rows it ships at most
     (JoinLayout.rows_shipped over the directions that go through it; float rows of `float_bytes` a value, codes

@@ -147,6 +147,17 @@ def compare_lists(queries: GroupRows, database: GroupRows, k: int, code: str | N
     return Neighbours(refs[order], sims, np.where(ranks >= 0, names[np.maximum(ranks, 0)], -1))
 
 
+def every_query(found: Neighbours | None, queries: np.ndarray, k: int) -> Neighbours:
+    """`found` over all of `queries` (references, ascending), a query it lacks with no neighbour (-inf, -1): a
+    direction's whole k-NN table where one comparison met all its queries' candidates (plan.whole_on_shard), so no
+    merge has to add the queries whose lists were empty before they go to exact search."""
+    table = Neighbours.none(queries, k)
+    if found is not None:
+        at = np.searchsorted(queries, found.queries)
+        table.sims[at], table.refs[at] = found.sims, found.refs
+    return table
+
+
 def in_lists(kind: str, lists: np.ndarray, nlist: int, refs: np.ndarray, rows: np.ndarray) -> ListRows:
     """`rows` as `kind` members of their `lists` (assign's [rows, probes]) among `nlist`, all in one group."""
     _, members, member_lists = next(rows_by_group(lists, nlist))

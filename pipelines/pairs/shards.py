@@ -54,6 +54,12 @@ def read_language_shard(entry: dict, shard: int, bytes_read=None) -> np.ndarray:
     return read_shard(entry["shards"][shard]["embeddings"], entry["dim"], bytes_read, entry.get("binary"))
 
 
+def language_refs(entry: dict) -> np.ndarray:
+    """Every row's reference (layout.pack) across a language's shards, ascending."""
+    return np.concatenate([layout.pack(shard, np.arange(info["rows"], dtype=np.int64))
+                           for shard, info in enumerate(entry["shards"])] or [np.zeros(0, np.int64)])
+
+
 def training_sample(entry: dict, size: int, seed: int, bytes_read=None) -> np.ndarray:
     """Up to `size` stored rows drawn evenly across the language's shards, deterministically."""
     total = entry["rows"]
