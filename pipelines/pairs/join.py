@@ -355,11 +355,12 @@ class CompareOnShard(beam.DoFn):
     """One shard against the small sides sent to it (plan.shard_routes), read here once for all of them: its rows are
     the queries of the databases sent to it (plan.TO_QUERIES), or the database rows, each in its own list, of the
     queries sent to it (plan.TO_DATABASE) -> ((pair, side, query shard), Neighbours) for each direction: the neighbours
-    in this shard, which the merge completes over the database's shards. What was sent must arrive whole (every
-    row of its language, in as many lists as it probes): a side the runner delivered in parts is an error, never
-    fewer neighbours. Each worker logs the similarities it computed and their rate at most every
-    `progress_every_s` seconds: the stage's long step. The shard's assignments are saved and read back as
-    AssignShard's are (`assignments`)."""
+    in this shard, which the merge completes over the database's shards; where this comparison meets all of a
+    direction's candidates (plan.whole_on_shard), its table holds every query, one that found none too. What was sent
+    must arrive whole (every row of its language, in as many lists as it probes): a side the runner delivered in parts
+    is an error, never fewer neighbours. Each worker logs the similarities it computed and their rate at most every
+    `progress_every_s` seconds: the stage's long step. The shard's assignments are saved and read back as AssignShard's
+    are (`assignments`)."""
 
     progress_every_s = PROGRESS_EVERY_S
 
@@ -558,7 +559,8 @@ class KnnJoin(beam.PTransform):
             compared.append(assigned[SENT] | "ByShard" >> beam.GroupByKey()
                             | "CompareOnShards" >> beam.ParDo(CompareOnShard(manifest, config, assignments),
                                                               centroids))
-        whole = plan.tables_whole_on_shards(manifest, self.pairs, config.knn)  # one table a query shard already
+        # where each query shard's table comes whole from one shard's comparison, there is nothing to merge
+        whole = plan.tables_whole_on_shards(manifest, self.pairs, config.knn)
         tables = compared[0] if whole else self.merged(begin, compared)
         return tables | "ShortSearchedExactly" >> beam.ParDo(ShortSearchedExactly(manifest, config))
 
