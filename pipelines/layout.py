@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import hashlib
 
+import numpy as np
+
 from pipelines.storage import join, list_finished
 
 SHARD_NAME = "part-{shard:05d}-of-{count:05d}"
@@ -159,3 +161,8 @@ def pack(shard: int, row: int) -> int:
 
 def unpack(ref: int) -> tuple[int, int]:
     return ref >> ROW_BITS, ref & ((1 << ROW_BITS) - 1)
+
+
+def shard_refs(shard: int, rows: int) -> np.ndarray:
+    """The references of a shard's `rows` rows, in order (int64)."""
+    return pack(shard, np.arange(rows, dtype=np.int64))

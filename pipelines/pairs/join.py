@@ -127,7 +127,7 @@ class AssignShard(beam.DoFn):
         entry = self.manifest["languages"][language]
         info = entry["shards"][shard]
         rows = read_language_shard(entry, shard, self.bytes_read)  # what travels: binary codes stay packed
-        refs = layout.pack(shard, np.arange(len(rows), dtype=np.int64))
+        refs = layout.shard_refs(shard, len(rows))
         # the rows as assigned, made once: each row's own list, assigned once for every direction where this
         # language is the database; as a query, its nprobe nearest lists of the other language's quantizer
         unit = functools.cache(lambda: compared_rows(rows, entry.get("binary"), info["embeddings"], packed=False))
@@ -384,7 +384,7 @@ class CompareOnShard(beam.DoFn):
         entry = languages[language]
         name = entry["shards"][shard]["embeddings"]
         rows = read_language_shard(entry, shard, self.bytes_read)
-        refs = layout.pack(shard, np.arange(len(rows), dtype=np.int64))
+        refs = layout.shard_refs(shard, len(rows))
         # once for all the directions that share them: the shard's rows as compared (the unit rows assigned to
         # lists too, where this shard's code is the database's and is not compared packed), and in a database's lists
         own_code = entry.get("binary")
@@ -504,7 +504,7 @@ class ShortSearchedExactly(beam.DoFn):
         for number, info in enumerate(db_entry["shards"]):
             database = compared_rows(read_language_shard(db_entry, number, self.bytes_read), code,
                                      info["embeddings"], packed)
-            refs = layout.pack(number, np.arange(len(database), dtype=np.int64))
+            refs = layout.shard_refs(number, len(database))
             found = list_topk(queries, query_refs, database, refs, k, unit=not packed, packed_signs=packed)
             parts = [merge_topk([*parts, as_cosines(found, code)], k)]
         self.queries.inc(len(query_refs))
@@ -514,7 +514,7 @@ class ShortSearchedExactly(beam.DoFn):
 def no_neighbours_yet(shard: tuple) -> tuple:
     """(pair, side, shard, rows, k) -> the shard's queries with no neighbour yet, keyed for the merge."""
     pair, side, number, rows, k = shard
-    return (pair, side, number), Neighbours.none(layout.pack(number, np.arange(rows, dtype=np.int64)), k)
+    return (pair, side, number), Neighbours.none(layout.shard_refs(number, rows), k)
 
 
 class KnnJoin(beam.PTransform):

@@ -56,8 +56,8 @@ def read_language_shard(entry: dict, shard: int, bytes_read=None) -> np.ndarray:
 
 def language_refs(entry: dict) -> np.ndarray:
     """Every row's reference (layout.pack) across a language's shards, ascending."""
-    return np.concatenate([layout.pack(shard, np.arange(info["rows"], dtype=np.int64))
-                           for shard, info in enumerate(entry["shards"])] or [np.zeros(0, np.int64)])
+    return np.concatenate([layout.shard_refs(shard, info["rows"]) for shard, info in enumerate(entry["shards"])]
+                          or [np.zeros(0, np.int64)])
 
 
 def training_sample(entry: dict, size: int, seed: int, bytes_read=None) -> np.ndarray:
