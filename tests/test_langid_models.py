@@ -370,6 +370,12 @@ def test_a_model_with_labels_the_project_cannot_name_is_refused(tmp_path):
     path = tiny_model(tmp_path, {"deu_Latn": GERMAN, "weird-label-1": ENGLISH})
     with pytest.raises(InputFormatError, match="tiny.bin: label.*__label__weird-label-1"):
         load_identifier(path)
+    # well formed, but no registered language or script: sentences would be written under a language of its own
+    for unregistered in ("qqq_Latn", "deu_Latm", "qq"):
+        (tmp_path / unregistered).mkdir()
+        path = tiny_model(tmp_path / unregistered, {"deu_Latn": GERMAN, unregistered: ENGLISH})
+        with pytest.raises(InputFormatError, match=f"tiny.bin: label.*__label__{unregistered}\\b.*registered"):
+            load_identifier(path)
 
 
 def test_prior_exponents_are_swept_on_held_out_sets_and_need_one(tmp_path, capsys):

@@ -68,6 +68,7 @@ from miner.languages import (
     char_script,
     dominant_script,
     han_script,
+    registered_codes,
     script_fits,
     script_of,
 )
@@ -86,7 +87,6 @@ SHIPPED_MODEL = Path(__file__).resolve().parents[2] / "models" / "lid" / "cmlm-l
 SHIPPED_EXPERTS = SHIPPED_MODEL.parent / "experts" / "experts.json"
 # lid.176 speaks Wikipedia codes: these are not ISO codes, or name another language in ISO 639-3
 WIKIPEDIA_CODES = {"als": "gsw", "bh": "bho", "no": "nob", "sh": "hbs"}
-_LANGUAGE = re.compile(r"[a-z]{2,3}")
 SCRIPTED_LABEL = re.compile(r"([a-z]{2,3})_([A-Z][a-z]{3})")
 SIDECAR_FORMAT = "cmlm-lid/1"
 
@@ -142,6 +142,14 @@ def parse_label(label: str) -> Target:
     name = WIKIPEDIA_CODES.get(name, name)
     language = INDIVIDUAL.get(TWO_TO_THREE.get(name, name), TWO_TO_THREE.get(name, name))
     return Target(language, FIXED_SCRIPT.get(language))
+
+
+def _nameable(target: Target) -> bool:
+    """Whether a label's language and script are registered codes: `qqq_Latn` or `deu_Latm` would name languages
+    of their own, and sentences would be written under them."""
+    languages, scripts = registered_codes()
+    return target.language in languages and all(script is None or script in scripts
+                                                for script in (target.script, target.undecided_script))
 
 
 def script_of_text(text: str, language: str = "", undecided: str = "Hans") -> str | None:
@@ -227,10 +235,11 @@ class LanguageIdentifier(LabelledIdentifier):
     def __init__(self, model, normalization: Normalization = OFFICIAL, path: str = "",
                  examples: dict[str, int] | None = None, prior_exponent: float = 0.0):
         targets = {label: parse_label(label) for label in model.get_labels()}
-        unnamed = [label for label, target in targets.items() if not _LANGUAGE.fullmatch(target.language)]
+        unnamed = [label for label, target in targets.items() if not _nameable(target)]
         if unnamed:
             raise InputFormatError(f"{path or 'model'}: label(s) the project cannot name as a language: "
-                                   f"{', '.join(unnamed[:5])} (expected __label__<ISO 639 code>[_<Script>])")
+                                   f"{', '.join(unnamed[:5])} (expected __label__<ISO 639 code>[_<ISO 15924 script>], "
+                                   "both registered)")
         super().__init__(targets, path)
         self.model = model
         self.normalization = normalization
