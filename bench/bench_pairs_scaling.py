@@ -21,8 +21,9 @@ faiss.contrib.big_batch_search over an IVF index with the same nlist and nprobe,
 seconds per sentence and the planted pairs' recall@1; and miner.mine over the same vectors and settings (k-NN by
 the join, margins and `max` selection on arrays): what the stage computes, on one machine without Beam. Clustered
 synthetic vectors flatter IVF (docs/benchmarks.md): recall on real sentence vectors is bench_ivf_recall.py's job.
-Sizes below --repeat-below run --repeats times (default 3) and report the run with the median CPU: the first size is
-what the others are compared with, and a few seconds of CPU drift by a fifth from run to run on a shared machine.
+Sizes below --repeat-below (default 200,000: 10^4 and 10^5) run --repeats times (default 3) and report the run with
+the median CPU, the peers' figures their own medians: the first size is what the others are compared with, and a few
+seconds of CPU drift by a fifth from run to run on a shared machine.
 """
 
 from __future__ import annotations
@@ -328,8 +329,9 @@ def main() -> None:
                         help="knn.wave_bytes: auto (on Dask a quarter of the workers' memory), 0 (one wave) or a size")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each size below --repeat-below, the median "
                         "reported (with every run's CPU per sentence)")
-    parser.add_argument("--repeat-below", type=int, default=100_000,
-                        help="sizes below this run --repeats times, the median CPU reported (default 100000)")
+    parser.add_argument("--repeat-below", type=int, default=200_000,
+                        help="sizes below this run --repeats times, the median CPU reported (default 200000: 10^4 "
+                        "and 10^5, where one run's CPU and the peer's drift by a fifth; 10^6 runs once)")
     parser.add_argument("--k", type=int, default=4, help="neighbours in the margin (default 4)")
     parser.add_argument("--rows-per-part", type=int, default=None,
                         help="bitext.rows_per_part: below the pairs mined, the bitext is written in parts by score "
