@@ -194,6 +194,17 @@ def check_code(code: str, what: str = "language code") -> str:
     return code
 
 
+# ISO 639's codes for text in no one language: uncoded (mis), several (mul), undetermined (und), no linguistic
+# content (zxx). Third-party identifiers answer with them (GlotLID: zxx_Latn for mojibake and OCR noise, und_Xsux for a
+# script it never saw): nothing to mine.
+NO_LANGUAGE = frozenset({"mis", "mul", "und", "zxx"})
+
+
+def is_no_language(name: str) -> bool:
+    """Whether `name` (`zxx_Latn`, `und_Xsux`, `mul`) names text in no one language."""
+    return name.partition("_")[0] in NO_LANGUAGE
+
+
 LANGUAGE_NAME = regex.compile(r"[a-z]{3}_[A-Z][a-z]{3}")  # what language_code gives: deu_Latn, zho_Hant
 
 

@@ -342,6 +342,50 @@ def test_the_stage_counts_what_the_short_rule_did():
         assert [label for _, label in kept] == expected and tally.of("lid") == counts
 
 
+def test_sentences_a_model_answers_in_no_language_are_dropped_and_counted():
+    """GlotLID answers zxx_Latn for mojibake and OCR noise and und_<script> for a script it never saw: no language
+    to mine. Our own und_Zyyy (text without letters) goes on to the filters, which name why they drop it."""
+    from pipelines.text.records import Tally
+    from pipelines.text.stage import TextStage
+
+    labelled = [((0, 0, "ïðàâèëà ðàçâèòü"), ("zxx_Latn", 0.9)), ((1, 0, GERMAN[0]), ("deu_Latn", 0.99)),
+                ((2, 0, "12:30"), (UNDETERMINED, 0.0)), ((3, 0, "𒀀𒀁𒀂"), ("und_Xsux", 0.7)),
+                ((4, 0, ENGLISH[0]), ("mul_Latn", 0.6))]
+    tally = Tally(log_skips=False)
+    kept = list(TextStage._in_a_language(labelled, "page#1", tally))
+    assert [label for _, label in kept] == [("deu_Latn", 0.99), (UNDETERMINED, 0.0)]
+    assert tally.of("lid") == {"skipped:no-language": 3}
+
+
+def test_the_text_stage_drops_what_a_glotlid_style_model_calls_no_language(tmp_path):
+    """End to end on a crawl file, with a model whose labels include zxx_Latn (as GlotLID's do): the page's German
+    comes out, its mojibake (Russian read as Latin-1) is counted as no language, not written under zxx_Latn."""
+    from pipelines.settings import load_settings
+    from pipelines.text.records import Tally
+    from pipelines.text.stage import TextStage
+    from tests.test_langid import tiny_model
+    from tests.warc_files import WarcBuilder, html_page
+
+    russian = ["погода сегодня очень хорошая", "мы идём на рынок сегодня утром", "она читает книгу каждый вечер",
+               "дети играют в парке после школы", "мой брат работает в большом городе"]
+    mojibake = [text.encode("cp1251").decode("latin-1") for text in russian]
+    model = tiny_model(tmp_path, {"deu_Latn": GERMAN, "eng_Latn": ENGLISH, "zxx_Latn": mojibake})
+    paragraphs = [f"{GERMAN[i].capitalize()} und {GERMAN[i + 1]}." for i in range(0, 4, 2)]
+    noise = f"{mojibake[0].capitalize()} {mojibake[1]} {mojibake[2]}."
+    with WarcBuilder(tmp_path / "crawl.warc.gz") as warc:
+        warc.response("https://example.de/a", html_page("Wetter", *paragraphs, noise).encode())
+    settings = load_settings()
+    settings["lid"] = {**settings["lid"], "model": str(model)}
+    stage = TextStage(settings)
+    tally = Tally(log_skips=False)
+    try:
+        sentences = list(stage.file_sentences(str(tmp_path / "crawl.warc.gz"), tally))
+    finally:
+        stage.close()
+    assert {s.language for s in sentences} == {"deu_Latn"} and len(sentences) == 2
+    assert tally.of("lid")["skipped:no-language"] == 1
+
+
 # -- lid.model in the job's settings ----------------------------------------------------------------------------
 
 def test_lid_model_values_resolve_stage_and_record_their_files(tmp_path):

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 log = logging.getLogger("pipelines.text")
-ROUTINE_SKIPS = {"not-200", "not-html", "no-content", "empty", "url-scheme", "too-short"}   # dns: records are routine
+# dns: records are routine; no-language: a third-party identifier's zxx (mojibake, OCR noise) is common on the web
+ROUTINE_SKIPS = {"not-200", "not-html", "no-content", "empty", "url-scheme", "too-short", "no-language"}
 # Routine skips logged at INFO per stage and reason in one process, the rest at DEBUG (`--verbose`): a crawl file
 # holds tens of thousands of them (about three a page on the web pool), and a log line each is a log no one reads
 # (and, on Dataflow, Cloud Logging's bill). Every one is still counted in the stage's report.

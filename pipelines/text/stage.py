@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
-from miner.languages import check_code
+from miner.languages import check_code, is_no_language
 from pipelines import storage
 from pipelines.text.extract import Extractor, ExtractSettings
 from pipelines.text.filters import apply_filters, build_filters
@@ -132,8 +132,9 @@ class TextStage:
         sentences = (Sentence(text=text, language=label[0], lid_score=label[1], url=document.url,
                               document_id=document.document_id, paragraph_index=paragraph, sentence_index=index,
                               source=document.source, position=document.position, date=document.date)
-                     for (paragraph, index, text), label in self._short_rule(pieces, labels, (language, score),
-                                                                            document.where, tally))
+                     for (paragraph, index, text), label in self._in_a_language(
+                         self._short_rule(pieces, labels, (language, score), document.where, tally),
+                         document.where, tally))
         yield from apply_filters(sentences, self.filters, tally)
 
     def _labels(self, texts: list[str], language: str, seen: dict) -> list[tuple[str, float]]:
@@ -155,6 +156,17 @@ class TextStage:
             if ruled is not label:
                 tally.count("lid", "short:document-language")
             yield piece, ruled
+
+    @staticmethod
+    def _in_a_language(labelled, where: str, tally: Tally):
+        """Sentences the identifier answered in no language (miner.languages.NO_LANGUAGE: a third-party model's
+        zxx_Latn or und_Xsux) are dropped and counted; our own und_Zyyy, the answer for text without letters, goes on
+        to the filters, which say why they drop it."""
+        for piece, label in labelled:
+            if label[0] != UNDETERMINED and is_no_language(label[0]):
+                tally.skip("lid", "no-language", where, f"{label[0]}: {piece[2][:80]}")
+                continue
+            yield piece, label
 
     def file_sentences(self, path: str, tally: Tally) -> Iterator[Sentence]:
         for page in self.pages(path, tally):
