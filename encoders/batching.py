@@ -42,6 +42,18 @@ def check_sentence_list(sentences) -> None:
                         "encode([sentence]) embeds one")
 
 
+def each_language(language, n: int) -> list | None:
+    """`encode`'s `language` as one name per sentence where it is a list (sentences of several languages in one
+    call: the embed stage packs small chunks so); None where it is one name or none for all."""
+    if language is None or isinstance(language, str):
+        return None
+    languages = list(language)
+    if len(languages) != n or not all(isinstance(name, str) for name in languages):
+        raise ValueError(f"language: one name for all sentences, or a list of one name per sentence ({n}), got "
+                         f"{len(languages)} item(s)")
+    return languages
+
+
 def sentence_problem(sentence) -> str | None:
     """Why a sentence cannot be embedded, or None when it can."""
     if isinstance(sentence, bytes):
@@ -170,7 +182,22 @@ class SentenceEncoder:
 
     def _vectors(self, prepared: PreparedText, language, show_progress: bool, progress, dtype) -> np.ndarray:
         vectors = self._embed(prepared.texts, prepared.clipped, show_progress, progress)
-        return as_dtype(self._finish(vectors, language), dtype)
+        return as_dtype(self._finished(vectors, language, prepared), dtype)
+
+    def _finished(self, vectors: np.ndarray, language, prepared: PreparedText) -> np.ndarray:
+        """_finish with one language for all rows, or, for a list of one per input sentence, each language's rows
+        with theirs (the rows left out as bad have none)."""
+        languages = each_language(language, len(prepared.texts) + len(prepared.problems))
+        if languages is None:
+            return self._finish(vectors, language)
+        if type(self)._finish is SentenceEncoder._finish:  # nothing to do per language
+            return vectors
+        row_languages = np.asarray(languages, dtype=object)[prepared.kept]
+        out = np.empty_like(vectors)
+        for name in dict.fromkeys(row_languages):
+            rows = np.flatnonzero(row_languages == name)
+            out[rows] = self._finish(vectors[rows], name)
+        return out
 
     def _embed(self, texts: list[str], clipped: set[int], show_progress: bool, progress) -> np.ndarray:
         raise NotImplementedError

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from encoders.batching import BadSentenceError, check_sentence_list, sentence_problem
+from encoders.batching import BadSentenceError, check_sentence_list, each_language, sentence_problem
 from encoders.binary import as_dtype
 from encoders.checkpoint import CheckpointError, read_description
 
@@ -159,13 +159,25 @@ class EnsembleEncoder:
 
     def encode(self, sentences: Sequence[str], *, language: str | None = None, show_progress: bool = False,
                progress=None, dtype: str | np.dtype = np.float32) -> np.ndarray:
-        """Unit vectors [len(sentences), dim] in input order. Sentences that cannot be embedded (empty, invalid
-        UTF-8, not text) raise BadSentenceError naming every one of them before any member runs."""
+        """Unit vectors [len(sentences), dim] in input order, at `language`'s shares (a list: each sentence at its
+        own language's). Sentences that cannot be embedded (empty, invalid UTF-8, not text) raise BadSentenceError
+        naming every one of them before any member runs."""
         check_sentence_list(sentences)
         problems = {i: problem for i, s in enumerate(sentences) if (problem := sentence_problem(s))}
         if problems:
             raise BadSentenceError(problems)
-        shares = self.shares(language, sentences)
+        languages = each_language(language, len(sentences))
+        if languages is not None and len(set(languages)) > 1:
+            out = self._encoded_each(sentences, languages, show_progress)
+        else:  # one language for all: the same calls as with its name
+            name = language if languages is None else (languages[0] if languages else None)
+            out = self._encoded(sentences, self.shares(name, sentences), show_progress)
+        if progress is not None:
+            progress(len(sentences))
+        return as_dtype(out, dtype)
+
+    def _encoded(self, sentences: Sequence[str], shares: np.ndarray, show_progress: bool) -> np.ndarray:
+        """All sentences at the same shares."""
         parts = []
         for i, share in enumerate(shares):
             if share == 0:  # a member with no weight adds zeros: not run
@@ -173,7 +185,20 @@ class EnsembleEncoder:
                 continue
             vectors = self.member(i).encode(sentences, show_progress=show_progress, progress=None)
             parts.append(np.float32(math.sqrt(share)) * vectors)
-        out = np.hstack(parts)
-        if progress is not None:
-            progress(len(sentences))
-        return as_dtype(out, dtype)
+        return np.hstack(parts)
+
+    def _encoded_each(self, sentences: Sequence[str], languages: list[str], show_progress: bool) -> np.ndarray:
+        """Each sentence at its own language's shares: a member runs once, over the sentences it has weight for."""
+        by_language = {name: self.shares(name, [s for s, n in zip(sentences, languages) if n == name])
+                       for name in dict.fromkeys(languages)}
+        shares = np.stack([by_language[name] for name in languages])  # [sentences, members]
+        parts = []
+        for i in range(len(self.dims)):
+            part = np.zeros((len(sentences), self.dims[i]), dtype=np.float32)
+            rows = np.flatnonzero(shares[:, i] > 0)
+            if len(rows):
+                vectors = self.member(i).encode([sentences[r] for r in rows], show_progress=show_progress,
+                                                progress=None)
+                part[rows] = np.sqrt(shares[rows, i]).astype(np.float32)[:, None] * vectors
+            parts.append(part)
+        return np.hstack(parts)

@@ -7,7 +7,10 @@ per worker process (once per machine on GPUs, where the model is shared across p
 fixed chunk of a shard (`embed.batch_size` rows: rows 0-1023, 1024-2047, ...) that the encoder embeds in one call,
 with its own token-budget batching inside (sorted by length, so padding stays small). Fixed chunks, not
 RunInference's own batching, because a vector's last bits depend on which sentences share its batch, and
-bundles differ between runners and runs: this way every runner writes the same bytes. Vectors are written per
+bundles differ between runners and runs: this way every runner writes the same bytes. A shard's last chunk short of
+`embed.batch_size` rows, and every shard smaller than one (a crawl's long tail of small languages), are packed with
+other languages' into calls of up to `embed.batch_size` sentences, one language a sentence
+(`embed.pack_partial_chunks`; packs_of_partial_chunks fixes them from the manifest alone). Vectors are written per
 sentence shard, row i = row i, as `.npy` (float16 by default: half the storage, and well inside the precision the
 margin needs; `embed.dtype: binary` stores packed binary codes, 1 bit a dimension: encoders.binary). Sign codes
 are made after each language's mean vector is removed (`embed.binary_center: language`, the default): the float
@@ -57,12 +60,13 @@ class EncoderModelHandler(ModelHandler[list, PredictionResult, object]):
             spec = storage.local_folder(spec)  # a checkpoint staged on cloud storage: copied once per process
         return load_encoder(spec, **self.options)
 
-    def run_inference(self, batch: Sequence[tuple[str, list]], model, inference_args=None
+    def run_inference(self, batch: Sequence[tuple[str | tuple, list]], model, inference_args=None
                       ) -> Iterable[PredictionResult]:
-        """Each element is (language, texts): the language reaches encoders that use it (an ensemble's shares,
-        per-language PCR)."""
+        """Each element is (language, texts), or (one language per text, texts) for a pack of several languages'
+        partial chunks: the language reaches encoders that use it (an ensemble's shares, per-language PCR)."""
         truncated_before = truncated_counts(model)
-        results = [PredictionResult(len(texts), model.encode(list(texts), language=language, dtype=self.dtype))
+        results = [PredictionResult(len(texts), model.encode(list(texts), dtype=self.dtype, language=(
+                       language if isinstance(language, str) else list(language))))
                    for language, texts in batch]
         for name, n in truncated_counts(model).items():
             Metrics.counter("embed", name).inc(n - truncated_before.get(name, 0))
@@ -111,13 +115,16 @@ def _gpu_visible() -> bool:
 class ReadShardChunks(beam.DoFn):
     """A sentence shard's chunks of `chunk` rows, ((language, shard, first row), (language, texts)) each, to embed.
     Resuming (`resume`), a chunk a stopped run saved whole goes to the `saved` output as the reference the encoder's
-    chunks get (SaveChunk), not to the encoder: the shard's saved chunks are listed once, their headers read."""
+    chunks get (SaveChunk), not to the encoder: the shard's saved chunks are listed once, their headers read. A
+    chunk `packs` puts in a pack goes to the `packed` output, (pack, (language, shard, first row, texts, saved)),
+    saved or not: the pack is embedded whole or not at all, so its vectors are the same bits after a resume."""
 
-    SAVED = "saved"
+    SAVED, PACKED = "saved", "packed"
 
     def __init__(self, output: str, chunk: int, resume: bool = False, code: str | None = None,
-                 centre: bool = False):
+                 centre: bool = False, packs: dict | None = None):
         self.output, self.chunk, self.resume, self.code, self.centre = output, chunk, resume, code, centre
+        self.packs = packs or {}
         self.resumed = Metrics.counter("embed", "resumed_sentences")
 
     def process(self, task):
@@ -125,14 +132,20 @@ class ReadShardChunks(beam.DoFn):
         saved = self._saved(language, shard, rows) if self.resume else {}
         texts = None
         for start in range(0, rows, self.chunk):
+            pack = self.packs.get((language, shard, start))
             if start in saved:
                 size = min(self.chunk, rows - start)
                 self.resumed.inc(size)
                 yield beam.pvalue.TaggedOutput(self.SAVED, ((language, shard), (start, size, saved[start],
                                                                                 self._sum(saved[start]))))
-                continue
+                if pack is None:
+                    continue
             if texts is None:
                 texts = storage.read_parquet(task["sentences"], columns=["text"]).column("text").to_pylist()
+            if pack is not None:
+                yield beam.pvalue.TaggedOutput(self.PACKED, (pack, (language, shard, start,
+                                                                    texts[start:start + self.chunk], start in saved)))
+                continue
             yield (language, shard, start), (language, texts[start:start + self.chunk])
 
     def _saved(self, language: str, shard: int, rows: int) -> dict[int, str]:
@@ -150,18 +163,70 @@ class ReadShardChunks(beam.DoFn):
         return binary.fixed_point_sum(storage.read_npy(path)) if self.centre else None
 
 
+def packs_of_partial_chunks(tasks: list[dict], chunk: int) -> dict[tuple[str, int, int], int]:
+    """The pack each partial chunk is embedded in, by (language, shard, first row): a shard's last chunk short of
+    `chunk` rows, or a whole shard smaller than one, packed in the tasks' order (by language, then shard), each
+    pack as many as fit in `chunk` sentences. A crawl's small languages each make one small encoder call otherwise,
+    which costs a CPU 1.6x and a GPU more per sentence than a full one (docs/benchmarks.md). Fixed by the manifest
+    alone, so every runner, and a resumed run, makes the same packs and so the same bits. A pack of one chunk is
+    left out: that chunk is embedded alone, as any other."""
+    packs, members, pack, held = {}, {}, 0, 0
+    for task in tasks:
+        size = task["rows"] % chunk
+        if not size:
+            continue
+        if held and held + size > chunk:
+            pack, held = pack + 1, 0
+        packs[task["language"], task["shard"], task["rows"] - size] = pack
+        members[pack] = members.get(pack, 0) + 1
+        held += size
+    return {key: pack for key, pack in packs.items() if members[pack] > 1}
+
+
+class JoinPack(beam.DoFn):
+    """A pack's partial chunks -> one encoder call: (its segments, (one language per text, or the one language,
+    texts)), a segment (language, shard, first row, rows, saved) each, in the plan's order; nothing where a stopped
+    run saved every one of them."""
+
+    def process(self, element):
+        _, parts = element
+        parts = sorted(parts, key=lambda part: part[:3])  # (language, shard, first row): the plan's order
+        if all(saved for *_, saved in parts):
+            return
+        segments = tuple((language, shard, start, len(texts), saved) for language, shard, start, texts, saved in parts)
+        texts = [text for *_, chunk_texts, _ in parts for text in chunk_texts]
+        languages = tuple(language for language, _, _, chunk_texts, _ in parts for _ in chunk_texts)
+        yield segments, (languages[0] if len(set(languages)) == 1 else languages, texts)
+
+
+def chunks_of(key: tuple, matrix: np.ndarray) -> Iterable[tuple[tuple[str, int, int], np.ndarray]]:
+    """An encoder call's chunks, ((language, shard, first row), its vectors): the call's one chunk, or a pack's
+    segments but those a stopped run saved (the same bits: the pack was embedded whole again)."""
+    if isinstance(key[0], str):
+        yield key, matrix
+        return
+    at = 0
+    for language, shard, start, rows, saved in key:
+        if not saved:
+            yield (language, shard, start), matrix[at:at + rows]
+        at += rows
+
+
 class SaveChunk(beam.DoFn):
     """An embedded chunk saved as it leaves the encoder (`embed/chunks/`), so that a stopped run keeps what it
-    embedded; emits ((language, shard), (first row, rows, its file, its fixed-point column sum when `centre`))."""
+    embedded; emits ((language, shard), (first row, rows, its file, its fixed-point column sum when `centre`)).
+    A pack's vectors are saved as its chunks'."""
 
     def __init__(self, output: str, centre: bool = False):
         self.output, self.centre = output, centre
 
     def process(self, element):
-        (language, shard, start), result = element
-        path, matrix = layout.embedding_chunk(self.output, language, shard, start), result.inference
-        storage.write_npy(path, matrix)
-        yield (language, shard), (start, len(matrix), path, binary.fixed_point_sum(matrix) if self.centre else None)
+        key, result = element
+        for (language, shard, start), matrix in chunks_of(key, result.inference):
+            path = layout.embedding_chunk(self.output, language, shard, start)
+            storage.write_npy(path, matrix)
+            yield (language, shard), (start, len(matrix), path,
+                                      binary.fixed_point_sum(matrix) if self.centre else None)
 
 
 class WriteEmbeddingShard(beam.DoFn):
@@ -205,9 +270,11 @@ class EmbedShards(beam.PTransform):
     over the workers that encode them (options.spread), each saved as it is embedded, and the shards written from
     the saved chunks. `resume`: a stopped run's saved chunks are used, not embedded again."""
 
-    def __init__(self, settings: dict, sentence_paths: dict[tuple[str, int], str], resume: bool = False):
+    def __init__(self, settings: dict, sentence_paths: dict[tuple[str, int], str], resume: bool = False,
+                 packs: dict | None = None):
         super().__init__()
         self.settings, self.sentence_paths, self.resume = settings, sentence_paths, resume
+        self.packs = packs or {}  # packs_of_partial_chunks: where there are none, no branch for them
 
     def expand(self, tasks):
         values, output = embed_settings(self.settings), self.settings["output"]
@@ -215,9 +282,14 @@ class EmbedShards(beam.PTransform):
         # the chunks' files hold what leaves the encoder: centred codes' float vectors, other codes packed
         code = None if centre else binary_code_written(self.settings)
         read = tasks | "ReadChunks" >> beam.ParDo(ReadShardChunks(output, values["batch_size"], self.resume, code,
-                                                                  centre)).with_outputs(ReadShardChunks.SAVED,
-                                                                                        main="texts")
-        embedded = (spread(read.texts, "Spread")
+                                                                  centre, self.packs)).with_outputs(
+            ReadShardChunks.SAVED, ReadShardChunks.PACKED, main="texts")
+        calls = read.texts
+        if self.packs:
+            packed = (read[ReadShardChunks.PACKED] | "GroupPacks" >> beam.GroupByKey()
+                      | "Packs" >> beam.ParDo(JoinPack()))
+            calls = (calls, packed) | "WithPacks" >> beam.Flatten()
+        embedded = (spread(calls, "Spread")
                     | "Encode" >> RunInference(handler_from_settings(self.settings))
                     | "Save" >> beam.ParDo(SaveChunk(output, centre)))
         chunks = embedded
@@ -312,8 +384,11 @@ class EmbedStage:
     def __call__(self, pipeline):
         tasks = tasks_from_manifest(self.sentences)
         paths = {(t["language"], t["shard"]): t["sentences"] for t in tasks}
+        values = embed_settings(self.settings)
+        packs = packs_of_partial_chunks(tasks, values["batch_size"]) if values["pack_partial_chunks"] else {}
         shards = pipeline | "embed/Shards" >> beam.Create(tasks, reshuffle=False)  # embed/Spread spreads them
-        return spread(shards, "embed/Spread") | "embed/Embed" >> EmbedShards(self.settings, paths, self.resuming)
+        return spread(shards, "embed/Spread") | "embed/Embed" >> EmbedShards(self.settings, paths, self.resuming,
+                                                                             packs)
 
     def manifest(self, entries: list[dict]) -> dict:
         return embeddings_manifest(entries, self.sentences, self.settings)

@@ -153,7 +153,7 @@ def with_defaults(settings: dict, name: str, defaults: dict) -> dict:
 # -- the embed section --------------------------------------------------------------------------------------------
 
 EMBED_DEFAULTS = {"batch_size": 1024, "dtype": "float16", "share_model": "auto", "binary_center": "language",
-                  "binary_refine": False}
+                  "binary_refine": False, "pack_partial_chunks": True}
 
 
 def embed_settings(settings: dict) -> dict:
@@ -171,6 +171,8 @@ def embed_settings(settings: dict) -> dict:
     if values["binary_center"] not in binary.CENTERS:
         raise ValueError(f"embed.binary_center must be one of {', '.join(binary.CENTERS)}, "
                          f"got {values['binary_center']!r}")
+    if not isinstance(values["pack_partial_chunks"], bool):
+        raise ValueError(f"embed.pack_partial_chunks must be true or false, got {values['pack_partial_chunks']!r}")
     if not isinstance(values["binary_refine"], bool):
         raise ValueError(f"embed.binary_refine must be true or false, got {values['binary_refine']!r}")
     if values["binary_refine"] and (values["dtype"] != binary.DTYPE or values["binary_center"] != "language"):

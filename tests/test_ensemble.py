@@ -254,6 +254,22 @@ def test_the_pipelines_embed_stage_gives_each_chunk_its_language(tmp_path):
     assert hindi[:, 64:].any() and not hindi[:, :64].any()
 
 
+def test_sentences_of_several_languages_in_one_call_each_take_their_own_shares(tmp_path):
+    """A list of languages, one a sentence (the embed stage's packs of small chunks): each row as its language's
+    call gives it (char-ngram members: a vector does not depend on its batch), a member running only over the rows
+    it has weight for; one language for all is the call with its name."""
+    encoder = load_encoder(str(write_ensemble(tmp_path / "e")))
+    languages = ["deu_Latn", "hin_Deva", "fra_Latn"]
+    mixed = encoder.encode(SENTENCES, language=languages)
+    for row, language in enumerate(languages):
+        np.testing.assert_array_equal(mixed[row], encoder.encode([SENTENCES[row]], language=language)[0])
+    assert not mixed[0, 64:].any() and not mixed[1, :64].any() and mixed[2, :64].any() and mixed[2, 64:].any()
+    np.testing.assert_array_equal(encoder.encode(SENTENCES, language=["hin_Deva"] * 3),
+                                  encoder.encode(SENTENCES, language="hin_Deva"))
+    with pytest.raises(ValueError, match=r"one name per sentence \(3\), got 2"):
+        encoder.encode(SENTENCES, language=languages[:2])
+
+
 def test_a_retrained_member_makes_the_pipelines_vectors_stale(tmp_path):
     """The embed stage's dependency record names each member, so a member folder rewritten is noticed even though
     the ensemble's own files did not change."""

@@ -67,6 +67,14 @@ def test_fit_pcr_command_then_encode_with_it(tiny_encoder_dir, tmp_path):
     component = with_pcr.removal.components["de"]
     np.testing.assert_allclose(with_pcr.encode(sentences, language="de") @ component, 0, atol=1e-5)
     assert np.abs(plain.encode(sentences) @ component).min() > 0.1  # there was something to remove
+    # sentences of several languages in one call (the embed stage's packs): each row loses its own language's
+    english = sample_sentences()["en"][:4]
+    mixed = with_pcr.encode(sentences[:2] + english + sentences[2:], language=["de"] * 2 + ["en"] * 4 + ["de"] * 3)
+    np.testing.assert_allclose(mixed[[0, 1, 6, 7, 8]] @ component, 0, atol=1e-5)
+    np.testing.assert_allclose(mixed[2:6] @ with_pcr.removal.components["en"], 0, atol=1e-5)
+    assert np.abs(mixed[2:6] @ component).max() > 1e-3  # not German's: English rows keep that direction
+    with pytest.raises(ValueError, match=r"one name per sentence \(5\), got 2"):
+        with_pcr.encode(sentences, language=["de", "en"])
     with pytest.raises(ValueError, match=f"{MEANING_FILE}: missing"):
         load_encoder(str(model), language_removal="meaning")
     MeaningProjection(np.eye(8, 64, dtype=np.float32), np.zeros(8, np.float32)).save(model / MEANING_FILE)
