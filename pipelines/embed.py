@@ -166,10 +166,10 @@ class ReadShardChunks(beam.DoFn):
 def packs_of_partial_chunks(tasks: list[dict], chunk: int) -> dict[tuple[str, int, int], int]:
     """The pack each partial chunk is embedded in, by (language, shard, first row): a shard's last chunk short of
     `chunk` rows, or a whole shard smaller than one, packed in the tasks' order (by language, then shard), each
-    pack as many as fit in `chunk` sentences. A crawl's small languages each make one small encoder call otherwise,
-    which costs a CPU 1.6x and a GPU more per sentence than a full one (docs/benchmarks.md). Fixed by the manifest
-    alone, so every runner, and a resumed run, makes the same packs and so the same bits. A pack of one chunk is
-    left out: that chunk is embedded alone, as any other."""
+    pack as many as fit in `chunk` sentences. A crawl's small languages would each make a small encoder call, which
+    costs more per sentence than a full one (1.6x on a CPU core for calls of 64, docs/benchmarks.md). Fixed by the
+    manifest alone, so every runner, and a resumed run, makes the same packs and so the same bits. A pack of one
+    chunk is left out: that chunk is embedded alone, as any other."""
     packs, members, pack, held = {}, {}, 0, 0
     for task in tasks:
         size = task["rows"] % chunk
