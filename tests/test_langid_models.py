@@ -361,9 +361,8 @@ def test_the_text_stage_drops_what_a_glotlid_style_model_calls_no_language(tmp_p
     """End to end on a crawl file, with a model whose labels include zxx_Latn (as GlotLID's do): the page's German
     comes out, its mojibake (Russian read as Latin-1) is counted as no language, not written under zxx_Latn."""
     from pipelines.settings import load_settings
-    from pipelines.text.records import Tally
-    from pipelines.text.stage import TextStage
     from tests.test_langid import tiny_model
+    from tests.test_text_stage import text_stage_run
     from tests.warc_files import WarcBuilder, html_page
 
     russian = ["погода сегодня очень хорошая", "мы идём на рынок сегодня утром", "она читает книгу каждый вечер",
@@ -376,12 +375,7 @@ def test_the_text_stage_drops_what_a_glotlid_style_model_calls_no_language(tmp_p
         warc.response("https://example.de/a", html_page("Wetter", *paragraphs, noise).encode())
     settings = load_settings()
     settings["lid"] = {**settings["lid"], "model": str(model)}
-    stage = TextStage(settings)
-    tally = Tally(log_skips=False)
-    try:
-        sentences = list(stage.file_sentences(str(tmp_path / "crawl.warc.gz"), tally))
-    finally:
-        stage.close()
+    sentences, tally = text_stage_run(settings, tmp_path / "crawl.warc.gz")
     assert {s.language for s in sentences} == {"deu_Latn"} and len(sentences) == 2
     assert tally.of("lid")["skipped:no-language"] == 1
 

@@ -19,13 +19,17 @@ def sample_sentences(request):
     """The sample's sentences with each main-content extractor (extract.extractor)."""
     settings = load_settings()
     settings["extract"] = {**(settings.get("extract") or {}), "extractor": request.param}
+    return text_stage_run(settings, SAMPLE / "sample.warc.gz")
+
+
+def text_stage_run(settings: dict, path) -> tuple[list, Tally]:
+    """The whole text stage over one crawl file: its sentences and counts."""
     stage = TextStage(settings)
     tally = Tally(log_skips=False)
     try:
-        sentences = list(stage.file_sentences(str(SAMPLE / "sample.warc.gz"), tally))
+        return list(stage.file_sentences(str(path), tally)), tally
     finally:
         stage.close()
-    return sentences, tally
 
 
 def test_known_sentences_come_out_in_their_language(sample_sentences):
