@@ -132,21 +132,21 @@ class ReadShardChunks(beam.DoFn):
         saved = self._saved(language, shard, rows) if self.resume else {}
         texts = None
         for start in range(0, rows, self.chunk):
-            pack = self.packs.get((language, shard, start))
-            if start in saved:
+            pack, kept = self.packs.get((language, shard, start)), start in saved
+            if kept:
                 size = min(self.chunk, rows - start)
                 self.resumed.inc(size)
                 yield beam.pvalue.TaggedOutput(self.SAVED, ((language, shard), (start, size, saved[start],
                                                                                 self._sum(saved[start]))))
-                if pack is None:
-                    continue
+            if kept and pack is None:
+                continue
             if texts is None:
                 texts = storage.read_parquet(task["sentences"], columns=["text"]).column("text").to_pylist()
-            if pack is not None:
-                yield beam.pvalue.TaggedOutput(self.PACKED, (pack, (language, shard, start,
-                                                                    texts[start:start + self.chunk], start in saved)))
-                continue
-            yield (language, shard, start), (language, texts[start:start + self.chunk])
+            chunk_texts = texts[start:start + self.chunk]
+            if pack is None:
+                yield (language, shard, start), (language, chunk_texts)
+            else:
+                yield beam.pvalue.TaggedOutput(self.PACKED, (pack, (language, shard, start, chunk_texts, kept)))
 
     def _saved(self, language: str, shard: int, rows: int) -> dict[int, str]:
         """The shard's chunks a stopped run saved whole: first row -> file."""
