@@ -143,7 +143,7 @@ class EnsembleEncoder:
             return self.default
         if language in self.table:
             return self.table[language]
-        from miner.languages import language_code
+        from miner.languages import is_language_name, language_code
 
         try:
             code = language_code(language, [s for s in sentences[:200] if isinstance(s, str)])
@@ -152,8 +152,13 @@ class EnsembleEncoder:
         if code not in self.table:
             if language not in self._unknown:  # once per language, not once per batch
                 self._unknown.add(language)
-                log.info("ensemble %s: no shares for language %r: using the default %s", self.name, language,
-                         self.default.tolist())
+                if code is not None and is_language_name(code):  # a language the shares were not fitted for
+                    log.info("ensemble %s: no shares for language %r: using the default %s", self.name, language,
+                             self.default.tolist())
+                else:  # a typo or a private code: the user would rather know
+                    log.warning("ensemble %s: %r names no registered language (ISO 639 code, with an ISO 15924 "
+                                "script or not): using the default shares %s", self.name, language,
+                                self.default.tolist())
             return self.default
         return self.table[code]
 

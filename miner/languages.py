@@ -54,7 +54,11 @@ INDIVIDUAL = {
 # languages whose script a text sample cannot settle (Han is shared by zho and jpn); Chinese itself is told Hans or
 # Hant by its characters (`han_script`)
 FIXED_SCRIPT = {"jpn": "Jpan", "kor": "Hang", "yue": "Hant"}
-REGION_SCRIPT = {("zho", "CN"): "Hans", ("zho", "TW"): "Hant", ("zho", "HK"): "Hant"}
+REGION_SCRIPT = {("zho", "CN"): "Hans", ("zho", "SG"): "Hans", ("zho", "TW"): "Hant", ("zho", "HK"): "Hant",
+                 ("zho", "MO"): "Hant"}
+# ISO 639-1 codes withdrawn in 1989-2008 that software still writes (Java's Locale and CLD2 write `iw`, `in`, `ji`;
+# Google Translate `jw`) -> the codes that replaced them
+WITHDRAWN_TWO_LETTER = {"iw": "he", "in": "id", "ji": "yi", "jw": "jv", "mo": "ro"}
 
 # Common characters written differently in Simplified and Traditional Chinese, pair by pair (simplified[i] is
 # traditional[i]); each is checked to be (almost) absent from the other variant in NTREX-128 zho-CN/zho-TW and UD
@@ -164,14 +168,29 @@ def dominant_script(texts: list[str], sample_chars: int = 20000) -> str | None:
     return counts.most_common(1)[0][0] if counts else None
 
 
+def language_base(code: str) -> str:
+    """A language code without script or region, in any of the forms sources write (`de`, `deu`, `ger`: ISO 639-2's
+    bibliographic code, `iw`: a withdrawn ISO 639-1 code, `msa`: a macrolanguage), as the project names it (`deu`,
+    `heb`, `zsm`: ISO 639-3, FLORES-200's individual language). A code no register knows comes back lower-cased."""
+    base = code.lower()
+    base = TWO_TO_THREE.get(WITHDRAWN_TWO_LETTER.get(base, base), base)
+    if len(base) == 3 and base not in registered_codes()[0]:
+        import pycountry
+
+        entry = pycountry.languages.get(bibliographic=base)
+        base = entry.alpha_3 if entry is not None else base
+    return INDIVIDUAL.get(base, base)
+
+
 def language_code(name: str, texts: list[str] | None = None) -> str:
-    """`deu`, `de`, `fra-CA`, `srp-Cyrl`, `zho-TW`, `msa` ... -> `deu_Latn`, `fra_Latn`, `srp_Cyrl`, `zho_Hant`,
-    `zsm_Latn`."""
-    base, _, tail = name.replace("_", "-").partition("-")
-    base = TWO_TO_THREE.get(base.lower(), base.lower())
-    script = tail.title() if len(tail) == 4 and tail.isalpha() else REGION_SCRIPT.get((base, tail.upper()))
-    base = INDIVIDUAL.get(base, base)
-    script = script or FIXED_SCRIPT.get(base)
+    """`deu`, `de`, `ger`, `fra-CA`, `srp-Cyrl`, `zho-TW`, `zh-Hant-HK`, `msa` ... -> `deu_Latn`, `fra_Latn`,
+    `srp_Cyrl`, `zho_Hant`, `zsm_Latn` (BCP 47's subtags: a four-letter one is the script, a region may settle
+    Chinese's)."""
+    base, *subtags = name.replace("_", "-").split("-")
+    base = language_base(base)
+    script = next((tag.title() for tag in subtags if len(tag) == 4 and tag.isalpha()), None)
+    region = next((tag.upper() for tag in subtags if len(tag) == 2), None)
+    script = script or REGION_SCRIPT.get((base, region)) or FIXED_SCRIPT.get(base)
     if script is None and base == "zho":
         script = han_script(texts or [])
     if script is None:
@@ -243,14 +262,7 @@ def names_like(code: str, names) -> list[str]:
     deu_Latn, zsm_Latn ...; none where the base is no language."""
     if not isinstance(code, str):
         return []
-    base = regex.split(r"[-_]", code.strip())[0].lower()
-    if len(base) == 3 and base not in registered_codes()[0]:
-        import pycountry
-
-        entry = pycountry.languages.get(bibliographic=base)
-        base = entry.alpha_3 if entry is not None else base
-    base = TWO_TO_THREE.get(base, base)
-    base = INDIVIDUAL.get(base, base)
+    base = language_base(regex.split(r"[-_]", code.strip())[0])
     return sorted(name for name in names if name.partition("_")[0] == base)
 
 

@@ -38,13 +38,24 @@ def test_vectors_are_the_members_scaled_by_the_square_roots_of_their_shares(tmp_
 
 
 @pytest.mark.parametrize("language, expected", [
-    ("de", [1.0, 0.0]), ("deu", [1.0, 0.0]), ("deu_Latn", [1.0, 0.0]), ("hi", [0.0, 1.0]),
-    ("fra_Latn", [0.25, 0.75]), (None, [0.25, 0.75]), ("xyz", [0.25, 0.75]),
+    ("de", [1.0, 0.0]), ("deu", [1.0, 0.0]), ("ger", [1.0, 0.0]), ("de-AT", [1.0, 0.0]), ("deu_Latn", [1.0, 0.0]),
+    ("hi", [0.0, 1.0]), ("fra_Latn", [0.25, 0.75]), (None, [0.25, 0.75]), ("xyz", [0.25, 0.75]),
 ])
 def test_languages_are_read_in_any_of_the_projects_names(tmp_path, language, expected):
     encoder = load_encoder(str(write_ensemble(tmp_path / "e")))
     texts = ["नमस्ते दुनिया"] if language == "hi" else SENTENCES
     assert encoder.shares(language, texts).tolist() == expected
+
+
+def test_a_name_of_no_registered_language_is_warned_of_once(tmp_path, caplog):
+    encoder = load_encoder(str(write_ensemble(tmp_path / "e")))
+    with caplog.at_level("INFO", logger="encoders.ensemble"):
+        for language in ("xyz", "xyz", "fra_Latn"):
+            encoder.shares(language, SENTENCES)
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1 and "'xyz' names no registered language" in warned[0]
+    assert any("no shares for language 'fra_Latn'" in r.getMessage() for r in caplog.records
+               if r.levelname == "INFO")  # a real language the shares were not fitted for is routine
 
 
 def test_a_member_without_a_share_is_never_loaded(tmp_path):

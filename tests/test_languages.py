@@ -2,7 +2,7 @@
 
 import pytest
 
-from miner.languages import is_language_code, is_language_name
+from miner.languages import is_language_code, is_language_name, language_code
 
 
 @pytest.mark.parametrize("name", ["deu_Latn", "zho_Hant", "srp_Cyrl", "ajp_Arab", "eml_Latn", "son_Latn"])
@@ -42,3 +42,15 @@ def test_names_like_a_code_written_in_another_form(code, like):
     from miner.languages import names_like
 
     assert names_like(code, ["deu_Latn", "zsm_Latn", "zho_Hans", "zho_Hant", "eng_Latn"]) == like
+
+
+@pytest.mark.parametrize("name, texts, code", [
+    ("iw", ["שלום"], "heb_Hebr"), ("in", ["rumah"], "ind_Latn"), ("ji", ["שלום"], "ydd_Hebr"),
+    ("jw", ["omah"], "jav_Latn"), ("mo", ["casă"], "ron_Latn"),                 # withdrawn ISO 639-1 codes
+    ("ger", ["Haus"], "deu_Latn"), ("gre", ["σπίτι"], "ell_Grek"), ("per", ["خانه"], "pes_Arab"),  # ISO 639-2/B
+    ("zh-Hant-HK", None, "zho_Hant"), ("zh-MO", ["中文"], "zho_Hant"), ("zh-SG", None, "zho_Hans"),  # BCP 47
+    ("cmn-TW", None, "zho_Hant"), ("sr-Latn-RS", None, "srp_Latn"), ("pt-BR", ["casa"], "por_Latn"),
+    ("xyz", ["abc"], "xyz_Latn"),  # no register knows it: kept, and callers check it (is_language_name)
+])
+def test_language_codes_in_the_forms_software_writes_them(name, texts, code):
+    assert language_code(name, texts) == code

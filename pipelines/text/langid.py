@@ -62,12 +62,11 @@ import regex
 from miner.io import InputFormatError, decoded_lines, file_sha256, path_argument
 from miner.languages import (
     FIXED_SCRIPT,
-    INDIVIDUAL,
     SCRIPT_FAMILY,
-    TWO_TO_THREE,
     char_script,
     dominant_script,
     han_script,
+    language_base,
     registered_codes,
     script_fits,
     script_of,
@@ -133,14 +132,14 @@ def parse_label(label: str) -> Target:
     scripted = SCRIPTED_LABEL.fullmatch(name)
     if scripted:
         language, script = scripted.groups()
-        language = INDIVIDUAL.get(language, language)
+        language = language_base(language)
         if script == "Hani" or (language == "zho" and script in ("Hans", "Hant")):
             # Chinese characters tell Hans from Hant better than the models do, where they tell it at all
             return Target(language, None, script if script != "Hani" else None)
         return Target(language, script)
     name = name.lower().replace("-", "_")
     name = WIKIPEDIA_CODES.get(name, name)
-    language = INDIVIDUAL.get(TWO_TO_THREE.get(name, name), TWO_TO_THREE.get(name, name))
+    language = language_base(name)
     return Target(language, FIXED_SCRIPT.get(language))
 
 
