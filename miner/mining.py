@@ -205,6 +205,12 @@ def mine(src: np.ndarray, tgt: np.ndarray, config: MiningConfig = MiningConfig()
     (refine_pairs) before the threshold."""
     forward, backward = score_neighbours(src, tgt, config, names, code, exact, candidates)
     threshold = config.pool_threshold(config.threshold, len(src), len(tgt))
+    bound = {"ratio": 1.0, "distance": 0.0}.get(config.margin)
+    if len(src) == 1 and len(tgt) == 1 and bound is not None and threshold is not None and threshold > bound:
+        # as with k = 1 (MiningConfig's check): each sentence is the other's whole neighbourhood
+        log.warning("one sentence on each side: its %s margin is %g whatever the two say, so threshold %g keeps "
+                    "nothing; score single pairs by cosine (mining.margin: absolute) or mine them among others",
+                    config.margin, bound, threshold)
     if refine is None:
         pairs = select(forward, backward, config.selection, threshold, config.min_cosine)
     else:

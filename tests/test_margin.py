@@ -365,3 +365,16 @@ def test_one_neighbour_with_a_threshold_no_margin_can_reach_is_refused():
     with pytest.raises(ValueError, match="mining.min_cosine 1.2 is above every cosine"):
         MiningConfig(min_cosine=1.2)
     MiningConfig(min_cosine=1.0)
+
+
+def test_one_sentence_a_side_is_warned_of_under_a_threshold_no_margin_can_reach(caplog):
+    # the same bound as k = 1: each sentence is the other's whole neighbourhood, so mine_texts(["a"], ["b"]) at the
+    # tuned 1.35 returned nothing without a word
+    src, tgt = np.ones((1, 8), np.float32) / np.sqrt(8), np.ones((1, 8), np.float32) / np.sqrt(8)
+    for kind, bound in (("ratio", 1.0), ("distance", 0.0)):
+        caplog.clear()
+        found = mine(src, tgt, MiningConfig(margin=kind, selection="union", threshold=1.35 if bound else 0.1))
+        assert len(found) == 0 and f"its {kind} margin is {bound:g} whatever the two say" in caplog.text
+        caplog.clear()
+        assert len(mine(src, tgt, MiningConfig(margin="absolute", selection="union", threshold=0.5))) == 1
+        assert "whatever the two say" not in caplog.text
