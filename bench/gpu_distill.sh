@@ -12,7 +12,7 @@
 #   here:  cat <files_at>/train_distill_mono_gpu/encoder.tar.part-* | tar -x -C models/distill-mono-gpu
 # The held-out checks run afterwards on the CPU (the machine has no faiss), so data.heldout is empty there.
 # A pack (40-45 MiB) and the repository (48 MB) together exceed what travels (64 MiB): `bash bench/gpu_travel.sh
-# out` takes the tracked folders training does not read (models/cmlm-reference, models/lid, docs, tests, sample) out
+# out` takes the tracked folders training does not read (models/lid, docs, tests, sample) out
 # of git's index and beside the repository for the call, `bash bench/gpu_travel.sh back` puts them back (61 MiB
 # travelled with the 40.2 MiB pack on 2026-11-26).
 set -euo pipefail

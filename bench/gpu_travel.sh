@@ -6,7 +6,7 @@
 #   bash bench/gpu_travel.sh out && <device call> ; bash bench/gpu_travel.sh back
 set -euo pipefail
 cd "$(dirname "$0")/.."
-FOLDERS=(models/cmlm-reference models/lid docs tests sample)
+FOLDERS=(models/lid docs tests sample)
 STASH=${STASH:-../gpu-travel-stash}
 case "${1:-}" in
     out)

@@ -1,7 +1,7 @@
 r"""Embed text files into `.npy` matrices aligned line by line with their input.
 
-    python -m encoders.encode --encoder models/cmlm-reference --input sents.txt --output sents.npy
-    python -m encoders.encode --encoder models/cmlm-reference --column 2 --output-dir emb/ \
+    python -m encoders.encode --encoder models/cmlm-distilled --input sents.txt --output sents.npy
+    python -m encoders.encode --encoder models/cmlm-distilled --column 2 --output-dir emb/ \
         corpus/de-en.dev.de corpus/de-en.dev.en
 
 `--column N` embeds the N-th tab-separated field (BUCC files are `id<TAB>sentence`: use `--column 2`).

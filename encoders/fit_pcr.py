@@ -2,7 +2,7 @@
 first right singular vector of the matrix saved beside the model. A command of its own because it needs the encoders
 package, which needs language_removal.
 
-    python -m encoders.fit_pcr fit-pcr --encoder models/cmlm-reference --input deu_Latn=de.txt --input eng_Latn=en.txt
+    python -m encoders.fit_pcr fit-pcr --encoder models/cmlm-distilled --input deu_Latn=de.txt --input eng_Latn=en.txt
 """
 
 from __future__ import annotations

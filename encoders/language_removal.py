@@ -6,7 +6,7 @@
 - Meaning projection (seed 003): the single-layer meaning head MLP_M of an autoencoder trained on a frozen encoder
   (training/ exports it); v' = act(W v + b), renormalised. Saved as `meaning_projection.safetensors`.
 
-    python -m encoders.fit_pcr fit-pcr --encoder models/cmlm-reference --input deu_Latn=de.txt --input eng_Latn=en.txt
+    python -m encoders.fit_pcr fit-pcr --encoder models/cmlm-distilled --input deu_Latn=de.txt --input eng_Latn=en.txt
 
 Language labels are free strings, but they must be the same at fitting and encoding (the pipeline uses
 ISO 639-3 plus script, e.g. `deu_Latn`).

@@ -1,6 +1,6 @@
 """Contextual lenses (seed 001): a small trained reduction over a frozen encoder's last-layer token vectors.
 
-    encoder = load_encoder("models/lens-reference-simple")       # a folder holding lens.json
+    encoder = load_encoder("models/lens-distilled-simple")       # a folder holding lens.json
     vectors = encoder.encode(["Guten Morgen.", "Good morning."])   # float32 [2, dim], unit rows, input order
     bits = encoder.encode(sentences, dtype="binary")               # packed uint8 [n, dim / 8] (encoders.binary)
 
@@ -19,7 +19,7 @@ of units active). Padding never reaches a convolution or the maximum.
 
 `lens.json` says what the folder holds; the weights are `lens.safetensors` (data only, never pickles):
 
-    {"format": "cmlm-lens/1", "encoder": "../../cmlm-reference",   # the frozen encoder, relative to this folder
+    {"format": "cmlm-lens/1", "encoder": "../../cmlm-distilled",   # the frozen encoder, relative to this folder
      "kind": "simple", "input_dim": 256, "output_dim": 1024,         # gated-conv adds gate_dim, layers, kernel
      "binary_threshold": 1.0, "tokenizer_sha256": "..."}             # the tokenizer the lens was trained behind
 

@@ -1,6 +1,6 @@
 """The transformer sentence encoder: one `encode(sentences) -> array` call over any loadable checkpoint.
 
-    encoder = TransformerEncoder.load("models/cmlm-reference")
+    encoder = TransformerEncoder.load("models/cmlm-distilled")
     vectors = encoder.encode(["Guten Morgen.", "Good morning."])     # float32 [2, dim], unit rows, input order
 
 Speed comes from doing less work, not from approximating: the whole input is tokenised in one Rust call, sorted by

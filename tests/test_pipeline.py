@@ -224,7 +224,7 @@ def test_a_remote_runner_gets_models_staged_and_refuses_local_paths(gcs_bucket, 
     prepare_for_runner(builtin, options)
     assert builtin["encoder"] == "use-multilingual"  # built in: its weights come with the package, nothing to stage
     remote = settings(f"{gcs_bucket}/out", input=f"{gcs_bucket}/crawl/*.warc.gz",
-                      encoder=str(REPO / "models" / "cmlm-reference"))
+                      encoder=str(REPO / "models" / "cmlm-distilled"))
     prepare_for_runner(remote, options)
     assert remote["encoder"] == f"{gcs_bucket}/tmp/cmlm-miner-staging/encoder"
     assert remote["lid"]["model"].startswith(f"{gcs_bucket}/tmp/cmlm-miner-staging/lid/")
