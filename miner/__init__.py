@@ -1,7 +1,7 @@
 """Mining core: k-NN search (FAISS), margin scoring, candidate selection and evaluation (BUCC F1, xsim).
 
     from miner import MiningConfig, mine
-    pairs = mine(src_vectors, tgt_vectors, MiningConfig(k=4, margin="ratio", selection="max", threshold=1.06))
+    pairs = mine(src_vectors, tgt_vectors, MiningConfig(k=4, margin="ratio", selection="max", threshold=1.35))
 
     from miner import mine_texts
     pairs = mine_texts(german, english, "deu_Latn", "eng_Latn")     # texts in, MinedPair(score, cosine, ...) out

@@ -1,7 +1,7 @@
 """The main job: crawl files -> sentences -> vectors -> bitext, on any Beam runner.
 
     python -m pipelines.mine                                # the bundled sample, DirectRunner, ./output
-    python -m pipelines.mine --config my.yaml --input 'crawl/*.warc.gz' --output out --set mining.threshold=1.06
+    python -m pipelines.mine --config my.yaml --input 'crawl/*.warc.gz' --output out --set mining.threshold=1.4
     python -m pipelines.mine --runner DataflowRunner --project P --region us-central1 \\
         --temp_location gs://B/tmp --setup_file ./setup.py \\
         --input 'gs://B/crawl/*.warc.gz' --output gs://B/mined           # docs/pipeline.md

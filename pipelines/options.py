@@ -25,11 +25,11 @@ class MineOptions(PipelineOptions):
 
         parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="YAML settings file")
         parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                            help="override one setting (repeatable), e.g. --set mining.threshold=1.06")
+                            help="override one setting (repeatable), e.g. --set mining.threshold=1.4")
         parser.add_argument("--input", help="crawl files: a glob of WARC/WET files, local or gs://")
         parser.add_argument("--output", help="output folder, local or gs://")
-        parser.add_argument("--encoder", help="sentence encoder: use-multilingual, a checkpoint folder (local or "
-                            "gs://) or char-ngram")
+        parser.add_argument("--encoder", help="sentence encoder (default: the settings', models/cmlm-ensemble): an "
+                            "ensemble or checkpoint folder (local or gs://), use-multilingual or char-ngram")
         parser.add_argument("--stages", default=",".join(STAGES),
                             help=f"stages to run, in order, from {','.join(STAGES)} (default: all)")
         parser.add_argument("--rerun", action="store_true",
