@@ -36,11 +36,42 @@ class Precision:
         dtype = self.compute or self.weights
         return str(dtype).removeprefix("torch.") + ("-mixed" if self.compute else "")
 
-    def autocast(self, device: torch.device):
-        """A context that runs the matrix products within in `compute`; nothing for a plain precision."""
+    def autocast(self, device: torch.device, rows: int | None = None):
+        """A context that runs the matrix products within in `compute`; nothing for a plain precision. `rows`: the
+        fewest rows a product within multiplies (a batch's tokens); on a CPU, bf16 products of few rows run on one
+        thread (`small_products_on_one_thread`)."""
         if self.compute is None:
             return contextlib.nullcontext()
-        return torch.autocast(device.type, dtype=self.compute)
+        autocast = torch.autocast(device.type, dtype=self.compute)
+        if device.type != "cpu" or rows is None or rows >= SMALL_PRODUCT_ROWS_PER_THREAD * torch.get_num_threads():
+            return autocast
+        stack = contextlib.ExitStack()
+        stack.enter_context(one_intra_op_thread())
+        stack.enter_context(autocast)
+        return stack
+
+
+# oneDNN's bf16 products split their inner dimension among threads when the rows are few, so their last bits follow
+# the thread count (a Dask worker runs one thread, the DirectRunner's process as many as cores, and a job's bytes
+# must not follow its runner): on a 2-core AMX Xeon, inner 512 by 37-191 rows (`bench/bf16_thread_determinism.py`),
+# which a small language's chunk of 8 sentences meets in the teacher's input projection. Below this many rows a
+# thread, such products run on one thread (few rows: no time lost); the bound grows with the threads because
+# oneDNN splits the work to give each thread some.
+SMALL_PRODUCT_ROWS_PER_THREAD = 128
+
+
+@contextlib.contextmanager
+def one_intra_op_thread():
+    """torch's CPU operations on one intra-op thread within, the thread count restored after."""
+    threads = torch.get_num_threads()
+    if threads == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 PRECISIONS = {"fp32": Precision(torch.float32), "bf16": Precision(torch.bfloat16),

@@ -185,7 +185,7 @@ class TransformerEncoder(SentenceEncoder):
         input_tensor = torch.from_numpy(input_ids).to(replica.device, non_blocking=True)
         mask_tensor = torch.from_numpy(mask).to(replica.device, non_blocking=True)
         with torch.inference_mode():
-            with self.precision.autocast(replica.device):
+            with self.precision.autocast(replica.device, rows=input_ids.size):  # the token-level products' rows
                 output = replica.model(input_ids=input_tensor, attention_mask=mask_tensor)
             if replica.lens is not None:
                 vectors = replica.lens(output.last_hidden_state.float(), mask_tensor)

@@ -21,7 +21,6 @@ The network (Yang et al. 2019, the line of seed 004), as the package's numpy bac
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections import Counter
 from collections.abc import Sequence
@@ -85,29 +84,13 @@ def _sentencepiece(model_path: Path):
     return _sentencepiece_module().SentencePieceProcessor(model_file=str(model_path))
 
 
-@contextlib.contextmanager
-def one_intra_op_thread(torch):
-    """torch's CPU matrix products on one thread within: the sentence-level layers multiply a few rows (the
-    batch's sentences) by a long inner dimension, which the BLAS splits among threads, so their last bits followed
-    the thread count (an AVX-512 Xeon: 15,393 of 23,040 values of 45 sentences differ between one and two threads;
-    a Dask worker runs one, the DirectRunner's process as many as cores) and a job's bytes its runner. The rows are
-    few: one thread costs nothing measurable there."""
-    threads = torch.get_num_threads()
-    if threads == 1:
-        yield
-        return
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
 def _network_class():
     """The torch module, defined on first use so that importing this file does not import torch."""
     import torch
     import torch.nn.functional as F
     from torch import nn
+
+    from encoders.precision import one_intra_op_thread
 
     class UseMultilingualNet(nn.Module):
         def __init__(self, weights: dict[str, np.ndarray]):
@@ -162,8 +145,11 @@ def _network_class():
                 features.append(self._conv(hidden, 2, i, n, left))
             tokens = self._layer_norm(torch.cat(features, dim=-1), self.feat_ln_g, self.feat_ln_b).float()
             lengths = mask.sum(1, keepdim=True).to(torch.float32)
-            # fp32 under bf16-mixed too (few rows: their cost is small, and a cosine of 0.99997 rather than 0.99992)
-            with one_intra_op_thread(torch), torch.autocast(ids.device.type, enabled=False):
+            # fp32 under bf16-mixed too (few rows: their cost is small, and a cosine of 0.99997 rather than 0.99992),
+            # on one thread: a few rows by a long inner dimension, which the BLAS splits among threads, so their last
+            # bits followed the thread count (an AVX-512 Xeon: 15,393 of 23,040 values of 45 sentences differed
+            # between one and two threads) and a job's bytes its runner; one thread costs nothing measurable here
+            with one_intra_op_thread(), torch.autocast(ids.device.type, enabled=False):
                 # The token sum commutes with the linear output layer: project T summed rows, not every token.
                 mean = ((tokens * mask.unsqueeze(-1)).sum(1) @ self.out_w.float() + lengths * self.out_b.float())
                 mean = (mean / lengths.sqrt()).to(dtype)
@@ -274,7 +260,8 @@ class UseMultilingualEncoder(SentenceEncoder):
         import torch
 
         input_ids, mask = padded(ids, pad_id=0)
-        with self.precision.autocast(self.device):
+        # the fewest rows a product multiplies: the input projection's, one a distinct token id (forward)
+        with self.precision.autocast(self.device, rows=len(np.unique(input_ids))):
             vectors = self.net(torch.from_numpy(input_ids).to(self.device), torch.from_numpy(mask).to(self.device))
         return vectors.cpu().numpy()
 
