@@ -38,8 +38,8 @@ class Precision:
 
     def autocast(self, device: torch.device, rows: int | None = None):
         """A context that runs the matrix products within in `compute`; nothing for a plain precision. `rows`: the
-        fewest rows a product within multiplies (a batch's tokens); on a CPU, bf16 products of few rows run on one
-        thread (`small_products_on_one_thread`)."""
+        fewest rows a product within multiplies (a batch's tokens); on a CPU, bf16 products of fewer rows than
+        SMALL_PRODUCT_ROWS_PER_THREAD a thread run on one thread."""
         if self.compute is None:
             return contextlib.nullcontext()
         autocast = torch.autocast(device.type, dtype=self.compute)
@@ -62,7 +62,9 @@ SMALL_PRODUCT_ROWS_PER_THREAD = 128
 
 @contextlib.contextmanager
 def one_intra_op_thread():
-    """torch's CPU operations on one intra-op thread within, the thread count restored after."""
+    """torch's CPU operations on one intra-op thread within, the count restored after. The count is the calling
+    thread's (OpenMP's, which torch's CPU builds use: measured, a count set in one thread leaves another's as it
+    was), so replicas encoding from threads of their own (TransformerEncoder) each set and restore their own."""
     threads = torch.get_num_threads()
     if threads == 1:
         yield
