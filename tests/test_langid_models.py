@@ -194,6 +194,8 @@ def test_restricting_to_languages_the_model_does_not_name_is_refused(combined, t
 
     with pytest.raises(ValueError, match="does not name xxx_Latn"):
         RestrictedIdentifier(combined, ["deu_Latn", "xxx_Latn"])
+    with pytest.raises(ValueError, match=r"does not name de, iw; did you mean deu_Latn, heb_Hebr\?"):
+        RestrictedIdentifier(combined, ["de", "iw"])  # the forms other software writes: named, not guessed
     with pytest.raises(ValueError, match="does not name xxx_Latn"):
         check_lid_languages({"model": "combined", "languages": ["xxx_Latn"]})
     settings = load_settings()

@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
 
-from miner.languages import script_fits
+from miner.languages import names_like, script_fits
 from pipelines.text.records import Document, Tally
 
 UNDETERMINED = "und_Zyyy"
@@ -113,9 +113,11 @@ class RestrictedIdentifier(LayeredIdentifier):
     def __init__(self, inner: Identifier, languages: Sequence[str]):
         unknown = sorted(code for code in set(languages) if not inner.covers(code))
         if unknown or not languages:
+            like = sorted({name for code in unknown for name in names_like(code, inner.languages)})
             raise ValueError(f"lid.languages: {inner.path or 'the identifier'} does not name "
                              f"{', '.join(unknown[:10]) or 'an empty list'}"
-                             + (f" (and {len(unknown) - 10} more)" if len(unknown) > 10 else ""))
+                             + (f" (and {len(unknown) - 10} more)" if len(unknown) > 10 else "")
+                             + (f"; did you mean {', '.join(like[:10])}?" if like else ""))
         self.inner, self.allowed = inner, frozenset(languages)
         self.path = f"{inner.path}@{len(self.allowed)}"
 
