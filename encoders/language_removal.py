@@ -53,13 +53,31 @@ class PrincipalComponentRemoval:
         return cls(components)
 
     def apply(self, vectors: np.ndarray, language: str | None) -> np.ndarray:
+        c = self.component(language)
+        return _unit_rows(vectors - np.outer(vectors @ c, c)).astype(np.float32)
+
+    def component(self, language: str | None) -> np.ndarray:
+        """The direction fitted for `language`, named as at fit time or in another form of the same language
+        (`de`, `deu`, `ger`, `de-AT` for a `deu_Latn` component, as the ensemble reads names) where that picks one;
+        a name with a script matches that script only (`srp_Latn` is not `srp_Cyrl`)."""
         if language is None:
             raise ValueError("PCR removes a per-language direction: say which language the sentences are in")
-        if language not in self.components:
-            raise ValueError(f"PCR has no component for language {language!r}; fitted: "
-                             f"{', '.join(sorted(self.components))}")
-        c = self.components[language]
-        return _unit_rows(vectors - np.outer(vectors @ c, c)).astype(np.float32)
+        if language in self.components:
+            return self.components[language]
+        from miner.languages import language_base
+
+        def parts(name: str) -> tuple[str, str | None]:
+            base, *tags = name.replace("-", "_").split("_")
+            return language_base(base), next((t.title() for t in tags if len(t) == 4 and t.isalpha()), None)
+
+        wanted, script = parts(language)
+        same = sorted(name for name in self.components
+                      if parts(name)[0] == wanted and script in (None, parts(name)[1]))
+        if len(same) == 1:
+            return self.components[same[0]]
+        raise ValueError(f"PCR has no component for language {language!r}"
+                         + (f" (it could be any of {', '.join(same)}: name one)" if same else "")
+                         + f"; fitted: {', '.join(sorted(self.components))}")
 
     def save(self, path: Path) -> None:
         _save(path, self.components, {"kind": self.kind})

@@ -23,6 +23,14 @@ def test_pcr_removes_the_first_right_singular_vector(tmp_path):
                                   cleaned)
     with pytest.raises(ValueError, match="no component for language 'fra_Latn'; fitted: deu_Latn"):
         pcr.apply(vectors, "fra_Latn")
+    for other_form in ("de", "deu", "ger", "de-AT"):  # the names the ensemble reads, for the one German component
+        np.testing.assert_array_equal(pcr.apply(vectors, other_form), cleaned)
+    chinese = PrincipalComponentRemoval.fit({"zho_Hans": vectors, "zho_Hant": vectors[::-1] ** 2})
+    with pytest.raises(ValueError, match="'zh' .it could be any of zho_Hans, zho_Hant: name one."):
+        chinese.apply(vectors, "zh")
+    np.testing.assert_array_equal(chinese.apply(vectors, "zh-Hant"), chinese.apply(vectors, "zho_Hant"))
+    with pytest.raises(ValueError, match="no component for language 'deu_Cyrl'; fitted: deu_Latn"):
+        pcr.apply(vectors, "deu_Cyrl")  # a script of its own is another label
     with pytest.raises(ValueError, match="say which language"):
         pcr.apply(vectors, None)
 
