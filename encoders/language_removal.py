@@ -59,7 +59,8 @@ class PrincipalComponentRemoval:
     def component(self, language: str | None) -> np.ndarray:
         """The direction fitted for `language`, named as at fit time or in another form of the same language
         (`de`, `deu`, `ger`, `de-AT` for a `deu_Latn` component, as the ensemble reads names) where that picks one;
-        a name with a script matches that script only (`srp_Latn` is not `srp_Cyrl`)."""
+        a name with a script matches that script, or a component fitted under a bare code (`srp_Latn` is not
+        `srp_Cyrl`)."""
         if language is None:
             raise ValueError("PCR removes a per-language direction: say which language the sentences are in")
         if language in self.components:
@@ -71,8 +72,8 @@ class PrincipalComponentRemoval:
             return language_base(base), next((t.title() for t in tags if len(t) == 4 and t.isalpha()), None)
 
         wanted, script = parts(language)
-        same = sorted(name for name in self.components
-                      if parts(name)[0] == wanted and script in (None, parts(name)[1]))
+        same = sorted(name for name in self.components  # a component fitted under a bare code fits any script
+                      if parts(name)[0] == wanted and (script is None or parts(name)[1] in (None, script)))
         if len(same) == 1:
             return self.components[same[0]]
         raise ValueError(f"PCR has no component for language {language!r}"

@@ -31,6 +31,8 @@ def test_pcr_removes_the_first_right_singular_vector(tmp_path):
     np.testing.assert_array_equal(chinese.apply(vectors, "zh-Hant"), chinese.apply(vectors, "zho_Hant"))
     with pytest.raises(ValueError, match="no component for language 'deu_Cyrl'; fitted: deu_Latn"):
         pcr.apply(vectors, "deu_Cyrl")  # a script of its own is another label
+    bare = PrincipalComponentRemoval.fit({"de": vectors})  # fitted as `fit-pcr --input de=...`
+    np.testing.assert_array_equal(bare.apply(vectors, "deu_Latn"), cleaned)
     with pytest.raises(ValueError, match="say which language"):
         pcr.apply(vectors, None)
 
