@@ -32,6 +32,10 @@ RESCORE_CANDIDATES = 16
 # MiningConfig(..., **BOTH_MEANS): both neighbourhood means at every size, as the margin was published; the size
 # rules (one_sided_below, one_sided_ratio) off, for measures that must not depend on the sets' sizes
 BOTH_MEANS = {"one_sided_below": 0, "one_sided_ratio": 0}
+# The margin of every pair where a sentence's neighbourhood is its candidate alone (k = 1, or one sentence a side):
+# its neighbourhood mean is that pair's cosine, so no ratio margin passes 1 nor distance margin 0, and a threshold
+# above keeps nothing, in every language
+ALONE_MARGIN = {"ratio": 1.0, "distance": 0.0}
 
 
 @dataclass(frozen=True)
@@ -112,9 +116,7 @@ class MiningConfig:
         if self.min_cosine is not None and self.min_cosine > 1:
             raise ValueError(f"mining.min_cosine {self.min_cosine:g} is above every cosine (at most 1): no pair would "
                              "be kept")
-        # with one neighbour a side's neighbourhood mean is its best match's cosine, so no pair's ratio margin
-        # passes 1 nor its distance margin 0: a threshold above that keeps nothing, in every language
-        bound = {"ratio": 1.0, "distance": 0.0}.get(self.margin)
+        bound = ALONE_MARGIN.get(self.margin)
         if self.k == 1 and bound is not None and self.threshold is not None and self.threshold > bound:
             raise ValueError(f"mining.k 1 with the {self.margin} margin scores no pair above {bound:g}, so "
                              f"mining.threshold {self.threshold:g} would keep none: use k 2 or more (4 is the "
@@ -205,9 +207,8 @@ def mine(src: np.ndarray, tgt: np.ndarray, config: MiningConfig = MiningConfig()
     (refine_pairs) before the threshold."""
     forward, backward = score_neighbours(src, tgt, config, names, code, exact, candidates)
     threshold = config.pool_threshold(config.threshold, len(src), len(tgt))
-    bound = {"ratio": 1.0, "distance": 0.0}.get(config.margin)
+    bound = ALONE_MARGIN.get(config.margin)
     if len(src) == 1 and len(tgt) == 1 and bound is not None and threshold is not None and threshold > bound:
-        # as with k = 1 (MiningConfig's check): each sentence is the other's whole neighbourhood
         log.warning("one sentence on each side: its %s margin is %g whatever the two say, so threshold %g keeps "
                     "nothing; score single pairs by cosine (mining.margin: absolute) or mine them among others",
                     config.margin, bound, threshold)
