@@ -65,15 +65,12 @@ class PrincipalComponentRemoval:
             raise ValueError("PCR removes a per-language direction: say which language the sentences are in")
         if language in self.components:
             return self.components[language]
-        from miner.languages import language_base
+        from miner.languages import language_parts
 
-        def parts(name: str) -> tuple[str, str | None]:
-            base, *tags = name.replace("-", "_").split("_")
-            return language_base(base), next((t.title() for t in tags if len(t) == 4 and t.isalpha()), None)
-
-        wanted, script = parts(language)
-        same = sorted(name for name in self.components  # a component fitted under a bare code fits any script
-                      if parts(name)[0] == wanted and (script is None or parts(name)[1] in (None, script)))
+        wanted, script, _ = language_parts(language)
+        fitted = {name: language_parts(name)[:2] for name in self.components}
+        same = sorted(name for name, (base, its) in fitted.items()  # one fitted under a bare code fits any script
+                      if base == wanted and (script is None or its in (None, script)))
         if len(same) == 1:
             return self.components[same[0]]
         raise ValueError(f"PCR has no component for language {language!r}"

@@ -182,14 +182,20 @@ def language_base(code: str) -> str:
     return INDIVIDUAL.get(base, base)
 
 
-def language_code(name: str, texts: list[str] | None = None) -> str:
-    """`deu`, `de`, `ger`, `fra-CA`, `srp-Cyrl`, `zho-TW`, `zh-Hant-HK`, `msa` ... -> `deu_Latn`, `fra_Latn`,
-    `srp_Cyrl`, `zho_Hant`, `zsm_Latn` (BCP 47's subtags: a four-letter one is the script, a region may settle
-    Chinese's)."""
+def language_parts(name: str) -> tuple[str, str | None, str | None]:
+    """(base, script, region) of a name as BCP 47 and FLORES write them, `_` or `-` between subtags: `zh-Hant-HK` ->
+    (zho, Hant, HK), `deu_Latn` -> (deu, Latn, None), `iw` -> (heb, None, None); the base as `language_base` gives
+    it, a four-letter subtag the script, a two-letter one the region."""
     base, *subtags = name.replace("_", "-").split("-")
-    base = language_base(base)
     script = next((tag.title() for tag in subtags if len(tag) == 4 and tag.isalpha()), None)
     region = next((tag.upper() for tag in subtags if len(tag) == 2), None)
+    return language_base(base), script, region
+
+
+def language_code(name: str, texts: list[str] | None = None) -> str:
+    """`deu`, `de`, `ger`, `fra-CA`, `srp-Cyrl`, `zho-TW`, `zh-Hant-HK`, `msa` ... -> `deu_Latn`, `fra_Latn`,
+    `srp_Cyrl`, `zho_Hant`, `zsm_Latn` (`language_parts`; a region may settle Chinese's script)."""
+    base, script, region = language_parts(name)
     script = script or REGION_SCRIPT.get((base, region)) or FIXED_SCRIPT.get(base)
     if script is None and base == "zho":
         script = han_script(texts or [])
@@ -262,7 +268,7 @@ def names_like(code: str, names) -> list[str]:
     deu_Latn, zsm_Latn ...; none where the base is no language."""
     if not isinstance(code, str):
         return []
-    base = language_base(regex.split(r"[-_]", code.strip())[0])
+    base = language_parts(code.strip())[0]
     return sorted(name for name in names if name.partition("_")[0] == base)
 
 
