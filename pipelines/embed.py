@@ -65,8 +65,7 @@ class EncoderModelHandler(ModelHandler[list, PredictionResult, object]):
         """Each element is (language, texts), or (one language per text, texts) for a pack of several languages'
         partial chunks: the language reaches encoders that use it (an ensemble's shares, per-language PCR)."""
         truncated_before = truncated_counts(model)
-        results = [PredictionResult(len(texts), model.encode(list(texts), dtype=self.dtype, language=(
-                       language if isinstance(language, str) else list(language))))
+        results = [PredictionResult(len(texts), model.encode(list(texts), language=language, dtype=self.dtype))
                    for language, texts in batch]
         for name, n in truncated_counts(model).items():
             Metrics.counter("embed", name).inc(n - truncated_before.get(name, 0))
