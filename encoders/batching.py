@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,6 +47,9 @@ def each_language(language, n: int) -> list | None:
     call: the embed stage packs small chunks so); None where it is one name or none for all."""
     if language is None or isinstance(language, str):
         return None
+    if not isinstance(language, Iterable):
+        raise TypeError(f"language: a name such as 'deu_Latn', or a list of one name per sentence, got "
+                        f"{type(language).__name__}")
     languages = list(language)
     if len(languages) != n or not all(isinstance(name, str) for name in languages):
         raise ValueError(f"language: one name for all sentences, or a list of one name per sentence ({n}), got "

@@ -182,6 +182,8 @@ def as_dtype(vectors: np.ndarray, dtype) -> np.ndarray:
     """What an encoder's `encode(dtype=...)` returns: float rows cast, or packed sign codes for "binary"."""
     if is_binary(dtype):
         return pack(sign_bits(vectors))
+    if np.dtype(dtype).kind != "f":  # int8 or bool would truncate unit rows to zeros and ones without a word
+        raise ValueError(f"dtype: float16, float32, float64 or 'binary', got {np.dtype(dtype).name}")
     return vectors.astype(dtype, copy=False)
 
 

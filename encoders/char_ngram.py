@@ -17,10 +17,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from encoders.batching import check_sentence_list
+from encoders.batching import BadSentenceError, each_language, prepare_texts
 from encoders.binary import as_dtype
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
+MAX_CHARS = 100_000  # per sentence: bounds the n-grams one record can make
 
 
 class CharNgramEncoder:
@@ -45,19 +46,24 @@ class CharNgramEncoder:
 
     def encode(self, sentences: Sequence[str], *, language: str | None = None, show_progress: bool = False,
                progress=None, dtype=np.float32) -> np.ndarray:
-        """[len(sentences), dim] unit vectors in input order (`language` is not needed: the baseline has no model)."""
-        check_sentence_list(sentences)
-        out = np.zeros((len(sentences), self.dim), dtype=np.float32)
-        for row, sentence in enumerate(sentences):
+        """[len(sentences), dim] unit vectors in input order (`language` is not needed: the baseline has no model,
+        but a list of names is checked as every encoder checks it). Sentences that cannot be embedded raise
+        BadSentenceError naming every one of them, as the other encoders do."""
+        texts = prepare_texts(sentences, max_chars=MAX_CHARS)
+        if texts.problems:
+            raise BadSentenceError(texts.problems)
+        each_language(language, len(texts.texts))
+        out = np.zeros((len(texts.texts), self.dim), dtype=np.float32)
+        for row, sentence in enumerate(texts.texts):
             bag = self.features(sentence)
-            if not bag:
-                raise ValueError(f"sentence {row} is empty or whitespace: it has no features to embed")
+            if not bag:  # NFKC can leave nothing of a few odd characters
+                raise BadSentenceError({int(texts.kept[row]): "no characters to hash after normalisation"})
             hashes = np.fromiter((zlib.crc32(f.encode("utf-8")) for f in bag), dtype=np.uint64, count=len(bag))
             weights = np.log1p(np.fromiter(bag.values(), dtype=np.float32, count=len(bag)))
             signs = np.where(hashes >> np.uint64(31) & np.uint64(1), -1.0, 1.0).astype(np.float32)
             np.add.at(out[row], (hashes % np.uint64(self.dim)).astype(np.int64), signs * weights)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         if progress:
-            progress(len(sentences))
+            progress(len(texts.texts))
         # A sentence whose hashed features cancel exactly is vanishingly rare; keep it finite rather than NaN.
         return as_dtype(out / np.maximum(norms, np.finfo(np.float32).tiny), dtype)

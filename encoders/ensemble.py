@@ -168,6 +168,7 @@ class EnsembleEncoder:
         own language's). Sentences that cannot be embedded (empty, invalid UTF-8, not text) raise BadSentenceError
         naming every one of them before any member runs."""
         check_sentence_list(sentences)
+        sentences = list(sentences)  # read once: a generator would be spent by the check below
         problems = {i: problem for i, s in enumerate(sentences) if (problem := sentence_problem(s))}
         if problems:
             raise BadSentenceError(problems)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from encoders import load_encoder
+from encoders import BadSentenceError, load_encoder
 
 
 def test_unit_vectors_deterministic_in_input_order():
@@ -24,9 +24,24 @@ def test_shared_names_and_numbers_bring_translations_closer():
 
 
 def test_empty_sentence_and_bad_specs():
-    with pytest.raises(ValueError, match="sentence 1 is empty"):
+    with pytest.raises(BadSentenceError, match="sentence 1: empty"):
         load_encoder("char-ngram").encode(["ok", "   "])
     with pytest.raises(ValueError, match="unknown encoder"):
         load_encoder("laser2")
     with pytest.raises(ValueError, match="vector size"):
         load_encoder("char-ngram:big")
+
+
+def test_the_baseline_keeps_the_encode_contract_of_every_encoder():
+    """Bad sentences named together (not text, empty), a generator read once, bytes decoded, a list of languages
+    checked for its length, and only float (or binary) output types."""
+    encoder = load_encoder("char-ngram")
+    with pytest.raises(BadSentenceError) as caught:
+        encoder.encode(["ok", None, "", b"\xff"])
+    assert set(caught.value.problems) == {1, 2, 3}
+    assert encoder.encode(s for s in ["a b", "caf\u00e9"]).shape == (2, 1024)
+    np.testing.assert_array_equal(encoder.encode([b"caf\xc3\xa9"]), encoder.encode(["caf\u00e9"]))
+    with pytest.raises(ValueError, match="one name per sentence"):
+        encoder.encode(["a", "b"], language=["deu_Latn"])
+    with pytest.raises(ValueError, match="float16, float32"):
+        encoder.encode(["a"], dtype="int8")

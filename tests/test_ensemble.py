@@ -95,6 +95,11 @@ def test_a_bad_ensemble_file_is_an_error_naming_it(tmp_path, fields, message):
     assert str(folder / "ensemble.json") in str(caught.value)
 
 
+def test_sentences_may_come_as_a_generator_as_every_member_takes_them(tmp_path):
+    encoder = load_encoder(str(write_ensemble(tmp_path / "e")))
+    np.testing.assert_array_equal(encoder.encode(s for s in SENTENCES), encoder.encode(SENTENCES))
+
+
 def test_a_member_of_another_size_than_the_file_says_is_an_error(tmp_path):
     encoder = load_encoder(str(write_ensemble(tmp_path / "e", dims=[64, 48])))
     with pytest.raises(EnsembleError, match="32-d vectors, the file says 48"):
