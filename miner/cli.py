@@ -16,7 +16,7 @@ import numpy as np
 from encoders.binary import CENTERS
 from miner.bucc import Sentences
 from miner.config import load_config, section
-from miner.io import path_argument
+from miner.io import InputFormatError, path_argument
 from miner.mining import MiningConfig
 from miner.vectors import EmbeddingError, load_embeddings
 
@@ -87,6 +87,17 @@ def rescore_value(text: str) -> int | str:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"a number of candidates or {PAIRS!r}, not {text!r}") from None
+
+
+def check_rows(selected: np.ndarray, lines: np.ndarray, path: Path, text_path: Path) -> None:
+    """A precomputed vector that cannot be compared, named by its row in the `.npy` file and its line in the
+    text (the rows the miner later sees are the text's unique sentences, whose numbers would mislead)."""
+    finite = np.isfinite(selected).all(axis=1)
+    bad = ~finite | ~selected.any(axis=1)
+    if bad.any():
+        at = int(np.flatnonzero(bad)[0])
+        why = "contains NaN or infinite values" if not finite[at] else "is a zero vector (it has no direction)"
+        raise EmbeddingError(f"{path}: row {int(lines[at])} (line {int(lines[at]) + 1} of {text_path}) {why}")
 
 
 class VectorSource:
@@ -168,7 +179,10 @@ class VectorSource:
                 f"{path} has {matrix.shape[0]} rows but {sentences.path} has {sentences.line_count} lines: "
                 "embeddings must be aligned line by line with their text file"
             )
-        return np.asarray(matrix[sentences.lines_of(rows)])
+        lines = sentences.lines_of(rows)
+        selected = np.asarray(matrix[lines])
+        check_rows(selected, lines, path, sentences.path)
+        return selected
 
     def rescoring(self, *sides: tuple) -> tuple:
         """What mine / xsim / retrieve take after `code` when this source rescores its codes' short lists: the
@@ -200,12 +214,23 @@ class VectorSource:
 
     def _float_vectors(self, sentences: Sentences, rows: np.ndarray, texts: list[str], language: str | None):
         if self._floats is None:  # nobody shares them: nothing to keep
-            return self._load_encoder().encode(texts, language=language, show_progress=sys.stderr.isatty())
+            return self._encoded(sentences, rows, texts, language)
         key = (str(sentences.path), hashlib.sha256(np.ascontiguousarray(rows).tobytes()).hexdigest(), language)
         if key not in self._floats:
-            self._floats[key] = self._load_encoder().encode(texts, language=language,
-                                                            show_progress=sys.stderr.isatty())
+            self._floats[key] = self._encoded(sentences, rows, texts, language)
         return self._floats[key]
+
+    def _encoded(self, sentences: Sentences, rows: np.ndarray, texts: list[str], language: str | None):
+        """The encoder's vectors of `texts`; a sentence it cannot embed is named by its file and line."""
+        from encoders import BadSentenceError
+        from encoders.batching import describe_problems
+
+        try:
+            return self._load_encoder().encode(texts, language=language, show_progress=sys.stderr.isatty())
+        except BadSentenceError as err:
+            lines = sentences.lines_of(np.asarray(rows))
+            raise InputFormatError(describe_problems("sentence(s)", [
+                f"{sentences.path}:{int(lines[i]) + 1}: {why}" for i, why in err.problems.items()])) from None
 
     def _centres(self) -> bool:
         return self.binary_center == "language" and self._binary_code() == "sign"

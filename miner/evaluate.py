@@ -90,9 +90,10 @@ def bucc_report(corpus_dir: Path, pair: str, split: str, source: VectorSource, c
 
 def scored_bucc_report(corpus_dir: Path, pair: str, split: str, source: VectorSource, config: MiningConfig,
                        tune_split: str | None = None, threshold: float | None = None,
-                       tune_corpus: Path | None = None):
-    """`bucc_report`, and the scored candidates themselves (for tuning one threshold over several pairs)."""
-    corpus = bucc.load_corpus(corpus_dir, pair, split)
+                       tune_corpus: Path | None = None, corpus: bucc.BuccCorpus | None = None):
+    """`bucc_report`, and the scored candidates themselves (for tuning one threshold over several pairs);
+    `corpus`: the pair's split already read."""
+    corpus = corpus or bucc.load_corpus(corpus_dir, pair, split)
     candidates, stats = mine_bucc_candidates(corpus, source, config)
     if threshold is not None:
         protocol, result = f"fixed threshold {threshold}", bucc.score_at(candidates, threshold)
@@ -192,20 +193,21 @@ SUITE_LANGUAGES = ("arb_Arab,ben_Beng,ces_Latn,deu_Latn,ell_Grek,fin_Latn,fra_La
 
 def suite_report(args, source: VectorSource, config: MiningConfig) -> dict:
     """xsim xx<->pivot for each language and BUCC F1 for each pair: the dev figures of one encoder."""
+    inputs = suite_inputs(args)  # every file found before anything is embedded
     report: dict = {"encoder": source.describe(), "xsim": {}, "bucc": {}}
     if args.flores:
-        pivot = _flores_file(args.flores, args.pivot)
-        for language in [lang for lang in args.languages.split(",") if lang and lang != args.pivot]:
-            result = xsim_report(_flores_file(args.flores, language), pivot, source, args.xsim_margin, config,
-                                 not args.strict)
+        pivot = inputs["flores"].pop(args.pivot)
+        for language, path in inputs["flores"].items():
+            result = xsim_report(path, pivot, source, args.xsim_margin, config, not args.strict)
             report["xsim"][language] = {"xx->pivot": result["src->tgt"]["error_rate"],
                                         "pivot->xx": result["tgt->src"]["error_rate"], "n": result["n"]}
         errors = [v for row in report["xsim"].values() for v in (row["xx->pivot"], row["pivot->xx"])]
         report["xsim_mean_error"] = float(np.mean(errors)) if errors else None
     if args.bucc:
         candidates = {}
-        for pair in [p for p in args.pairs.split(",") if p]:
-            result, _, candidates[pair] = scored_bucc_report(args.bucc, pair, args.split, source, config)
+        for pair, corpus in inputs["bucc"].items():
+            result, _, candidates[pair] = scored_bucc_report(args.bucc, pair, args.split, source, config,
+                                                             corpus=corpus)
             report["bucc"][pair] = {**{k: result["result"][k] for k in ("precision", "recall", "f1", "threshold")},
                                     "oracle_f1": result["oracle"]["f1"],
                                     "protocol": result["settings"]["threshold_protocol"],
@@ -217,11 +219,34 @@ def suite_report(args, source: VectorSource, config: MiningConfig) -> dict:
         report["short"] = short_report(args.short, source, args.short_limit, wanted, args.strict)
         report["short_mean_accuracy"] = float(np.mean([r["accuracy"] for r in report["short"].values()]))
     if args.tatoeba:
-        wanted = [code for code in args.tatoeba_languages.split(",") if code] if args.tatoeba_languages else None
-        report["tatoeba"] = tatoeba_report(args.tatoeba, source, wanted, args.strict)
+        report["tatoeba"] = tatoeba_report(args.tatoeba, source, inputs["tatoeba"], args.strict)
     report["settings"] = {"pivot": args.pivot, "bucc_split": args.split, "xsim_margin": args.xsim_margin,
                           **config.describe()}
     return report
+
+
+def suite_inputs(args) -> dict:
+    """The suite's files, each looked up (and BUCC's read) before any is embedded: a language or pair missing at
+    the end of a long run would cost everything measured before it. FLORES: language -> file (the pivot's too)."""
+    inputs: dict = {"flores": {}, "bucc": {}, "tatoeba": None}
+    if args.flores:
+        languages = [lang for lang in args.languages.split(",") if lang and lang != args.pivot]
+        if not languages:
+            raise ValueError(f"suite: --languages names no language besides the pivot {args.pivot}: nothing to "
+                             "measure on FLORES")
+        inputs["flores"] = {lang: _flores_file(args.flores, lang) for lang in [args.pivot, *languages]}
+    if args.bucc:
+        pairs = [p for p in args.pairs.split(",") if p]
+        if not pairs:
+            raise ValueError("suite: --pairs names no pair: nothing to measure on BUCC")
+        inputs["bucc"] = {pair: bucc.load_corpus(args.bucc, pair, args.split) for pair in pairs}
+    if args.short and not any(args.short.glob("*-eng_Latn.tsv.gz")):
+        raise InputFormatError(f"{args.short}: no <lang>-eng_Latn.tsv.gz file")
+    if args.tatoeba:
+        inputs["tatoeba"] = [code for code in args.tatoeba_languages.split(",") if code] \
+            if args.tatoeba_languages else None
+        tatoeba_sets(args.tatoeba, inputs["tatoeba"])  # a code the folder lacks is an error now
+    return inputs
 
 
 def short_report(folder: Path, source: VectorSource, limit: int, languages: list[str] | None = None,

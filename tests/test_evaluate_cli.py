@@ -92,7 +92,37 @@ def test_missing_vectors_and_bad_embeddings_are_clear_errors(tmp_path, capsys):
     np.save(tmp_path / "de-en.test.en.npy", np.ones((44, 8), np.float32))
     assert main(["bucc", "--corpus", str(SAMPLE), "--pair", "de-en", "--split", "test",
                  "--embeddings", str(tmp_path)]) == 2
-    assert "row 0 contains NaN" in capsys.readouterr().err
+    assert "de-en.test.de.npy: row 0 (line 1 of" in capsys.readouterr().err
+
+
+def test_a_bad_precomputed_vector_is_named_by_its_row_in_the_file_not_among_unique_sentences(tmp_path, capsys):
+    """The sample's English test side repeats a sentence, so its unique sentences are numbered apart from its
+    lines: the error must name the `.npy` row the user wrote."""
+    texts = [line.split("\t", 1)[1] for line in (SAMPLE / "de-en.test.en").read_text(encoding="utf-8").splitlines()]
+    assert len(set(texts)) < len(texts)
+    last = len(texts) - 1
+    np.save(tmp_path / "de-en.test.de.npy", np.ones((33, 8), np.float32))
+    english = np.ones((len(texts), 8), np.float32)
+    english[last] = 0
+    np.save(tmp_path / "de-en.test.en.npy", english)
+    assert main(["bucc", "--corpus", str(SAMPLE), "--pair", "de-en", "--split", "test",
+                 "--embeddings", str(tmp_path)]) == 2
+    assert f"de-en.test.en.npy: row {last} (line {last + 1} of" in capsys.readouterr().err
+
+
+def test_the_suite_finds_every_file_before_it_embeds_any(tmp_path, capsys):
+    """A language missing from the FLORES folder is an error before the languages before it are embedded (a
+    long suite would lose them all), and a suite with nothing to measure is an error, not an empty report."""
+    flores = tmp_path / "flores"
+    flores.mkdir()
+    for language in ("eng_Latn", "deu_Latn"):
+        (flores / f"{language}.devtest").write_text("Ein Satz.\nNoch einer.\n", encoding="utf-8")
+    report = tmp_path / "suite.json"
+    argv = ["suite", "--flores", str(flores), "--encoder", "char-ngram", "--report", str(report)]
+    assert main([*argv, "--languages", "deu_Latn,rus_Cyrl"]) == 2
+    assert "no FLORES file for rus_Cyrl" in capsys.readouterr().err and not report.exists()
+    assert main([*argv, "--languages", "eng_Latn"]) == 2
+    assert "nothing to measure" in capsys.readouterr().err
 
 
 def test_a_checkpoint_folder_as_encoder_with_pcr(tmp_path, tiny_encoder_dir):
