@@ -219,6 +219,10 @@ def test_long_input_is_cut_before_prediction(scripted_style):
     assert prediction == scripted_style.predict([long_text[:scripted_style.normalization.max_chars]])[0]
 
 
+def test_a_lone_surrogate_is_replaced_not_handed_to_fasttext(scripted_style):
+    assert scripted_style.predict(["\ud800 the house is old"])[0][0][0] == "eng_Latn"
+
+
 def test_normalization_is_one_bounded_line():
     normalization = Normalization(lowercase=True, drop_digits=True, max_chars=20)
     assert normalization.apply("Im Jahr 2024\n  sagte\x00 ER: Nein") == "im jahr sagte er: ne"
@@ -296,6 +300,30 @@ def test_loading_bad_models_is_a_clear_error(tmp_path, scripted_style):
     with pytest.raises(InputFormatError, match="broken.ftz"):
         LanguageIdentifier.load(tmp_path / "broken.ftz")
     assert main(["predict", "--model", str(tmp_path / "broken.ftz")]) == 2
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"normalization": {"max_chars": "abc"}}, "normalization.max_chars must be a whole number"),
+    ({"normalization": {"max_chars": -5}}, "normalization.max_chars must be a whole number"),
+    ({"normalization": {"lowercase": "yes"}}, "normalization.lowercase must be true or false"),
+    ({"model_sha256": None}, "'model_sha256' must be the model file's sha256"),
+    ({"examples": {"deu_Latn": "many"}}, "'examples' must map each language"),
+    ({"prior_exponent": "high"}, "'prior_exponent' must be a number"),
+])
+def test_a_sidecar_with_values_our_training_never_writes_is_an_error_naming_it(tmp_path, change, message):
+    """A sidecar sets what the model is fed: a value of the wrong kind would crash predictions later, or (a
+    negative max_chars) silently cut every text's end; a missing hash would skip the check that ties it to
+    its model."""
+    from miner.io import file_sha256
+
+    model = tiny_model(tmp_path, {"eng_Latn": ENGLISH, "deu_Latn": GERMAN}, "lid.bin")
+    sidecar = {"format": "cmlm-lid/1", "normalization": {"lowercase": True, "drop_digits": True, "max_chars": 1000},
+               "model_sha256": file_sha256(model), "examples": {"eng_Latn": 10, "deu_Latn": 10}}
+    (tmp_path / "lid.bin.json").write_text(json.dumps(sidecar))
+    assert LanguageIdentifier.load(model).normalization.max_chars == 1000
+    (tmp_path / "lid.bin.json").write_text(json.dumps({**sidecar, **change}))
+    with pytest.raises(InputFormatError, match=f"lid.bin.json: {message}"):
+        LanguageIdentifier.load(model)
 
 
 # -- training and evaluation commands ------------------------------------------------------------------------------

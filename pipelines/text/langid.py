@@ -71,6 +71,7 @@ from miner.languages import (
     script_fits,
     script_of,
 )
+from pipelines.text.fasttext_format import check_model_file
 from pipelines.text.filters import UNSPACED_SCRIPTS, LengthFilter
 from pipelines.text.identifier import (  # noqa: F401 - re-exported: the names callers know langid for
     DOCUMENT_WEIGHT,
@@ -102,7 +103,10 @@ class Normalization:
     max_chars: int = 1000
 
     def apply(self, text: str) -> str:
-        text = unicodedata.normalize("NFC", _CONTROL.sub(" ", text[: 2 * self.max_chars]))
+        text = text[: 2 * self.max_chars]
+        if not text.isascii():  # lone surrogates (what surrogateescape leaves of bad bytes) fastText cannot take
+            text = text.encode("utf-8", "replace").decode("utf-8")
+        text = unicodedata.normalize("NFC", _CONTROL.sub(" ", text))
         if self.drop_digits:
             text = _DIGITS.sub("", text)
         if self.lowercase:
@@ -275,7 +279,7 @@ class LanguageIdentifier(LabelledIdentifier):
         if not path.is_file():
             raise InputFormatError(f"{path}: language-identification model not found")
         sidecar = read_sidecar(path)
-        if sidecar and sidecar.get("model_sha256") and sidecar["model_sha256"] != file_sha256(path):
+        if sidecar and sidecar["model_sha256"] != file_sha256(path):
             raise InputFormatError(f"{sidecar_path(path)} describes another model than {path} (sha256 differs): "
                                    "its normalisation cannot be trusted; retrain or remove it")
         if normalization is None:
@@ -392,7 +396,33 @@ def read_sidecar(model_path: Path) -> dict | None:
     fields = set(Normalization.__dataclass_fields__)
     if not isinstance(data.get("normalization"), dict) or not set(data["normalization"]) <= fields:
         raise InputFormatError(f"{path}: 'normalization' must be an object with keys among {sorted(fields)}")
+    problem = _sidecar_problem(data)
+    if problem:
+        raise InputFormatError(f"{path}: {problem}")
     return data
+
+
+def _sidecar_problem(data: dict) -> str | None:
+    """What is wrong with a sidecar of our format, or None: the values that change what the model is fed (and
+    the hash that ties them to one model file) must be what our training writes."""
+    normalization = data["normalization"]
+    for flag in ("lowercase", "drop_digits"):
+        if not isinstance(normalization.get(flag, False), bool):
+            return f"normalization.{flag} must be true or false, got {normalization[flag]!r}"
+    max_chars = normalization.get("max_chars", Normalization.max_chars)
+    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
+        return f"normalization.max_chars must be a whole number >= 1, got {max_chars!r}"
+    digest = data.get("model_sha256")
+    if not isinstance(digest, str) or not re.fullmatch(r"[0-9a-f]{64}", digest):
+        return f"'model_sha256' must be the model file's sha256 (64 hex digits), got {digest!r}"
+    examples = data.get("examples", {})
+    if not isinstance(examples, dict) or not all(isinstance(n, int) and not isinstance(n, bool) and n > 0
+                                                 for n in examples.values()):
+        return "'examples' must map each language to its count of training examples (> 0)"
+    exponent = data.get("prior_exponent", 0.0)
+    if isinstance(exponent, bool) or not isinstance(exponent, int | float):
+        return f"'prior_exponent' must be a number, got {exponent!r}"
+    return None
 
 
 def load_fasttext(path: Path):
@@ -402,6 +432,7 @@ def load_fasttext(path: Path):
     fasttext_module()
     from fasttext.FastText import _FastText
 
+    check_model_file(path)  # fastText's own loader loops forever on a dictionary cut short
     try:
         return _FastText(model_path=str(path))
     except (ValueError, RuntimeError, MemoryError) as err:
