@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 PRECISION_NAMES = ("fp32", "bf16", "fp16", "bf16-mixed")  # encoders.precision's, named here without torch
 OPTION_NAMES = ("device", "precision", "token_budget", "batch_size", "max_seq_length", "pooling", "language_removal")
@@ -34,7 +35,19 @@ def encoder_options(args: argparse.Namespace, defaults: dict | None = None) -> d
         raise ValueError(f"unknown encoder option(s) {', '.join(sorted(unknown))}; known: {', '.join(OPTION_NAMES)}")
     options.update({name: getattr(args, name) for name in OPTION_NAMES if getattr(args, name, None) is not None})
     _check_sizes(options, lambda name: f"--{name.replace('_', '-')}")
+    if options.get("device") is not None:
+        check_device(options["device"], "--device")
     return options
+
+
+DEVICE = re.compile(r"auto|(cpu|mps|cuda(:\d+)?)(,(cpu|mps|cuda(:\d+)?))*")
+
+
+def check_device(device, named: str) -> None:
+    """A device torch will take (checked here, without torch: a bad name was found only once the embed stage
+    loaded the encoder, after the extract stage had run)."""
+    if not isinstance(device, str) or not DEVICE.fullmatch(device.replace(" ", "")):
+        raise ValueError(f"{named} must be auto, cpu, cuda, cuda:0,cuda:1 (or mps), got {device!r}")
 
 
 def _check_sizes(options: dict, named) -> None:
@@ -63,8 +76,8 @@ def check_options(spec: str, options: dict | None) -> None:
                           ("language_removal", LANGUAGE_REMOVALS)):
         if name in given and given[name] not in allowed:
             raise ValueError(f"encoder_options.{name} must be one of {', '.join(allowed)}, got {given[name]!r}")
-    if "device" in given and not isinstance(given["device"], str):
-        raise ValueError(f"encoder_options.device must be auto, cpu, cuda or cuda:0,cuda:1, got {given['device']!r}")
+    if "device" in given:
+        check_device(given["device"], "encoder_options.device")
     if Path(spec).is_dir():
         from encoders.ensemble import MEMBER_OPTIONS, is_ensemble
 

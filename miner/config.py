@@ -51,6 +51,12 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> dict:
             config = load_yaml(path.read_text(encoding="utf-8")) or {}
         except FileNotFoundError:
             raise ConfigError(f"{path}: configuration file not found") from None
+        except IsADirectoryError:
+            raise ConfigError(f"{path}: a folder, not a configuration file (configs/*.yaml)") from None
+        except UnicodeDecodeError as err:
+            raise ConfigError(f"{path}: not a YAML text file (not UTF-8 at byte {err.start})") from None
+        except OSError as err:
+            raise ConfigError(f"{path}: cannot be read ({err.strerror or err})") from None
         except yaml.YAMLError as err:
             raise ConfigError(f"{path}: invalid YAML ({err})") from None
         if not isinstance(config, dict):

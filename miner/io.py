@@ -106,22 +106,36 @@ class OutputPathError(ValueError):
     """An output path that cannot be made; the message names the file in the way."""
 
 
-def file_in_the_way(folder: str | Path) -> str | None:
-    """The file at `folder`'s path or at the path of a folder above it (the nearest that exists), which keeps
-    `folder` from being made; None where it is a folder or can become one."""
+def nearest_existing(folder: str | Path) -> str:
+    """`folder`, or the nearest folder above it that exists (the root at the last)."""
     path = os.path.abspath(folder)
     while not os.path.exists(path) and os.path.dirname(path) != path:
         path = os.path.dirname(path)
+    return path
+
+
+def file_in_the_way(folder: str | Path) -> str | None:
+    """The file at `folder`'s path or at the path of a folder above it (the nearest that exists), which keeps
+    `folder` from being made; None where it is a folder or can become one."""
+    path = nearest_existing(folder)
     return None if os.path.isdir(path) else path
 
 
 def check_output_folder(output: str | Path) -> None:
-    """An `--output` folder that cannot be made (a file at its path or above it) is an error naming the file, before
-    a command does any work; its first write would otherwise fail, with a traceback."""
+    """An `--output` folder that cannot be made (a file at its path or above it, a read-only or virtual file
+    system, no permission) is an error naming it, before a command does any work; its first write would otherwise
+    fail, with a traceback. Writing is tried with a nameless temporary file where the folder is or would be made."""
     blocked = file_in_the_way(output)
     if blocked:
         raise OutputPathError(f"--output {output}: {blocked} is a file, not a folder; give a folder (or a path where "
                               "one can be made)")
+    where = nearest_existing(output)
+    try:
+        with tempfile.TemporaryFile(dir=where):
+            pass
+    except OSError as err:
+        raise OutputPathError(f"--output {output}: nothing can be written in {where} ({err.strerror or err}); give "
+                              "a folder you can write to") from None
 
 
 @contextlib.contextmanager

@@ -44,7 +44,7 @@ from pipelines.options import (
     runs_locally,
 )
 from pipelines.output_lock import output_lock
-from pipelines.report import format_summary, gold_scores, stage_report
+from pipelines.report import format_summary, gold_scores, read_gold, stage_report
 
 log = logging.getLogger("pipelines.mine")
 
@@ -128,6 +128,13 @@ def clear_stage_folders(output: str, name: str, kept: list[str] | None) -> None:
     """Nothing of an earlier or stopped run survives a stage that runs, but the files `kept` (a resumed stage's)."""
     if kept is None:
         for folder in layout.stage_folders(output, name):
+            found = storage.list_files(folder)
+            if found:  # said, as a finished stage's strays are: a file put there by hand goes too
+                log.warning("%s: removing %d %s an earlier or stopped run left there (%s%s): the %s stage starts "
+                            "from an empty folder", folder, len(found), plural(len(found), "file"),
+                            ", ".join(os.path.relpath(path, folder) if not storage.is_remote(path)
+                                      else path.rsplit("/", 1)[-1] for path in found[:3]),
+                            " ..." if len(found) > 3 else "", name)
             storage.delete_tree(folder)
         return
     keep = {os.path.normpath(path) for path in kept}
@@ -539,6 +546,8 @@ def main(argv: list[str] | None, builders: dict, prog: str, description: str | N
             raise ValueError(f"{prog} runs {', '.join(builders)} only, not {', '.join(other)}")
         for name in stages:  # errors now, not after the extract stage has run
             builders[name].check(settings)
+        if settings.get("gold"):
+            read_gold(settings["gold"])  # a gold file that cannot be read fails now, not after every stage ran
         if mine_options.plan:  # before models are staged to a remote runner's storage: nothing is written
             decisions = stage_decisions(settings, stages, mine_options.rerun,
                                         tuple(name for name, stage in builders.items() if hasattr(stage, "resume")))

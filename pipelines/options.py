@@ -174,13 +174,33 @@ def check_runner_installed(options: PipelineOptions) -> None:
 
     from miner.console import ExtraMissingError
 
-    if options.view_as(StandardOptions).runner not in ("DataflowRunner", "dataflow"):
+    runner = options.view_as(StandardOptions).runner
+    check_runner_known(runner)
+    if runner not in ("DataflowRunner", "dataflow"):
         return
     try:
         importlib.import_module("apache_beam.runners.dataflow.internal.apiclient")
     except ImportError as err:
         raise ExtraMissingError("--runner DataflowRunner needs Beam's GCP extra (the Dataflow client, Google "
                                 f"credentials): pip install -e '.[gcp]' ({err})") from None
+
+
+def check_runner_known(runner: str | None) -> None:
+    """A runner name neither Beam nor this project knows (`DirectRuner`) is an error naming the nearest: otherwise
+    it was taken for a remote runner, and the run refused local paths as if it were one."""
+    import difflib
+
+    from apache_beam.options.pipeline_options import StandardOptions
+    from apache_beam.runners.runner import _RUNNER_MAP  # the names create_runner resolves
+
+    if not runner or "." in runner or runner in DASK_RUNNERS:  # a dotted name: the runner class itself
+        return
+    if runner.lower() in _RUNNER_MAP or f"{runner.lower()}runner" in _RUNNER_MAP:
+        return
+    known = [*StandardOptions.KNOWN_RUNNER_NAMES, "DaskRunner"]
+    like = difflib.get_close_matches(runner, known, 1)
+    raise ValueError(f"--runner {runner}: no such runner" + (f" (did you mean {like[0]}?)" if like else "")
+                     + f"; known: {', '.join(sorted(known))}, or a runner class's full module path")
 
 
 def check_arguments(argv: list[str], options: PipelineOptions) -> None:

@@ -16,6 +16,7 @@ traceback from inside a Beam transform after the later stage's earlier output is
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -43,10 +44,17 @@ def check_input(pattern: str | None) -> None:
     except OSError as err:  # a bucket that does not exist, no permission ...
         raise ValueError(f"input {pattern!r}: cannot be listed ({storage.cloud_storage_problem(err) or err})") \
             from None
+    if not storage.is_remote(pattern):  # Beam's match leaves out what it cannot read: see all that the glob names
+        paths = sorted(set(paths) | set(glob.glob(os.path.expanduser(pattern))))
     folder = next((path for path in paths if not storage.is_remote(path) and os.path.isdir(path)), None)
     if folder:  # the extract stage reads files: a folder would fail on the first worker that opens it
         raise ValueError(f"input {pattern!r}: {folder} is a folder; give a glob of the crawl files in it, such as "
                          f"'{os.path.join(folder, '*.warc.gz')}'")
+    unreadable = next((path for path in paths if not storage.is_remote(path) and not os.access(path, os.R_OK)), None)
+    if unreadable:  # a link to nothing, no permission: its pages would be missing from the bitext without a word
+        why = f"a link to {os.readlink(unreadable)}, which does not exist" if os.path.islink(unreadable) \
+            and not os.path.exists(unreadable) else "it cannot be read"
+        raise ValueError(f"input {pattern!r}: {unreadable}: {why}; remove it or give a glob without it")
 
 
 def check_lid_model(spec: str | None) -> None:

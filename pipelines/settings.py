@@ -42,7 +42,11 @@ def load_settings(config: str | Path | None = DEFAULT_CONFIG, overrides: list[st
     for key, kind in SECTIONS.items():
         if settings.get(key) is not None and not isinstance(settings[key], kind):
             names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
-            hint = f" (on the command line: --set '{key}=[{settings[key]}]')" if kind is list else ""
+            given = settings[key]
+            hint = "" if kind is not list else (
+                f" (not a YAML list: a bracket or quote unclosed? e.g. --set '{key}=[deu_Latn, eng_Latn]')"
+                if isinstance(given, str) and given.lstrip().startswith("[")
+                else f" (on the command line: --set '{key}=[{given}]')")
             raise ConfigError(f"{_given_in(key, config, overrides)}: {key} must be a {names}, got "
                               f"{settings[key]!r}{hint}")
     if "output" in settings and not (settings["output"] or "").strip():  # `--set output=`: a run into the cwd

@@ -50,6 +50,11 @@ def test_bad_files_and_overrides(tmp_path):
         load_config(tmp_path / "bad.yaml")
     with pytest.raises(ConfigError, match="not of the form"):
         load_config(None, ["mining.k"])
+    with pytest.raises(ConfigError, match="a folder, not a configuration file"):  # were tracebacks
+        load_config(tmp_path)
+    (tmp_path / "binary.yaml").write_bytes(b"\x1f\x8b\x08\x00 gzip, not YAML")
+    with pytest.raises(ConfigError, match="binary.yaml: not a YAML text file"):
+        load_config(tmp_path / "binary.yaml")
 
 
 def test_exponents_without_a_point_are_floats(tmp_path):

@@ -54,6 +54,13 @@ def test_the_runners_own_options_are_known(tmp_path, capsys, argv):
     (["--set", "lid.short_words=-1"], "lid.short_words: a whole number of words >= 0"),
     (["--set", "split={method: foo}"], "unknown sentence splitting method 'foo'"),
     (["--set", "lid.foo=1"], "lid: unknown setting(s) ['foo']"),
+    # each of these was a traceback: a TypeError from the splitter, torch's device parser after extraction, and a
+    # gold file read only once every stage had run
+    (["--runner", "DirectRuner"], "--runner DirectRuner: no such runner (did you mean DirectRunner?)"),
+    (["--set", "split.bogus=1"], "split: unknown setting(s) ['bogus']"),
+    (["--set", "split.max_chars=abc"], "split.max_chars: a whole number, not 'abc'"),
+    (["--set", "encoder_options.device=tpu"], "encoder_options.device must be auto, cpu, cuda"),
+    (["--set", "gold=/nonexistent/gold.tsv"], "gold /nonexistent/gold.tsv: cannot be read"),
     # Beam logged and dropped a flag it did not know: the run went to ./output, or ran on one worker
     (["--ouput", "elsewhere"], "unknown option(s): --ouput (did you mean --output?)"),
     (["--direct_num_worker", "2"], "--direct_num_worker (did you mean --direct_num_workers?)"),
@@ -101,6 +108,27 @@ def test_an_input_that_is_a_folder_is_named_with_a_glob_to_give(tmp_path, capsys
     assert f"{crawl} is a folder; give a glob of the crawl files in it, such as '{crawl}/*.warc.gz'" in \
         capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_what_a_glob_names_but_beam_leaves_out_is_an_error_not_a_silent_loss(tmp_path, capsys):
+    """Beam's match drops a link to nothing and a folder among the files a glob names: their pages were missing
+    from the bitext with no word in the log."""
+    crawl = tmp_path / "crawl"
+    crawl.mkdir()
+    shutil.copy(REPO / "sample" / "web" / "sample.warc.gz", crawl / "1.warc.gz")
+    (crawl / "2.warc.gz").symlink_to(tmp_path / "gone.warc.gz")
+    assert main(["--output", str(tmp_path / "out"), "--input", str(crawl / "*.warc.gz"), "--plan"]) == 2
+    assert f"{crawl / '2.warc.gz'}: a link to {tmp_path / 'gone.warc.gz'}, which does not exist" in \
+        capsys.readouterr().err
+    (crawl / "2.warc.gz").unlink()
+    (crawl / "sub").mkdir()
+    assert main(["--output", str(tmp_path / "out"), "--input", str(crawl / "*"), "--plan"]) == 2
+    assert f"{crawl / 'sub'} is a folder" in capsys.readouterr().err
+
+
+def test_an_output_folder_nothing_can_be_written_in_is_named_before_any_stage(tmp_path, capsys):
+    assert main(["--output", "/proc/cmlm-miner-out"]) == 2
+    assert "--output /proc/cmlm-miner-out: nothing can be written in /proc" in capsys.readouterr().err
 
 
 def test_a_folder_that_is_no_checkpoint_is_named(tmp_path, capsys):

@@ -39,6 +39,23 @@ def _options(cls, values: dict | None, section: str):
     return cls(**values)
 
 
+SPLIT_OPTIONS = {"method": str, "window_chars": int, "max_chars": int}  # SentenceSplitter's settings
+
+
+def check_split_settings(values) -> None:
+    """The `split` section: known names, values of their kind, then the splitter's own bounds."""
+    if values is not None and not isinstance(values, dict):
+        raise ValueError(f"split: a section of settings ({', '.join(SPLIT_OPTIONS)}), not {values!r}")
+    values = dict(values or {})
+    unknown = set(values) - set(SPLIT_OPTIONS)
+    if unknown:
+        raise ValueError(f"split: unknown setting(s) {sorted(unknown)}; known: {list(SPLIT_OPTIONS)}")
+    for name, kind in SPLIT_OPTIONS.items():
+        if name in values and (isinstance(values[name], bool) or not isinstance(values[name], kind)):
+            raise ValueError(f"split.{name}: {'a whole number' if kind is int else 'a name'}, not {values[name]!r}")
+    SentenceSplitter(**values)
+
+
 class TextStage:
     """Pages in, filtered sentences out; heavy parts (the extraction child process, the fastText model) are made
     on first use, so constructing one is cheap and every Beam worker makes its own."""
@@ -80,7 +97,7 @@ class TextStage:
             raise ValueError("lid.model: a language identifier is needed: combined+experts (the bundled "
                              "configs/pipeline_sample.yaml's), cmlm-lid, lid.176, or a fastText model's path "
                              "(GlotLID's, NLLB's, one of python -m pipelines.text.langid train)")
-        SentenceSplitter(**dict(settings.get("split") or {}))
+        check_split_settings(settings.get("split"))
 
     # -- the parts, made on first use --------------------------------------------------------------------------
 
