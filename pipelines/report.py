@@ -14,6 +14,7 @@ from pipelines.layout import STAGE_FOLDERS, bitext_parts
 from pipelines.manifests import relative
 from pipelines.pairs.selection import BELOW
 from pipelines.text.dedup import normalise
+from pipelines.text.records import ROUTINE_SKIPS
 from pipelines.text.warc import FILE_SKIPS
 
 
@@ -52,8 +53,13 @@ def relative_files(value, output: str):
 def read_gold(path: str) -> dict[tuple[str, str], set[tuple[str, str]]]:
     """Known translations, `src_lang src_text tgt_lang tgt_text` columns with a header, by language pair, as
     normalised texts (extraction may change spacing; dedup's normalisation is what counts as the same)."""
-    rows = csv.DictReader(io.StringIO(storage.read_bytes(path).decode("utf-8")), delimiter="\t",
-                          quoting=csv.QUOTE_NONE)
+    try:
+        text = storage.read_bytes(path).decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"gold {path}: not a UTF-8 text file (byte {err.start})") from None
+    except OSError as err:  # missing, a folder, no permission
+        raise ValueError(f"gold {path}: cannot be read ({err.strerror or err})") from None
+    rows = csv.DictReader(io.StringIO(text), delimiter="\t", quoting=csv.QUOTE_NONE)
     missing = {"src_lang", "src_text", "tgt_lang", "tgt_text"} - set(rows.fieldnames or [])
     if missing:
         raise ValueError(f"{path}: gold file needs columns src_lang, src_text, tgt_lang, tgt_text "
@@ -70,7 +76,8 @@ def gold_scores(path: str, pairs_manifest: dict) -> dict:
     scores, totals = {}, {"mined": 0, "correct": 0, "gold": 0}
     for entry in pairs_manifest.get("pairs", []):
         src, tgt = entry["pair"].split("-")
-        known = gold.get((src, tgt), set())
+        # a gold file lists a pair one way round; `pairs: all` names it the other way (eng_Latn-fra_Latn)
+        known = gold.get((src, tgt), set()) | {(t, s) for s, t in gold.get((tgt, src), set())}
         mined = set()
         for part in bitext_parts(entry):
             table = storage.read_parquet(part["parquet"], columns=["src_text", "tgt_text"]).to_pydict()
@@ -123,6 +130,12 @@ def format_summary(report: dict) -> str:
     if lost:  # a wrong file is a warning in the log; here it is why the run found nothing in it
         lines.append("  input files skipped: " + ", ".join(f"{n} {what}" for what, n in lost.items())
                      + " (the log names them)")
+    damaged = {reason.removeprefix("skipped:"): n for reason, n in sorted(read.items())
+               if reason.startswith("skipped:") and n and reason.removeprefix("skipped:") not in FILE_SKIPS
+               and reason.removeprefix("skipped:") not in ROUTINE_SKIPS}
+    if damaged:  # what a crawl is full of (redirects, images) is routine; damage is worth a line
+        lines.append("  records skipped as damaged or too large: "
+                     + ", ".join(f"{n} {why}" for why, n in damaged.items()) + " (the log names them)")
     sentences = report["sentences"]
     if sentences:
         others = report.get("sentences_not_asked_for", 0)

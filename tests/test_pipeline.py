@@ -94,6 +94,17 @@ def test_the_summary_names_input_files_that_gave_nothing(sample_run):
     assert "  input files skipped: 2 not WARC, 1 empty (the log names them)\n" in format_summary(lost)
 
 
+def test_the_summary_names_damaged_records_not_the_routine_ones(sample_run):
+    """A crawl's redirects and images are routine skips (the report counts them); a damaged record is not, and a
+    run that lost some said nothing of it but a smaller record count."""
+    _, report = sample_run
+    assert "damaged" not in format_summary(report)  # the sample's skips are all routine
+    read = {**report["counters"]["extract"]["read"], "skipped:bad-gzip": 2, "skipped:rest-unread": 1}
+    lost = {**report, "counters": {**report["counters"], "extract": {**report["counters"]["extract"], "read": read}}}
+    assert "  records skipped as damaged or too large: 2 bad-gzip, 1 rest-unread (the log names them)\n" in \
+        format_summary(lost)
+
+
 def test_the_summary_flags_pairs_mined_between_two_tiny_pools(sample_run):
     _, report = sample_run
     assert "Both pools tiny" not in format_summary(report)  # 44-50 sentences a language
@@ -760,3 +771,21 @@ def test_a_stage_that_fails_while_built_leaves_no_temporary_folder(tmp_path, mon
     with pytest.raises(ValueError, match="cannot be built"):
         run_stage("pairs", build, {"output": str(tmp_path / "out")}, PipelineOptions([]))
     assert not list(temporary.iterdir())   # Beam's folder for the pipeline, made before the stage was built
+
+
+def test_gold_pairs_listed_the_other_way_round_count(tmp_path):
+    """`pairs: all` names English pairs eng_Latn-xxx where the sample's gold file lists xxx -> eng_Latn: they
+    scored 0 of 0 known, and the totals counted the gold of the pairs named its way only."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipelines.report import gold_scores
+
+    (tmp_path / "gold.tsv").write_text("src_lang\tsrc_text\ttgt_lang\ttgt_text\n"
+                                       "fra_Latn\tBonjour.\teng_Latn\tHello.\n"
+                                       "fra_Latn\tMerci.\teng_Latn\tThanks.\n", encoding="utf-8")
+    pq.write_table(pa.table({"src_text": ["Hello.", "Cheese."], "tgt_text": ["Bonjour.", "Fromage."]}),
+                   tmp_path / "pairs.parquet")
+    manifest = {"pairs": [{"pair": "eng_Latn-fra_Latn", "parquet": str(tmp_path / "pairs.parquet"), "tsv": ""}]}
+    scores = gold_scores(str(tmp_path / "gold.tsv"), manifest)
+    assert scores["pairs"]["eng_Latn-fra_Latn"]["correct"] == 1 and scores["pairs"]["eng_Latn-fra_Latn"]["gold"] == 2

@@ -384,6 +384,36 @@ def test_a_gzip_bomb_sharing_a_member_is_not_inflated_on(tmp_path):
     assert counts["bytes"] < 2**20, f"inflated {counts['bytes']} bytes of a bomb"
 
 
+def test_records_lost_after_a_bomb_in_a_one_member_file_are_counted_not_silent(tmp_path):
+    """`gzip file.warc` makes one member: after a bomb nothing can be read without inflating it, so the records
+    after it are lost; the file says so (`rest-unread`, with the bytes given up on) rather than ending quietly."""
+    packer = zlib.compressobj(1, zlib.DEFLATED, 31)
+    member = packer.compress(page_record("http://good.example/0", page_html(0)))
+    member += packer.compress(warc_header("http://bomb.example/", 32 * 2**20)) + packer.compress(bytes(32 * 2**20))
+    member += packer.compress(b"\r\n\r\n" + page_record("http://lost.example/", page_html(1))) + packer.flush()
+    with WarcBuilder(tmp_path / "bomb.warc.gz") as b:
+        b.raw_member(member)
+    pages, counts = read(b.path, TOO_LARGE_LIMITS)
+    assert [p.url for p in pages] == ["http://good.example/0"]
+    assert skips(counts) == {"too-large": 1, "rest-unread": 1}
+
+
+def test_damage_inside_a_one_member_file_is_counted_to_its_end(tmp_path):
+    """Bytes flipped in the middle of a whole-file gzip: what inflates after them is garbage, then zlib stops;
+    every record read as garbage is a skip and what follows is said to be lost."""
+    urls = [f"http://good.example/{n}" for n in range(12)]
+    noise = random.Random(3)  # pages that do not compress to nothing: the damage lands among the records
+    pages = [page_html(n) + b"<!-- " + noise.randbytes(40000).hex().encode() + b" -->" for n in range(12)]
+    data = bytearray(gzip.compress(b"".join(page_record(url, page) for url, page in zip(urls, pages)), mtime=0))
+    middle = 2 * len(data) // 3
+    data[middle:middle + 16] = bytes(byte ^ 0xFF for byte in data[middle:middle + 16])
+    path = tmp_path / "damaged.warc.gz"
+    path.write_bytes(bytes(data))
+    pages, counts = read(path)
+    assert [p.url for p in pages] == urls[:len(pages)] and 0 < len(pages) < len(urls)
+    assert skips(counts).get("rest-unread") == 1
+
+
 @pytest.mark.parametrize("order", ["plain-then-gzip", "gzip-then-plain", "alternating"])
 def test_plain_and_gzipped_warc_data_concatenated(tmp_path, order):
     urls = [f"http://good.example/{n}" for n in range(6)]

@@ -193,6 +193,12 @@ class _Reader:
             return False
         self.tally.skip(STAGE, skip.reason, where, _printable(skip.detail))
         if following is None:
+            # damage that runs on (a whole-file gzip cannot be inflated past it): what lay after it is lost, and
+            # said so; a file cut short (truncated) has nothing after its last record
+            if skip.resync and skip.reason != "truncated" and self.stream.unread:
+                self.tally.skip(STAGE, "rest-unread", self.source, f"reading stopped at {where}: no record starts in "
+                                f"the {self.stream.unread:,} stored bytes from there to the end of the file (any "
+                                "record in them is lost with the damaged one)")
             return False
         self.stream = following
         return True
@@ -460,6 +466,7 @@ class _Stream:
         self.budget = 0
         self.produced = produced    # bytes read out of the file after decompression: what reading cost
         self.next_unsure = False    # the last separator was followed by something other than a record start
+        self.unread = 0             # stored bytes a failed resync gave up on (no record start in them)
 
     @property
     def available(self) -> int:
@@ -648,10 +655,11 @@ class _PlainStream(_Stream):
 
     def resync(self, scan_limit: int) -> _Stream | None:
         """Find the next record start (plain files cost no inflation to scan)."""
-        kind, data, index, _ = self._scan(self.buffer, self.line_start + 1)
+        kind, data, index, dropped = self._scan(self.buffer, self.line_start + 1)
         if kind == "gzip":
             return _GzipStream(self.raw, bytes(data[index:]), self.produced)
         self.buffer, self.pos, self.line_start = (data[index:] if kind else bytearray()), 0, 0
+        self.unread = 0 if kind else dropped + len(data)
         return self if kind else None
 
     def _read_raw(self) -> bytes:
@@ -872,7 +880,7 @@ class _GzipStream(_Stream):
             self.finished = True
             return _PlainStream(self.raw, bytes(data[index:]), self.produced)
         if kind is None:
-            self.compressed, self.finished = b"", True
+            self.compressed, self.finished, self.unread = b"", True, dropped + len(data)
             return None
         self._start_member(data[index:], data_at + dropped + index)
         return self
