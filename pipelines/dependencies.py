@@ -22,6 +22,7 @@ not noticed: `--rerun` is for that.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from importlib.metadata import PackageNotFoundError, version
@@ -100,7 +101,40 @@ def _holds(key: str, recorded, current) -> bool:
     output made for more languages serves fewer; the pairs stage's own `languages` must match."""
     if key == "extract.languages" and recorded != current:
         return not recorded or bool(current) and set(current) <= set(recorded)
+    if key == "pairs.languages" and isinstance(recorded, list) and isinstance(current, list):
+        return sorted(set(recorded)) == sorted(set(current))  # the pairs are made of the sorted set
+    defaults = section_defaults().get(key)
+    if defaults is not None and all(isinstance(v, dict | None) for v in (recorded, current)):
+        return _not_default(recorded, defaults) == _not_default(current, defaults)
     return recorded == current
+
+
+def _not_default(values: dict | None, defaults: dict) -> dict:
+    return {k: v for k, v in (values or {}).items() if k not in defaults or v != defaults[k]}
+
+
+@functools.cache
+def section_defaults() -> dict[str, dict]:
+    """The defaults of the sections whose code defines them, by dependency key: a value spelled out as its default
+    is no change (a config that writes its defaults out does not pay for the stages again)."""
+    import dataclasses
+
+    from miner.index import KnnConfig
+    from miner.mining import MiningConfig
+    from miner.pair_filters import PairFilterSettings
+    from pipelines.settings import BITEXT_DEFAULTS, EMBED_DEFAULTS
+    from pipelines.text.extract import ExtractSettings
+    from pipelines.text.sentences import MAX_CHARS, WINDOW_CHARS
+    from pipelines.text.warc import ReadLimits
+
+    def of(cls) -> dict:
+        return {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
+
+    return {"extract.read": of(ReadLimits), "extract.extract": of(ExtractSettings),
+            "extract.split": {"method": "auto", "window_chars": WINDOW_CHARS, "max_chars": MAX_CHARS},
+            "embed.embed": EMBED_DEFAULTS, "embed.encoder_options": {"device": "auto", "precision": "auto"},
+            "pairs.mining": of(MiningConfig), "pairs.knn": of(KnnConfig), "pairs.bitext": BITEXT_DEFAULTS,
+            "pairs.pair_filter": of(PairFilterSettings)}
 
 
 MISSING = object()  # a setting or file one side does not have

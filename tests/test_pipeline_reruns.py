@@ -283,7 +283,7 @@ def test_an_extract_output_for_more_languages_holds_for_fewer_and_the_pairs_need
     assert changed([], ["a"]) == changed(None, ["a"]) == ["pairs.languages"]   # empty: every language
     assert changed(["a", "b"], ["a", "c"]) == ["extract.languages", "pairs.languages"]
     assert changed(["a"], []) == ["extract.languages", "pairs.languages"]   # every language wanted now
-    assert changed(["a", "b"], ["b", "a"]) == ["pairs.languages"]
+    assert changed(["a", "b"], ["b", "a"]) == []   # the pairs are made of the sorted set (language_pairs)
     assert changed(["a"], ["a"]) == []
 
 
@@ -581,3 +581,33 @@ def test_a_small_quantizers_assignments_are_made_again_not_saved(tmp_path, monke
     write_shards(str(fresh), 4)
     run({**settings, "output": str(fresh)}, PipelineOptions([]), ["embed", "pairs"])
     assert bitext(output) == bitext(fresh)
+
+
+def test_a_stage_that_runs_says_what_it_removes_from_its_folders(tmp_path, caplog):
+    """Files in a stage's folders that no finished run lists (a stopped run's, or put there by hand) go when the
+    stage runs; a finished stage's strays were named in the log, these went without a word."""
+    from pipelines.job import clear_stage_folders
+
+    bitext = Path(layout.stage_folders(str(tmp_path), "pairs")[0])
+    (bitext / "notes").mkdir(parents=True)
+    (bitext / "notes" / "keep-me.txt").write_text("mine\n")
+    with caplog.at_level(logging.WARNING, logger="pipelines"):
+        clear_stage_folders(str(tmp_path), "pairs", None)
+    assert not bitext.exists()
+    assert any("removing 1 file an earlier or stopped run left there (notes/keep-me.txt)" in r.getMessage()
+               for r in caplog.records)
+
+
+def test_settings_spelled_out_as_their_defaults_or_reordered_change_nothing():
+    """A config that writes a default out (extract.extractor: trafilatura, knn.gpu: auto) or lists the same
+    languages in another order made every stage run again: on a crawl, a day of embedding for nothing."""
+    from pipelines.dependencies import change_lines, changed_keys
+
+    recorded = {"extract.extract": None, "embed.embed": {"batch_size": 1024}, "pairs.knn": {},
+                "pairs.languages": ["deu_Latn", "eng_Latn"], "pairs.mining": {"threshold": 1.35}}
+    current = {"extract.extract": {"extractor": "trafilatura"}, "embed.embed": None, "pairs.knn": {"gpu": "auto"},
+               "pairs.languages": ["eng_Latn", "deu_Latn"], "pairs.mining": {"threshold": 1.35, "k": 4}}
+    assert changed_keys(recorded, current) == []
+    changed = {**current, "embed.embed": {"batch_size": 512}, "pairs.mining": {"threshold": 1.35, "k": 8}}
+    assert changed_keys(recorded, changed) == ["embed.embed", "pairs.mining"]
+    assert change_lines(recorded, changed) == ["embed.batch_size: 1024 -> 512", "mining.k: (none) -> 8"]
