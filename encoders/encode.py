@@ -80,7 +80,9 @@ def encode_file(encoder, source: Path, output: Path, *, column: int | None = Non
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m encoders.encode", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--encoder", required=True, help="checkpoint folder, hub id, or char-ngram")
+    parser.add_argument("--encoder", required=True,
+                        help="models/cmlm-ensemble (the default encoder), use-multilingual, a checkpoint, ensemble "
+                        "or lens folder, a hub id, or char-ngram[:DIM]")
     parser.add_argument("--input", type=path_argument, help="one text file (or give several positional inputs)")
     parser.add_argument("inputs", nargs="*", type=path_argument, help="text files to embed (with --output-dir)")
     parser.add_argument("--output", type=path_argument, help="output .npy for --input")
