@@ -154,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-sentences", type=int, default=2000, help="n at most")
     parser.add_argument("--min-pairs", type=int, default=500, help="languages with fewer pairs are left out")
     parser.add_argument("--cache", type=Path, default=None, help="a folder for the sets' vectors")
+    parser.add_argument("--languages", help="comma-separated: only these (say, the ones whose shares changed)")
     args = parser.parse_args(argv)
     if args.flores and not args.english:
         parser.error("--flores needs --english (distractor English lines)")
@@ -167,7 +168,10 @@ def main(argv: list[str] | None = None) -> int:
     print("| language | offset | shared threshold P / R / F1 | the language's P / R / F1 | best threshold's F1 |")
     print("| --- | --- | --- | --- | --- |")
     means: dict[str, list[float]] = {"shared": [], "offset": [], "oracle": []}
+    wanted = set(args.languages.split(",")) if args.languages else None
     for language, rows in sorted(pairs.items()):
+        if wanted is not None and language not in wanted:
+            continue
         room = int((len(english_texts) - len(rows)) / args.ratio)   # room for ratio * n - g distractors
         if language not in offsets or min(len(rows), room) < args.min_pairs:
             continue

@@ -23,7 +23,9 @@ For a share a of the first member (1 - a of the second), on a grid of `--step`:
    over it (measured 2026-11-26: fewer languages below a member on the short test half, French BUCC lower).
    `--blend-alpha P` lets a blend replace the better member only where a one-sided sign test on the short tune
    set's queries proves it better (p < P), or its long-set gain exceeds `--min-gain` (not with
-   `--blend-short-only`; docs/training.md).
+   `--blend-short-only`; docs/training.md). `--retrieval-veto P` first rules out every share that retrieves the
+   long set's held-out sentences (cosine, both directions, no distractors) worse than the better member alone by a
+   one-sided sign test at p < P: mining F1 at its best threshold can favour a share that retrieves far worse.
    Where no share is that good on both sets (one member better on short sentences, the other
    on long), the member alone whose worst loss is smaller. `heldout.json` says which rule chose each share.
 The short sets' `test` half is scored after the choice (members alone and the chosen share): the figures that say
@@ -51,6 +53,9 @@ from miner.io import atomic_output, folder_files, path_argument, write_json
 
 log = logging.getLogger("training.ensemble")
 ENGLISH = "eng_Latn"
+# Mining F1 at its best threshold chose the teacher-heavy shares 0.8-0.9 in six languages the teacher does not know
+# by a point or two of noise, where retrieving the same sentences fell 4-10 points (docs/training.md, 2026-12-01)
+RETRIEVAL_VETO = 0.05
 
 
 def member_vectors(spec: str, texts: dict[str, list[str]], cache: Path,
@@ -153,19 +158,27 @@ def p_better(rows: np.ndarray, rival: np.ndarray) -> float:
 def choose_shares(vectors: list[dict[str, np.ndarray]], texts: dict[str, list[str]], n_gold: int, grid: list[float],
                   min_gain: float, criterion: str = "mining",
                   short: dict[str, tuple[list[str], list[str]]] | None = None, prefer_members: bool = False,
-                  blend_alpha: float | None = None, blend_long_counts: bool = True) -> dict:
+                  blend_alpha: float | None = None, blend_long_counts: bool = True,
+                  retrieval_veto: float | None = None) -> dict:
     """The default share and each language's (see the module docstring), with the scores they come from. `texts`
     are the long (NTREX) sets, `short` the short sentences' sets: per language its texts and their English (the
-    members' vectors under `short_key("tune", language)` and `short_key("tune", language, ENGLISH)`)."""
+    members' vectors under `short_key("tune", language)` and `short_key("tune", language, ENGLISH)`).
+    `retrieval_veto` P: no share whose retrieval of the long set's held-out sentences is below the better member
+    alone's by a one-sided sign test at p < P (`never_below_a_member`'s veto)."""
     short = short or {}
     long_languages = [lang for lang in texts if lang != ENGLISH]
 
+    def long_rows(language: str, a: float, a_english: float) -> np.ndarray:
+        """Per query, retrieval among the held-out sentences alone (no distractors), both directions."""
+        src = blend([v[language][:n_gold] for v in vectors], a)
+        tgt = blend([v[ENGLISH][:n_gold] for v in vectors], a_english)
+        return xsim_outcomes(src, tgt, texts[language][:n_gold], texts[ENGLISH][:n_gold])
+
     def long_score(language: str, a: float, a_english: float) -> float:
-        src = blend([v[language] for v in vectors], a)
-        tgt = blend([v[ENGLISH] for v in vectors], a_english)
         if criterion == "mining":
-            return mining_f1(src, tgt, n_gold)
-        return xsim_accuracy(src[:n_gold], tgt[:n_gold], texts[language][:n_gold], texts[ENGLISH][:n_gold])
+            src = blend([v[language] for v in vectors], a)
+            return mining_f1(src, blend([v[ENGLISH] for v in vectors], a_english), n_gold)
+        return outcome_accuracy(long_rows(language, a, a_english))
 
     def short_rows(language: str, a: float, a_english: float) -> np.ndarray:
         src = blend([v[short_key("tune", language)] for v in vectors], a)
@@ -188,20 +201,28 @@ def choose_shares(vectors: list[dict[str, np.ndarray]], texts: dict[str, list[st
         if outcomes:
             scores["short"] = {lang: {a: outcome_accuracy(r) for a, r in rows.items()}
                                for lang, rows in outcomes.items()}
+        retrieval = {lang: {a: long_rows(lang, a, default) for a in grid} for lang in long_languages} \
+            if retrieval_veto is not None else {}
     table, reasons = {}, {}
     for language in sorted({lang for langs, _ in sets.values() for lang in langs}):
         table[language], reasons[language] = never_below_a_member(
             [by_language[language] for by_language in scores.values() if language in by_language], grid, default,
             min_gain, prefer_members, outcomes.get(language), blend_alpha,
-            scores.get("long", {}).get(language) if blend_long_counts else None)
+            scores.get("long", {}).get(language) if blend_long_counts else None,
+            retrieval.get(language), retrieval_veto)
     return {"criterion": criterion, "default": default, "languages": table, "reasons": reasons,
-            "scores_both_sides": both, "scores": scores.get("long", {}), "short_scores": scores.get("short", {})}
+            "scores_both_sides": both, "scores": scores.get("long", {}), "short_scores": scores.get("short", {}),
+            **({"retrieval_veto": retrieval_veto,
+                "long_retrieval_scores": {lang: {a: outcome_accuracy(r) for a, r in rows.items()}
+                                          for lang, rows in retrieval.items()}} if retrieval else {})}
 
 
 def never_below_a_member(scores: list[dict[float, float]], grid: list[float], default: float,
                          min_gain: float, prefer_members: bool = False,
                          short_rows: dict[float, np.ndarray] | None = None, blend_alpha: float | None = None,
-                         long_scores: dict[float, float] | None = None) -> tuple[float, str]:
+                         long_scores: dict[float, float] | None = None,
+                         veto_rows: dict[float, np.ndarray] | None = None,
+                         veto_alpha: float | None = None) -> tuple[float, str]:
     """A language's share from its scores on each held-out set (share -> score; share 1 is the first member alone,
     0 the second): only shares that score at least as well as the better member alone on *every* set may be
     chosen; among them the best mean, the default unless the best gains more than `min_gain` points over it (a
@@ -211,10 +232,26 @@ def never_below_a_member(scores: list[dict[float, float]], grid: list[float], de
     (one-sided sign test on the queries where they differ, p < blend_alpha), or, given `long_scores`, the long
     set's by more than `min_gain` points; on 100-300 short sentences a gain of a few queries is as likely to be a loss
     on the next ones. When no share is that good on every set (one
-    member is better on short sentences, the other on long ones), the member whose worst loss is smaller."""
+    member is better on short sentences, the other on long ones), the member whose worst loss is smaller.
+    With `veto_rows` (share -> per-query outcomes of another measure: the long set's retrieval) and `veto_alpha`,
+    a share significantly worse there than the better member alone (one-sided sign test, p < veto_alpha) is ruled
+    out first: a veto on clear losses, not a score to chase (a few queries either way are noise)."""
     members = (grid[0], grid[-1])
+    vetoed: list[float] = []
+    if veto_rows and veto_alpha is not None:
+        rival = veto_rows[max(members, key=lambda m: veto_rows[m].mean())]
+        vetoed = [a for a in grid if p_better(rival, veto_rows[a]) < veto_alpha]  # never the rival itself
+    share, reason = _choose(scores, [a for a in grid if a not in vetoed], members, default, min_gain,
+                            prefer_members, short_rows, blend_alpha, long_scores)
+    return share, reason + (f"; long-set retrieval ruled out {', '.join(map(str, vetoed))}" if vetoed else "")
+
+
+def _choose(scores: list[dict[float, float]], candidates: list[float], members: tuple[float, float], default: float,
+            min_gain: float, prefer_members: bool, short_rows: dict[float, np.ndarray] | None,
+            blend_alpha: float | None, long_scores: dict[float, float] | None) -> tuple[float, str]:
+    """never_below_a_member's rule over the `candidates` a veto left (a member among them or not)."""
     floors = [max(s[m] for m in members) for s in scores]
-    allowed = [a for a in grid if all(s[a] >= floor for s, floor in zip(scores, floors))]
+    allowed = [a for a in candidates if all(s[a] >= floor for s, floor in zip(scores, floors))]
     unproven = []
     if blend_alpha is not None and short_rows:
         rival = short_rows[max(members, key=lambda m: short_rows[m].mean())]
@@ -222,12 +259,13 @@ def never_below_a_member(scores: list[dict[float, float]], grid: list[float], de
         unproven = [a for a in allowed if a not in members and p_better(short_rows[a], rival) >= blend_alpha
                     and not (long_scores and long_scores[a] - long_floor > min_gain)]
         allowed = [a for a in allowed if a not in unproven]
-    mean = {a: float(np.mean([s[a] for s in scores])) for a in grid}
+    mean = {a: float(np.mean([s[a] for s in scores])) for a in candidates}
     if not allowed:
-        worst = {m: min(s[m] - floor for s, floor in zip(scores, floors)) for m in members}
-        return max(members, key=lambda m: (worst[m], mean[m])), "a member alone (no share matches both members)"
+        left = [m for m in members if m in candidates] or candidates
+        worst = {m: min(s[m] - floor for s, floor in zip(scores, floors)) for m in left}
+        return max(left, key=lambda m: (worst[m], mean[m])), "a member alone (no share matches both members)"
     best = max(allowed, key=lambda a: (mean[a], -abs(a - default)))
-    better = max(members, key=lambda m: mean[m])
+    better = max(members, key=lambda m: (m in candidates, mean.get(m, -math.inf)))
     if unproven and best in members:
         return best, "a member alone (no blend beats it significantly on short sentences or by min_gain on long)"
     # a blend that only ties a member on these sets often loses to it on the next ones
@@ -289,7 +327,8 @@ def mining_sets(root: Path, source_distractors: int, target_distractors: int) ->
 def fit(members: list[str], output: Path, cache: Path, ntrex_root: Path, step: float, min_gain: float,
         criterion: str = "mining", source_distractors: int = 600, target_distractors: int = 1200,
         short_root: Path | None = None, short_limit: int = 1000, short_min: int = 100,
-        prefer_members: bool = False, blend_alpha: float | None = None, blend_long_counts: bool = True) -> dict:
+        prefer_members: bool = False, blend_alpha: float | None = None, blend_long_counts: bool = True,
+        retrieval_veto: float | None = None) -> dict:
     """Choose the shares (on NTREX's held-out documents and, with `short_root`, its `tune/` short sentences),
     write the ensemble, and report the chosen shares on `short_root/test/`, which no choice saw."""
     if len(members) != 2:
@@ -309,7 +348,7 @@ def fit(members: list[str], output: Path, cache: Path, ntrex_root: Path, step: f
     grid = [round(i * step, 6) for i in range(round(1 / step) + 1)]
     vectors = [_all_vectors(spec, texts, short, cache) for spec in members]
     chosen = choose_shares(vectors, texts, n_gold, grid, min_gain, criterion, short["tune"], prefer_members,
-                           blend_alpha, blend_long_counts)
+                           blend_alpha, blend_long_counts, retrieval_veto)
     dims = [int(v[ENGLISH].shape[1]) for v in vectors]
     output.mkdir(parents=True, exist_ok=True)
     specs = [_relative(spec, output) for spec in members]
@@ -325,7 +364,8 @@ def fit(members: list[str], output: Path, cache: Path, ntrex_root: Path, step: f
                              f"{target_distractors} distractors), criterion {criterion}{short_note}, grid step "
                              f"{step}, min gain {min_gain} points"
                              f"{' (over the better member alone first)' if prefer_members else ''}"
-                             f"{blend_rule(blend_alpha, blend_long_counts)} "
+                             f"{blend_rule(blend_alpha, blend_long_counts)}"
+                             f"{veto_rule(retrieval_veto)} "
                              f"(python -m training.ensemble)"}
     test = short_test_scores(vectors, short["test"], chosen)
     write_json(output / "ensemble.json", ensemble)
@@ -342,6 +382,14 @@ def blend_rule(blend_alpha: float | None, long_counts: bool) -> str:
         return ""
     return (f", a blend only where it beats the better member on the short set (sign test, p < {blend_alpha})"
             + (" or by more than the min gain on the long set" if long_counts else ""))
+
+
+def veto_rule(retrieval_veto: float | None) -> str:
+    """The long-set retrieval veto, for ensemble.json's `chosen_on` ('' without --retrieval-veto)."""
+    if retrieval_veto is None:
+        return ""
+    return (", no share that retrieves the long set's held-out sentences worse than the better member alone (sign "
+            f"test, p < {retrieval_veto})")
 
 
 def _all_vectors(spec: str, texts: dict[str, list[str]], short: dict[str, dict], cache: Path) -> dict:
@@ -459,6 +507,11 @@ def main(argv: list[str] | None = None) -> int:
                         "without it, any gain counts")
     parser.add_argument("--blend-short-only", action="store_true",
                         help="with --blend-alpha, only the short set's test proves a blend (a long-set gain does not)")
+    parser.add_argument("--retrieval-veto", type=float, metavar="P", default=RETRIEVAL_VETO,
+                        help="rule out a share whose retrieval of the long set's held-out sentences (cosine, both "
+                        "directions, no distractors) is below the better member alone's by a one-sided sign test "
+                        f"at this level (default {RETRIEVAL_VETO}; 0: none): mining F1 can favour a share that "
+                        "retrieves far worse")
     parser.add_argument("--criterion", choices=("mining", "xsim"), default="mining",
                         help="score a share by mining F1 among distractors (default) or by xsim retrieval")
     parser.add_argument("--short", type=path_argument, default=Path("data/train/heldout-short"),
@@ -493,7 +546,7 @@ def main(argv: list[str] | None = None) -> int:
     return exit_status(lambda: print(json.dumps(fit(
         args.members, args.output, args.cache, args.train_pool, args.step, args.min_gain, args.criterion,
         args.source_distractors, args.target_distractors, short, args.short_limit, args.short_min,
-        args.prefer_members, args.blend_alpha, not args.blend_short_only), indent=1)))
+        args.prefer_members, args.blend_alpha, not args.blend_short_only, args.retrieval_veto or None), indent=1)))
 
 
 if __name__ == "__main__":
