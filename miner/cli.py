@@ -7,6 +7,7 @@ Settings come from a YAML file (`--config`), then `--set section.key=value` over
 from __future__ import annotations
 
 import argparse
+import difflib
 import hashlib
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ import numpy as np
 
 from encoders.binary import CENTERS
 from miner.bucc import Sentences
-from miner.config import load_config, section
+from miner.config import ConfigError, load_config, section
 from miner.io import InputFormatError, path_argument
 from miner.mining import MiningConfig
 from miner.vectors import EmbeddingError, load_embeddings
@@ -63,8 +64,19 @@ def add_vector_arguments(parser: argparse.ArgumentParser) -> None:
     add_encoder_options(parser)
 
 
+# What miner.mine and miner.evaluate read of a config (the pipeline's own sections are pipelines.mine's): a section
+# spelt otherwise (`minning:`) was dropped without a word, and the job ran on the defaults it meant to change
+SECTIONS = ("input", "encoder", "encoder_options", "mining", "knn", "pair_filter", "output")
+
+
 def settings_from_args(args: argparse.Namespace) -> dict:
     config = load_config(args.config, args.overrides)
+    unknown = [name for name in config if name not in SECTIONS]
+    if unknown:
+        like = difflib.get_close_matches(unknown[0], SECTIONS, 1)
+        raise ConfigError(f"{args.config or '--set'}: unknown setting(s) {', '.join(unknown)}"
+                          + (f" (did you mean {like[0]}?)" if like else "") + f"; known: {', '.join(SECTIONS)} "
+                          "(a pipeline config's other sections are read by python -m pipelines.mine)")
     for flag, (sect, key, _) in SHORTHANDS.items():
         value = getattr(args, flag)
         if value is not None:

@@ -48,6 +48,15 @@ def _not_an_interruption(record: logging.LogRecord) -> bool:
                 or str(caught or "").startswith("KeyboardInterrupt"))
 
 
+def comma_list(text: str, flag: str) -> list[str]:
+    """A comma-separated list given on the command line (`--languages 'deu_Latn, eng_Latn'`): the spaces around
+    each name and empty entries dropped; a list that names nothing is an error naming the flag."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise ValueError(f"{flag} {text!r} names nothing: give names separated by commas")
+    return names
+
+
 def exit_status(command: Callable[[], None]) -> int:
     """Run a command's body: bad input (files, vectors, settings) ends it with `error: ...` on stderr and exit
     status 2, no traceback; Ctrl-C with `interrupted` and 130; anything else is a bug and keeps its traceback."""

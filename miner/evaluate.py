@@ -528,6 +528,9 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("--rescore in the suite rescores the --also-binary columns: give --also-binary too")
         if args.task == "suite" and not (args.flores or args.bucc or args.short or args.tatoeba):
             raise ValueError("suite: nothing to measure: give --flores, --bucc, --short or --tatoeba (or several)")
+        if args.task == "xsim" and (args.margin or args.selection):  # they were read, and ignored
+            raise ValueError("xsim retrieves each sentence's nearest by --xsim-margin (absolute: cosine; ratio, "
+                             "distance: over --k neighbours); --margin and --selection are mining's (bucc, suite)")
         config = mining_config(settings)
         source = VectorSource.from_args(args, settings, rescore=args.task != "suite")
         if args.task == "suite":

@@ -223,9 +223,20 @@ def trained_index(dim: int, factory: str, config: KnnConfig, sample: np.ndarray 
         if sample is None:
             raise IndexConfigError(f"index {factory!r} needs training vectors")
         sample = np.ascontiguousarray(sample, dtype=np.float32)
-        train_coarse_quantizer(index, sample, config)
-        index.train(sample)  # what is left: nothing for IVF Flat, the codes of SQ / PQ
+        try:
+            train_coarse_quantizer(index, sample, config)
+            index.train(sample)  # what is left: nothing for IVF Flat, the codes of SQ / PQ
+        except RuntimeError as err:  # faiss's own check (a PQ code book wants 256 rows per centroid set, say)
+            raise IndexConfigError(f"index {factory!r} cannot be trained on {len(sample)} vectors: "
+                                   f"{faiss_message(err)}; a smaller index, or Flat") from None
     return index
+
+
+def faiss_message(err: RuntimeError) -> str:
+    """The sentence of a faiss error, without the C++ file, line and function it names."""
+    text = str(err).strip()
+    found = re.search(r"failed: (.+)$", text, re.S) or re.search(r"\.(?:cpp|h):\d+: (.+)$", text, re.S)
+    return (found.group(1) if found else text).strip()
 
 
 # k-means seeds of the two-level training: fixed, so a quantizer's centroids are the same on every run
@@ -306,7 +317,11 @@ def populate(index: faiss.Index, database: np.ndarray, factory: str, config: Knn
         # give each GPU its own clustering).
         index = faiss.index_cpu_to_all_gpus(index, _gpu_cloner_options())
     for _, rows in iter_unit_batches(database, name, config.batch_rows(database.shape[1])):
-        index.add(rows)
+        try:
+            index.add(rows)
+        except RuntimeError as err:  # IDMap, which wants ids of its own
+            raise IndexConfigError(f"index {factory!r} cannot take vectors as the miner adds them: "
+                                   f"{faiss_message(err)}") from None
     if ivf_lists(factory) is not None:
         _set_nprobe(index, resolve_nprobe(config, factory))
     log.info("%s: %s index over %d x %d vectors", name, factory, *database.shape)

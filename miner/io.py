@@ -102,6 +102,15 @@ def read_pair_lines(path: str | Path, limit: int | None = None) -> tuple[list[st
     return sources, targets
 
 
+# A tab ends a TSV field and each of these a line (for Python's splitlines and so for readers built on it): in a
+# text written as one field of a TSV line each becomes a space, so a record is always one line of three fields.
+_TSV_BREAKS = str.maketrans({c: " " for c in "\t\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"})
+
+
+def tsv_field(text: str) -> str:
+    return text.translate(_TSV_BREAKS)
+
+
 class OutputPathError(ValueError):
     """An output path that cannot be made; the message names the file in the way."""
 

@@ -36,7 +36,15 @@ from miner.cli import (
 from miner.config import ConfigError, section
 from miner.console import exit_status, setup_logging
 from miner.histograms import score_histogram
-from miner.io import InputFormatError, atomic_output, check_output_folder, path_argument, read_lines, write_json
+from miner.io import (
+    InputFormatError,
+    atomic_output,
+    check_output_folder,
+    path_argument,
+    read_lines,
+    tsv_field,
+    write_json,
+)
 from miner.languages import check_code
 from miner.margin import TINY_POOLS
 from miner.mining import MiningConfig, mine
@@ -72,6 +80,9 @@ def read_side(path: Path, fmt: str) -> bucc.Sentences:
 
 def resolve_inputs(settings: dict, config_path: Path | None, args: argparse.Namespace) -> dict:
     inputs = section(settings, "input")
+    unknown = sorted(set(inputs) - set(INPUT_FLAGS))
+    if unknown:  # a misspelt `gold_file:` was ignored, and the run scored nothing
+        raise ConfigError(f"input: unknown setting(s) {', '.join(unknown)}; known: {', '.join(INPUT_FLAGS)}")
     base = config_path.parent if config_path else Path.cwd()
     for key in ("src", "tgt", "gold"):
         if inputs.get(key):
@@ -113,7 +124,7 @@ def write_bitext(table: pa.Table, output: Path, name: str) -> list[Path]:
     with atomic_output(tsv) as handle, gzip.GzipFile(fileobj=handle, mode="wb", mtime=0, filename="") as gz:
         for score, s, t in zip(table["score"].to_pylist(), table["src_text"].to_pylist(),
                                table["tgt_text"].to_pylist()):
-            gz.write(f"{score:.6f}\t{s.replace(chr(9), ' ')}\t{t.replace(chr(9), ' ')}\n".encode())
+            gz.write(f"{score:.6f}\t{tsv_field(s)}\t{tsv_field(t)}\n".encode())
     with atomic_output(parquet) as handle:
         pq.write_table(table, handle, compression="zstd")
     return [tsv, parquet]

@@ -85,6 +85,12 @@ class MiningConfig:
                 raise ValueError(f"mining.{name} must be a number, got {value!r}")
             if value is not None and not math.isfinite(value):
                 raise ValueError(f"mining.{name} must be a finite number, got {value!r}")
+        if self.margin == "absolute" and self.threshold is not None and self.threshold > 1:
+            raise ValueError(f"mining.threshold {self.threshold} keeps no pair with margin absolute (a cosine, at "
+                             "most 1); thresholds such as 1.35 are the ratio margin's: give one below 1")
+        if self.margin == "distance" and self.threshold is not None and self.threshold > 1:
+            log.warning("mining.threshold %s with margin distance (a cosine less its neighbourhoods' mean) keeps "
+                        "almost no pair; thresholds such as 1.35 are the ratio margin's", self.threshold)
         below = self.one_sided_below
         if below is not None and (isinstance(below, bool) or not isinstance(below, int) or below < 0):
             raise ValueError(f"mining.one_sided_below must be a sentence count (0 or more), got {below!r}")

@@ -368,3 +368,18 @@ def test_binary_needs_an_encoder(tmp_path, capsys):
     assert main(["xsim", "--src-text", str(tmp_path / "a.txt"), "--tgt-text", str(tmp_path / "b.txt"),
                  "--embeddings", str(tmp_path), "--binary"]) != 0
     assert "--binary needs --encoder" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    # faiss parsed these and failed inside training or adding: tracebacks
+    (["bucc", "--corpus", str(SAMPLE), "--pair", "de-en", "--split", "test", "--index", "PQ16"],
+     "index 'PQ16' cannot be trained on 43 vectors: Number of training points (43) should be at least"),
+    (["bucc", "--corpus", str(SAMPLE), "--pair", "de-en", "--split", "test", "--index", "IDMap,Flat"],
+     "index 'IDMap,Flat' cannot take vectors as the miner adds them: add does not make sense"),
+    # read and ignored: xsim retrieves by --xsim-margin
+    (["xsim", "--src-text", str(SAMPLE / "de-en.test.de"), "--tgt-text", str(SAMPLE / "de-en.test.de"),
+      "--margin", "ratio"], "--margin and --selection are mining's"),
+])
+def test_settings_faiss_or_the_task_cannot_use_are_one_line_errors(capsys, argv, message):
+    assert main([*argv, "--encoder", "char-ngram"]) == 2
+    assert message in capsys.readouterr().err

@@ -219,6 +219,17 @@ def test_long_input_is_cut_before_prediction(scripted_style):
     assert prediction == scripted_style.predict([long_text[:scripted_style.normalization.max_chars]])[0]
 
 
+def test_a_language_list_with_spaces_or_empty_entries_is_read_as_meant(tmp_path, capsys, monkeypatch):
+    import io
+
+    model = tiny_model(tmp_path, {"eng_Latn": ENGLISH, "deu_Latn": GERMAN}, "lid.bin")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(GERMAN[0].encode() + b"\n")))
+    assert main(["predict", "--model", str(model), "--languages", "deu_Latn, eng_Latn,"]) == 0
+    assert capsys.readouterr().out.startswith("deu_Latn\t")
+    assert main(["predict", "--model", str(model), "--languages", " , "]) == 2
+    assert "--languages ' , ' names nothing" in capsys.readouterr().err
+
+
 def test_a_lone_surrogate_is_replaced_not_handed_to_fasttext(scripted_style):
     assert scripted_style.predict(["\ud800 the house is old"])[0][0][0] == "eng_Latn"
 

@@ -95,6 +95,33 @@ def test_bad_input_is_a_clear_error(tmp_path, capsys):
            "lines)" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("setting", "message"), [
+    ("minig.k=3", "unknown setting(s) minig (did you mean mining?)"),  # dropped: the job ran at k = 4
+    ("input.gold_file=gold.tsv", "input: unknown setting(s) gold_file"),  # ignored: nothing scored
+    ("mining.margin=absolute", "keeps no pair with margin absolute"),  # the ratio threshold 1.35: 0 pairs, no word
+])
+def test_settings_that_would_be_ignored_or_keep_nothing_are_errors(tmp_path, capsys, setting, message):
+    assert run_main("--set", setting, "--encoder", "char-ngram", "--output", str(tmp_path / "out")) == 2
+    assert message in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+def test_a_text_with_line_breaks_of_any_kind_stays_one_tsv_record(tmp_path):
+    """A carriage return, a line separator (U+2028) or a tab inside a sentence split its TSV line in two for
+    readers that split lines as Python does; each is a space in the TSV (the Parquet keeps the text)."""
+    (tmp_path / "a.de").write_text("Das Haus\ris alt.\nZwei\u2028Katzen.\n", encoding="utf-8", newline="")
+    (tmp_path / "b.en").write_text("The house\tis old.\nTwo cats.\n", encoding="utf-8")
+    emb = tmp_path / "emb"
+    emb.mkdir()
+    np.save(emb / "a.de.npy", np.eye(2, dtype=np.float32))
+    np.save(emb / "b.en.npy", np.eye(2, dtype=np.float32))
+    assert run_main("--src", str(tmp_path / "a.de"), "--tgt", str(tmp_path / "b.en"), "--src-lang", "de",
+                    "--tgt-lang", "en", "--format", "lines", "--embeddings", str(emb), "--set",
+                    "mining.threshold=null", "--k", "1", "--output", str(tmp_path / "out")) == 0
+    lines = gzip.open(tmp_path / "out" / "de-en.tsv.gz", "rt", encoding="utf-8").read().splitlines()
+    assert sorted(line.split("\t")[1:] for line in lines) == [["Das Haus is alt.", "The house is old."],
+                                                             ["Zwei Katzen.", "Two cats."]]
+
+
 def test_module_entry_point_runs_from_another_directory(tmp_path):
     result = subprocess.run([sys.executable, "-m", "miner.mine", "--output", str(tmp_path / "out")],
                             cwd=tmp_path, capture_output=True, text=True,

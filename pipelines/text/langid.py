@@ -586,9 +586,10 @@ def predict_command(args) -> None:
         raise ValueError(f"--k must be 1 or more (answers per line), got {args.k}")
     identifier = load_identifier(args.model)
     if args.languages:
+        from miner.console import comma_list
         from pipelines.text.identifier import RestrictedIdentifier
 
-        identifier = RestrictedIdentifier(identifier, args.languages.split(","))
+        identifier = RestrictedIdentifier(identifier, comma_list(args.languages, "--languages"))
     lines = list(decoded_lines(sys.stdin.buffer, "stdin"))  # strict UTF-8: fastText takes no undecodable bytes
     if args.document:
         language, probability = identifier.identify_document(lines)

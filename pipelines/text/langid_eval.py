@@ -465,10 +465,11 @@ DEFAULT_CONTENDERS = "cmlm-lid,lid.176,combined,combined+experts,lingua"
 
 
 def evaluate_command(args: argparse.Namespace) -> dict:
+    from miner.console import comma_list
     from miner.io import write_json
     from pipelines.text.langid import load_identifier
 
-    languages = args.languages.split(",") if args.languages else None
+    languages = comma_list(args.languages, "--languages") if args.languages else None
     if args.tune_weights:
         first, second = (load_contender(part) for part in args.tune_parts.split("+"))
         weights = [float(w) for w in args.tune_weights.split(",")]
