@@ -107,6 +107,25 @@ def read_pair_lines(path: str | Path, limit: int | None = None) -> tuple[list[st
 _TSV_BREAKS = str.maketrans({c: " " for c in "\t\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"})
 
 
+def read_json(path: str | Path, *keys: str) -> dict:
+    """A JSON object a command wrote (a report, an index), with `keys` it must hold; a missing file, a folder,
+    bad JSON or a missing key is an InputFormatError naming the file."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputFormatError(f"{path}: not found") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputFormatError(f"{path}: cannot be read ({getattr(err, 'strerror', None) or err})") from None
+    except json.JSONDecodeError as err:
+        raise InputFormatError(f"{path}: not JSON ({err})") from None
+    missing = [key for key in keys if not isinstance(data, dict) or key not in data]
+    if not isinstance(data, dict) or missing:
+        raise InputFormatError(f"{path}: expected a JSON object with {', '.join(keys) or 'fields'}; "
+                               f"{'missing ' + ', '.join(missing) if missing else 'got ' + type(data).__name__}")
+    return data
+
+
 def tsv_field(text: str) -> str:
     return text.translate(_TSV_BREAKS)
 

@@ -47,6 +47,11 @@ def test_weights_must_sum_to_one_and_output_must_be_new(two_encoders, tmp_path):
     (tmp_path / "exists").mkdir()
     with pytest.raises(AverageError, match="exists"):
         average(two_encoders, [0.5, 0.5], tmp_path / "exists")
+    with pytest.raises(AverageError, match="sum to 1"):  # NaN passed, and failed as a non-finite tensor later
+        average(two_encoders, [float("nan"), float("nan")], tmp_path / "x")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ValueError, match="is a file, not a folder"):  # was a FileExistsError traceback
+        average(two_encoders, [0.5, 0.5], tmp_path / "file" / "averaged")
 
 
 def test_other_tokenizer_or_shape_is_named(two_encoders, tmp_path):

@@ -380,3 +380,13 @@ def test_the_members_cuts_are_counted_by_member_for_the_embed_stage(tmp_path, ti
     assert model.stats[f"sentences:{tiny_encoder_dir.name}"] == 2
     handler.run_inference([("hin_Deva", [long_sentence])], model)  # no share for the transformer: it never sees it
     assert truncated_counts(model) == {f"truncated:{tiny_encoder_dir.name}": 1}
+
+
+def test_the_table_of_a_folder_without_its_figures_is_a_one_line_error(tmp_path, capsys):
+    from training.ensemble import main
+
+    assert main(["--table", str(tmp_path)]) == 2
+    assert f"{tmp_path / 'heldout.json'}: not found" in capsys.readouterr().err
+    (tmp_path / "heldout.json").write_text('{"members": []}')
+    assert main(["--table", str(tmp_path)]) == 2
+    assert "missing short_test" in capsys.readouterr().err

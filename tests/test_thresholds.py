@@ -156,6 +156,11 @@ def test_the_command_writes_offsets_the_miner_reads_measured_on_ntrex_held_out_d
         main(["--encoder", "char-ngram"])   # a built-in has no folder to write into
     with pytest.raises(SystemExit):  # refused before the measurement
         main(["--encoder", str(encoder), "--train-pool", str(tmp_path / "none"), "--scale", "2"])
+    with pytest.raises(SystemExit):  # refused before the measurement, not after every language was measured
+        main(["--encoder", str(encoder), "--train-pool", str(tmp_path / "pool"), "--reference", "ger", "deu_Latm"])
+    assert "--reference ger deu_Latm: not language names" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # train[:-5]: nearly every row as a distractor
+        main(["--encoder", str(encoder), "--train-pool", str(tmp_path / "pool"), "--source-distractors", "-5"])
     with pytest.raises(SystemExit):  # the dev pool measures, never chooses
         main(["--encoder", str(encoder), "--train-pool", str(tmp_path / "shared" / "data" / "dev")])
     assert "never on dev/" in capsys.readouterr().err

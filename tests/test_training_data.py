@@ -68,10 +68,23 @@ def test_recipe_overrides_base_and_stage_index(training_inputs):
     ("run.log_every=0", "run.log_every must be 1 or more, got 0"),
     ("model.dropout=1.0", "model.dropout must be from 0 to 0.99, got 1.0"),
     ("stages.0.lr=0.0", "stages[0] (cmlm): lr must be above 0"),
+    # passed the checks, then a traceback at step 2, after every file was read, or a CPU run where a GPU was meant
+    ("optimizer.lr=.inf", "optimizer.lr must be a finite number, got inf"),
+    ("seed=-1", "seed must be a whole number 0 or more, got -1"),
+    ("run.device=gpu", "run.device must be auto, cpu, cuda or cuda:N, got 'gpu'"),
+    ("output=' '", "output: a folder to write the run into, not an empty path"),
 ])
 def test_bad_recipes_are_refused_naming_the_key(training_inputs, override, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
         load_recipe(training_inputs / "recipe.yaml", [override])
+
+
+def test_a_recipe_that_is_a_folder_or_not_text_is_named(tmp_path):
+    with pytest.raises(ConfigError, match="a folder, not a recipe"):
+        load_recipe(tmp_path)
+    (tmp_path / "latin1.yaml").write_bytes("output: caf\xe9\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match="latin1.yaml: not a YAML text file"):
+        load_recipe(tmp_path / "latin1.yaml")
 
 
 def test_documents_keep_order_and_skip_one_sentence_documents(tmp_path, tiny_tokenizer):
@@ -104,6 +117,14 @@ def test_bitext_bad_lines_are_counted_and_good_ones_kept(tmp_path, caplog):
     assert skips.report() == {"bitext line with 1 columns (expected 2)": 1,
                               "bitext line with 4 columns (expected 2)": 1, "bitext pair with an empty side": 1}
     assert f"{path}:2" in caplog.text  # the place of a skip is logged
+
+
+def test_a_bad_first_line_costs_itself_not_the_file(tmp_path):
+    """The layout came from the first line: one without a tab made every good line after it a skip."""
+    path = write(tmp_path / "fr-en.tsv", "un titre sans tabulation\nMaison\thouse\nArbre\ttree\n")
+    skips = Skips()
+    assert read_tsv_bitext(path, skips, None, ("fr", "en")) == [("Maison", "house"), ("Arbre", "tree")]
+    assert skips.report() == {"bitext line with 1 columns (expected 2 or 3)": 1}
 
 
 def test_untranslated_and_repeated_pairs_are_counted_skips_across_files(tmp_path, tiny_tokenizer, caplog):

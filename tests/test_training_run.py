@@ -2,6 +2,7 @@
 and what it exports is an encoder the rest of the project loads."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -88,6 +89,22 @@ def test_a_time_limited_run_stops_exports_and_resumes_to_the_same_weights(traini
     b = load_file(str(tmp_path / "b" / "run" / "encoder" / "model.safetensors"))
     for name in a:
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    # the log holds each step once: the resumed run's lines follow the checkpoint's step, as the straight run's do
+    logged = [[json.loads(line)["global_step"] for line in open(tmp_path / run / "run" / "train_log.jsonl")]
+              for run in ("a", "b")]
+    assert logged[1] == logged[0]
+
+
+def test_a_fresh_run_starts_its_log_anew_and_a_resumed_one_after_its_checkpoint(training_inputs, tmp_path):
+    """A run killed after its last checkpoint had logged steps the resumed run logs again; a run killed before
+    any checkpoint left lines a fresh run appended to."""
+    config = recipe(training_inputs, tmp_path)
+    log = Path(config.output) / "train_log.jsonl"
+    log.parent.mkdir(parents=True)
+    log.write_text('{"global_step": 400, "loss": 1.0}\n{"global_st')  # a dead run's, the last line half written
+    train(config)
+    steps = [json.loads(line)["global_step"] for line in log.read_text().splitlines()]
+    assert steps == sorted(steps) and 400 not in steps
 
 
 def test_exported_encoder_loads_and_embeds(training_inputs, tmp_path):
@@ -159,6 +176,9 @@ def test_export_writes_the_encoder_of_the_newest_checkpoint(training_inputs, tmp
         k: v for k, v in evaluated_at_end.items() if k.startswith("xsim_error/")}
     with pytest.raises(ValueError, match="no checkpoint to export"):
         export_newest_checkpoint(recipe(training_inputs, tmp_path / "empty"))
+    # another recipe would have recorded its data and seed beside these weights (or failed loading them)
+    assert main(["--config", str(training_inputs / "recipe.yaml"), "--set", f"output={tmp_path / 'run'}",
+                 "--set", "stages.1.steps=4", "--set", "seed=7", "--export"]) == 2
 
 
 def test_a_non_finite_loss_stops_the_run_before_any_checkpoint_holds_it(training_inputs, tmp_path):

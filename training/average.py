@@ -16,10 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import shutil
 import tempfile
 from pathlib import Path
+
+from miner.io import check_output_folder
 
 log = logging.getLogger("training.average")
 
@@ -101,10 +104,11 @@ def average(folders: list[Path], weights: list[float], output: Path) -> Path:
 
     if len(folders) < 2 or len(folders) != len(weights):
         raise AverageError("give two or more --models and one --weights value for each")
-    if any(w < 0 for w in weights) or abs(sum(weights) - 1.0) > 1e-6:
+    if not all(math.isfinite(w) and w >= 0 for w in weights) or abs(sum(weights) - 1.0) > 1e-6:
         raise AverageError(f"--weights must be non-negative and sum to 1, got {weights}")
     if output.exists():
         raise AverageError(f"{output}: exists; remove it or choose another --output")
+    check_output_folder(output.parent)  # a file in the way of its folder
     files = check_compatible(folders)
     output.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=output.parent, prefix=f".{output.name}."))

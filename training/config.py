@@ -11,6 +11,8 @@ to the recipe file that names them (as in configs/mine_sample.yaml); `output` is
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -253,6 +255,9 @@ def _range_problems(config: TrainConfig) -> list[str]:
         value = getattr(getattr(config, section), key)
         if value is None:  # an optional setting left unset
             continue
+        if isinstance(value, float) and not math.isfinite(value):  # inf passed "above 0", and diverged at step 2
+            problems.append(f"{name} must be a finite number, got {value!r}")
+            continue
         if low == "open":
             if not value > high:
                 problems.append(f"{name} must be above {high:g}, got {value!r}")
@@ -260,7 +265,7 @@ def _range_problems(config: TrainConfig) -> list[str]:
             span = f"from {low:g} to {high:g}" if high is not None else f"{low:g} or more"
             problems.append(f"{name} must be {span}, got {value!r}")
     for i, stage in enumerate(config.stages):
-        if stage.lr is not None and not stage.lr > 0:
+        if stage.lr is not None and not (stage.lr > 0 and math.isfinite(stage.lr)):
             problems.append(f"stages[{i}] ({stage.name}): lr must be above 0, got {stage.lr!r}")
         if stage.warmup_steps is not None and stage.warmup_steps < 0:
             problems.append(f"stages[{i}] ({stage.name}): warmup_steps must be 0 or more, got {stage.warmup_steps!r}")
@@ -282,6 +287,12 @@ def check(config: TrainConfig) -> None:
         if "nli" in stage.objectives and len(stage.objectives) > 1:
             problems.append(f"stages[{i}] ({stage.name}): nli is a stage of its own (it hurts retrieval)")
     model, optimizer = config.model, config.optimizer
+    if not str(config.output).strip():  # an empty path wrote checkpoints and the encoder into the working folder
+        problems.append("output: a folder to write the run into, not an empty path")
+    if isinstance(config.seed, bool) or not isinstance(config.seed, int) or config.seed < 0:
+        problems.append(f"seed must be a whole number 0 or more, got {config.seed!r}")
+    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", str(config.run.device)):  # `gpu` trained on the CPU, unsaid
+        problems.append(f"run.device must be auto, cpu, cuda or cuda:N, got {config.run.device!r}")
     if model.init is None and model.tokenizer is None:
         problems.append("model: give a tokenizer folder for a new model, or init: an encoder checkpoint")
     if model.heads >= 1 and model.hidden % model.heads:
@@ -396,6 +407,12 @@ def _read_with_base(path: Path, seen: tuple) -> dict:
         raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except FileNotFoundError:
         raise ConfigError(f"{path}: recipe not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: a folder, not a recipe (configs/train_*.yaml)") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{path}: not a YAML text file (not UTF-8 at byte {err.start})") from None
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot be read ({err.strerror or err})") from None
     except yaml.YAMLError as err:
         raise ConfigError(f"{path}: invalid YAML ({err})") from None
     if not isinstance(raw, dict):

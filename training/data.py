@@ -320,11 +320,11 @@ def read_tsv_bitext(path: Path, skips: Skips, min_score: float | None, langs: tu
         if not line.strip():
             continue
         fields_ = line.split("\t")
-        columns = columns or len(fields_)
+        if columns is None and len(fields_) in (2, 3):  # the file's layout: its first line that has one
+            columns = len(fields_)
         where = f"{path}:{number}"
-        if len(fields_) != columns or columns not in (2, 3):
-            expected = columns if columns in (2, 3) else "2 or 3"
-            skips.add(f"bitext line with {len(fields_)} columns (expected {expected})", where)
+        if len(fields_) != columns:
+            skips.add(f"bitext line with {len(fields_)} columns (expected {columns or '2 or 3'})", where)
             continue
         if columns == 3:
             try:

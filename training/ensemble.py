@@ -49,7 +49,7 @@ from pathlib import Path
 import numpy as np
 
 from miner.console import plural, wide_table
-from miner.io import atomic_output, folder_files, path_argument, write_json
+from miner.io import atomic_output, folder_files, path_argument, read_json, write_json
 
 log = logging.getLogger("training.ensemble")
 ENGLISH = "eng_Latn"
@@ -315,6 +315,8 @@ def mining_sets(root: Path, source_distractors: int, target_distractors: int) ->
     from training.prepare import _clean, ntrex_references
 
     _, english, held, train, references = ntrex_references(root)
+    if min(source_distractors, target_distractors) < 0:  # train[:-5] would take nearly every row
+        raise ValueError(f"distractors must be 0 or more a side, got {source_distractors} and {target_distractors}")
     if source_distractors + target_distractors > len(train):
         raise ValueError(f"{root}: {len(train)} training rows cannot give {source_distractors} + "
                          f"{target_distractors} distractors")
@@ -527,7 +529,7 @@ def main(argv: list[str] | None = None) -> int:
                         "(default 1200)")
     args = parser.parse_args(argv)
     if args.table is not None:
-        return exit_status(lambda: print(short_test_table(json.loads((args.table / "heldout.json").read_text()))))
+        return exit_status(lambda: print(short_test_table(read_json(args.table / "heldout.json", "short_test"))))
     setup_logging()
     if not args.members or args.output is None:
         parser.error("--members and --output are required (or --table FOLDER)")

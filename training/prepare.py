@@ -442,9 +442,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     setup_logging()
     if args.table:
-        import json
+        from miner.io import read_json
 
-        return exit_status(lambda: print(mixture_table(json.loads((args.output / "manifest.json").read_text()))))
+        return exit_status(lambda: print(mixture_table(read_json(args.output / "manifest.json"))))
 
     def command() -> None:
         if not args.shared.is_dir():

@@ -115,6 +115,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{args.train_pool}: offsets are measured on the train pool, never on dev/")
     if not 0 <= args.scale <= 1:  # before the measurement, which takes minutes
         parser.error(f"--scale must be within [0, 1], got {args.scale}")
+    from miner.languages import is_language_name
+
+    unnamed = [code for code in args.reference if not is_language_name(code)]
+    if unnamed:  # found only after every language had been measured
+        parser.error(f"--reference {' '.join(unnamed)}: not language names as NTREX's are read (deu_Latn, "
+                     "fra_Latn ...)")
+    if min(args.source_distractors, args.target_distractors) < 0:
+        parser.error("--source-distractors and --target-distractors must be 0 or more")
     setup_logging()
     return exit_status(lambda: thresholds_command(args))
 

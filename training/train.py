@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from miner.io import path_argument
-from training.config import load_recipe
+from training.config import as_dict, load_recipe
 
 log = logging.getLogger("training")
 
@@ -142,7 +142,11 @@ def export_newest_checkpoint(config) -> Path:
     newest = checkpoints.latest(Path(config.output))
     if newest is None:
         raise ValueError(f"{config.output}: no checkpoint to export")
-    position, _ = checkpoints.read_state(newest)
+    position, saved = checkpoints.read_state(newest)
+    differences = checkpoints.recipe_differences(saved, as_dict(config))
+    if differences:  # the export would record this recipe's data and seed for weights another one trained
+        raise ValueError(f"{newest}: the recipe differs from the one this checkpoint was written with "
+                         f"({', '.join(differences)}); export with that recipe")
     tokenizer = load_tokenizer(config)
     model = build_model(config, tokenizer)
     checkpoints.load_model(newest, model)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import signal
 import sys
@@ -26,6 +27,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from miner.io import atomic_output
 from training import checkpoints
 from training.batches import (
     BitextSampler,
@@ -44,6 +46,19 @@ from training.optim import build_optimizer, build_schedule
 log = logging.getLogger("training")
 
 
+def _logged_step(line: str) -> float:
+    """A log line's global step; a line a killed run left half-written counts as past every step (dropped)."""
+    try:
+        return json.loads(line).get("global_step", 0)
+    except (json.JSONDecodeError, AttributeError):
+        return math.inf
+
+
+class TrainingDiverged(FloatingPointError, ValueError):
+    """A loss went non-finite: the settings' doing (a learning rate too high, bad inputs), so the command ends with
+    `error: ...` and exit status 2 (a ValueError to miner.console.exit_status), not a traceback."""
+
+
 @dataclass
 class Distributed:
     rank: int = 0
@@ -60,6 +75,8 @@ class Distributed:
         world_size = int(os.environ.get("WORLD_SIZE", "1"))
         local_rank = int(os.environ.get("LOCAL_RANK", "0"))
         cuda = torch.cuda.is_available() and device in ("auto", "cuda") or device.startswith("cuda")
+        if cuda and not torch.cuda.is_available():
+            raise ValueError(f"run.device {device}: torch sees no GPU on this machine (leave it auto: the CPU here)")
         if cuda:
             chosen = torch.device(device if device.startswith("cuda:") and world_size == 1 else f"cuda:{local_rank}")
             torch.cuda.set_device(chosen)
@@ -133,6 +150,7 @@ class Trainer:
         if self.dist.main:
             self.output.mkdir(parents=True, exist_ok=True)
             (self.output / "recipe.json").write_text(json.dumps(self.recipe, indent=2) + "\n", encoding="utf-8")
+            self._log_up_to(position.global_step)
         with self._first_interrupt_stops_cleanly():
             for index in range(position.stage, len(self.config.stages)):
                 start = position.step if index == position.stage else 0
@@ -286,7 +304,7 @@ class Trainer:
         bad = {key: int((~torch.isfinite(v)).sum()) for key, v in values.items()}
         if any(bad.values()):
             first = position.step - steps + 1
-            raise FloatingPointError(f"stage {stage.name} steps {first}-{position.step}: non-finite loss "
+            raise TrainingDiverged(f"stage {stage.name} steps {first}-{position.step}: non-finite loss "
                                      f"({', '.join(f'{k}: {n} steps' for k, n in bad.items() if n)}); lower the "
                                      f"learning rate or check the inputs")
         return values
@@ -345,6 +363,16 @@ class Trainer:
             bar.set_postfix({k: f"{line[k]:.3g}" for k in ("loss", "mlm_accuracy", "br_accuracy", "teacher_cosine")
                              if k in line})
             self._log_line(line)
+
+    def _log_up_to(self, global_step: int) -> None:
+        """Keep the log's lines of the steps this run starts after (none for a fresh run): a run stopped after its
+        last checkpoint logged steps the resumed run takes again, and a fresh run's log began after a dead one's."""
+        path = self.output / "train_log.jsonl"
+        if not path.exists():
+            return
+        kept = [line for line in path.read_text(encoding="utf-8").splitlines() if _logged_step(line) <= global_step]
+        with atomic_output(path, "w") as handle:
+            handle.write("".join(f"{line}\n" for line in kept))
 
     def _log_line(self, line: dict) -> None:
         self.history.append(line)
@@ -440,21 +468,32 @@ class Trainer:
         return report
 
     def export(self) -> Path:
+        import shutil
+
         from encoders.model import save_encoder
 
         folder = self.output / "encoder"
+        # written beside it, then swapped in: a run killed while exporting leaves the encoder before it whole, never
+        # new weights with the old training.json or half a folder (the same depth: a lens's relative path holds)
+        staged, old = self.output / f".encoder.{os.getpid()}.tmp", self.output / f".encoder.{os.getpid()}.old"
+        for leftover in (staged, old):
+            shutil.rmtree(leftover, ignore_errors=True)
         dtype = torch.float16 if self.config.run.save_dtype == "float16" else None
         self.model.eval()
         if self.model.lens is not None:
             from encoders.lens import save_lens
 
-            save_lens(self.model.lens, folder, self.config.model.init)
+            save_lens(self.model.lens, staged, self.config.model.init)
         else:
-            save_encoder(self.model.encoder, self.tokenizer, folder,
+            save_encoder(self.model.encoder, self.tokenizer, staged,
                          max_seq_length=self.config.model.max_seq_length, dtype=dtype, dense=self.model.output)
-        (folder / "training.json").write_text(json.dumps({
+        (staged / "training.json").write_text(json.dumps({
             "recipe": self.recipe, "data": self.data.summary(),
             "final": self.history[-1] if self.history else None}, indent=2) + "\n", encoding="utf-8")
+        if folder.exists():
+            folder.rename(old)
+        staged.rename(folder)
+        shutil.rmtree(old, ignore_errors=True)
         log.info("encoder written to %s", folder)
         return folder
 
