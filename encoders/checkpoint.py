@@ -82,8 +82,8 @@ def _read_plain(folder: Path) -> CheckpointLayout:
 
 def _read_sentence_transformers(folder: Path, modules_file: Path) -> CheckpointLayout:
     modules = _json(modules_file)
-    if not isinstance(modules, list) or not modules:
-        raise CheckpointError(f"{modules_file}: expected a non-empty list of modules")
+    if not isinstance(modules, list) or not modules or not all(isinstance(m, dict) for m in modules):
+        raise CheckpointError(f"{modules_file}: expected a non-empty list of modules (objects with type and path)")
     transformer, pooling, dense, max_len = None, "cls", [], None
     for position, module in enumerate(sorted(modules, key=lambda m: m.get("idx", 0))):
         kind = str(module.get("type", "")).rsplit(".", 1)[-1]
@@ -111,6 +111,8 @@ def _read_sentence_transformers(folder: Path, modules_file: Path) -> CheckpointL
 
 def _check_transformer(folder: Path) -> str:
     config = _json(folder / "config.json")
+    if not isinstance(config, dict):
+        raise CheckpointError(f"{folder / 'config.json'}: expected a JSON object (a model's configuration)")
     if "auto_map" in config:
         raise CheckpointError(f"{folder / 'config.json'}: the model needs custom code (auto_map); "
                               "cmlm-miner never runs code from checkpoints (no trust_remote_code)")

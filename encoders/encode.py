@@ -60,11 +60,15 @@ def check_texts(path: Path, column: int | None) -> int:
 
 
 def encode_file(encoder, source: Path, output: Path, *, column: int | None = None, dtype: str = "float32",
-                language: str | None = None, chunk_lines: int = 20000, show_progress: bool = False) -> int:
-    """Stream `source` through the encoder into `output` (.npy, rows in line order); returns the line count."""
+                language: str | None = None, chunk_lines: int = 20000, show_progress: bool = False,
+                total: int | None = None) -> int:
+    """Stream `source` through the encoder into `output` (.npy, rows in line order); returns the line count.
+    `total`: the count `check_texts` gave, where the caller checked the file already."""
     from tqdm.auto import tqdm
 
-    total = check_texts(source, column)
+    if chunk_lines < 1:  # 0 wrote a header for every row and no row
+        raise ValueError(f"chunk_lines must be 1 or more, got {chunk_lines}")
+    total = total if total is not None else check_texts(source, column)
     texts = iter_texts(source, column)
     stored, width = (np.dtype(np.uint8), encoder.dim // 8) if is_binary(dtype) else (np.dtype(dtype), encoder.dim)
     with atomic_output(output) as handle, tqdm(total=total, unit="sent", desc=source.name,
@@ -105,14 +109,24 @@ def main(argv: list[str] | None = None) -> int:
     clash = next((name for name in names if names.count(name) > 1), None)
     if args.output_dir and clash:  # DIR/<name>.npy: the second file's vectors would replace the first's
         parser.error(f"two inputs are named {clash}: --output-dir writes one {clash}.npy; encode them in two runs")
+    if args.column is not None and args.column < 1:  # 0 took the last field, -1 the one before it
+        parser.error(f"--column is 1-based: 1 or more, got {args.column}")
+    if args.chunk_lines < 1:
+        parser.error(f"--chunk-lines must be 1 or more, got {args.chunk_lines}")
+    outputs = {source: args.output or args.output_dir / f"{source.name}.npy" for source in inputs}
 
     def command() -> None:
+        for source, output in outputs.items():  # before any file is embedded, as every line of every file is
+            if output.is_dir():
+                raise ValueError(f"--output {output} is a folder: give a .npy file's path")
+            if output.exists() and output.resolve() == source.resolve():
+                raise ValueError(f"{output}: the output would overwrite its own input")
+        totals = {source: check_texts(source, args.column) for source in inputs}
         encoder = load_encoder(args.encoder, **encoder_options(args))
-        for source in inputs:
-            output = args.output or args.output_dir / f"{source.name}.npy"
+        for source, output in outputs.items():
             started = time.perf_counter()
             n = encode_file(encoder, source, output, column=args.column, dtype=args.dtype, language=args.language,
-                            chunk_lines=args.chunk_lines, show_progress=sys.stderr.isatty())
+                            chunk_lines=args.chunk_lines, show_progress=sys.stderr.isatty(), total=totals[source])
             seconds = time.perf_counter() - started
             log.info("%s: %d %s -> %s (%.1fs, %.0f sentences/s)", source, n, plural(n, "sentence"), output, seconds,
                      n / seconds)

@@ -77,6 +77,9 @@ def read_ensemble(folder: str | Path) -> dict:
     for name, shares in tables.items():
         _check_shares(path, name, shares, len(members))
     resolved = [str(Path(folder) / m) if (Path(folder) / m).exists() else m for m in members]
+    nested = [m for m, r in zip(members, resolved) if is_ensemble(r)]
+    if nested:  # its own shares would be taken at its default: a member encodes without the call's language
+        raise EnsembleError(f"{path}: member {nested[0]!r} is an ensemble itself; list its members here instead")
     return {**spec, "members": resolved, "path": str(path)}
 
 

@@ -21,17 +21,25 @@ log = logging.getLogger("encoders.fit_pcr")
 
 def fit_pcr_command(args: argparse.Namespace) -> None:
     from encoders import load_encoder
+    from encoders.ensemble import is_ensemble
     from miner.console import plural
     from miner.io import read_lines
 
     if args.output is None and not Path(args.encoder).is_dir():
         raise ValueError(f"--encoder {args.encoder}: not a checkpoint folder, where PCR is saved by default; give "
                          f"--output")
+    if is_ensemble(args.encoder):  # fitted at its default shares, and refused by it at load: a file of no use
+        raise ValueError(f"--encoder {args.encoder}: an ensemble takes no language removal; fit PCR for a member")
+    if args.sample < 2:
+        raise ValueError(f"--sample must be 2 or more sentences a language, got {args.sample}")
     texts = {}
     for spec in args.input:  # every file read before the encoder loads
         language, _, path = spec.partition("=")
         if not path or not language:
             raise ValueError(f"--input {spec!r}: write LANGUAGE=FILE, e.g. deu_Latn=sentences.de.txt")
+        if language in texts:  # the second file replaced the first: a language fitted on another's text
+            raise ValueError(f"--input {language}= is given twice ({texts[language][1]}, {path}): one file a "
+                             "language")
         texts[language] = ([line for line in read_lines(path) if line.strip()], path)
         if len(texts[language][0]) < 2:
             raise ValueError(f"{path}: {len(texts[language][0])} non-empty lines; PCR needs two sentences or more")

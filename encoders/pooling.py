@@ -39,7 +39,13 @@ def load_dense(layer: DenseLayer) -> torch.nn.Sequential:
         from safetensors.torch import load_file
         state = load_file(str(layer.weights))
     else:
-        state = torch.load(layer.weights, map_location="cpu", weights_only=True)
+        import pickle
+
+        try:  # weights_only refuses anything but tensors: a pickle that is more is an error, never run
+            state = torch.load(layer.weights, map_location="cpu", weights_only=True)
+        except (pickle.UnpicklingError, RuntimeError, EOFError) as err:
+            raise CheckpointError(f"{layer.weights}: not a plain tensor file ({type(err).__name__}); weights are "
+                                  "read as tensors only, never as code") from None
     linear = torch.nn.Linear(layer.in_features, layer.out_features, bias=layer.bias)
     try:
         linear.load_state_dict({key.removeprefix("linear."): value for key, value in state.items()})

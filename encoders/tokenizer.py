@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import glob
 import logging
+import math
 import sys
 from pathlib import Path
 
@@ -127,8 +128,16 @@ def format_coverage(report: dict[str, dict]) -> str:
 
 
 def build_command(args: argparse.Namespace) -> None:
-    from miner.io import write_json
+    from miner.io import check_output_folder, write_json
 
+    for flag, value, least in (("--vocab-size", args.vocab_size, 10), ("--sample-lines", args.sample_lines, 1),
+                               ("--min-frequency", args.min_frequency, 1)):
+        if value is not None and value < least:  # -5 overflowed in Rust, 0 trained a vocabulary of nothing
+            raise ValueError(f"{flag} must be {least} or more, got {value}")
+    if not (math.isfinite(args.alpha) and args.alpha >= 0):
+        raise ValueError(f"--alpha must be a number 0 or more (1: as the text comes, 0: languages alike), got "
+                         f"{args.alpha}")
+    check_output_folder(args.output)  # a file in the way, found before the training rather than after it
     texts = {lang: read_language(files) for lang, files in language_inputs(args.input).items()}
     empty = [lang for lang, lines in texts.items() if not lines]
     if empty:
@@ -151,7 +160,14 @@ def coverage_command(args: argparse.Namespace) -> None:
 
     from miner.io import write_json
 
-    tokenizer = AutoTokenizer.from_pretrained(str(args.tokenizer), use_fast=True, trust_remote_code=False)
+    if not (args.tokenizer / "tokenizer.json").is_file():  # else transformers takes the path for a hub id
+        raise ValueError(f"--tokenizer {args.tokenizer}: no tokenizer.json there (a tokenizer folder, as "
+                         "`encoders.tokenizer build` writes)")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(args.tokenizer), use_fast=True, trust_remote_code=False)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{args.tokenizer / 'tokenizer.json'}: cannot be read ({str(err).splitlines()[0]})") \
+            from None
     report = coverage(tokenizer, {lang: read_language(files) for lang, files in language_inputs(args.input).items()})
     print(format_coverage(report))
     if args.report:

@@ -87,6 +87,12 @@ class TransformerEncoder(SentenceEncoder):
         self.tokenizer = _truncating_tokenizer(self.hf_tokenizer, self.max_seq_length)
         self.pad_id = self.hf_tokenizer.pad_token_id if self.hf_tokenizer.pad_token_id is not None else 0
         dense = [] if self.lens else [load_dense(layer) for layer in layout.dense]
+        width = model.config.hidden_size
+        for layer, module in zip(layout.dense, dense):  # a chain that does not fit failed at the first sentence
+            if module[0].in_features != width:
+                raise CheckpointError(f"{layer.weights.parent}: a Dense layer taking {module[0].in_features} "
+                                      f"values where the layer before it gives {width}")
+            width = module[0].out_features
         self.model_dim = (self.lens.spec.output_dim if self.lens else dense[-1][0].out_features if dense
                           else model.config.hidden_size)
         self.replicas = [self._replica(model, dense, d) for d in self.devices]
@@ -205,6 +211,8 @@ class TransformerEncoder(SentenceEncoder):
 
 
 def _load_transformer(layout: CheckpointLayout):
+    import pickle
+
     from transformers import AutoModel, AutoTokenizer
 
     from encoders.model import transformers_quietly
@@ -217,14 +225,37 @@ def _load_transformer(layout: CheckpointLayout):
                 raise CheckpointError(f"{layout.transformer}: a {layout.model_type} model has no pooler head; "
                                       f"choose another pooling")
             extra = {"add_pooling_layer": layout.pooling == "pooler"} if layout.model_type in HAS_POOLER else {}
-            model = AutoModel.from_pretrained(str(layout.transformer), trust_remote_code=False, weights_only=True,
-                                              **extra)
-    except (OSError, ValueError, RuntimeError, KeyError) as err:
+            model, loading = AutoModel.from_pretrained(str(layout.transformer), trust_remote_code=False,
+                                                       weights_only=True, output_loading_info=True, **extra)
+    except (OSError, ValueError, RuntimeError, KeyError, pickle.UnpicklingError) as err:  # a pickle: refused
         raise CheckpointError(f"{layout.transformer}: cannot load the model or its tokenizer "
                               f"({error_reason(err)})") from None
     if not tokenizer.is_fast:
         raise CheckpointError(f"{layout.transformer}: only fast (Rust) tokenizers are supported")
+    check_loaded(layout, model, tokenizer, loading)
     return tokenizer, model.eval()
+
+
+def check_loaded(layout: CheckpointLayout, model, tokenizer, loading: dict) -> None:
+    """What transformers loads with a warning (hidden here) and would embed with: weights the file lacks or holds in
+    another shape start random (a layer cut from the file, a config with a layer more, a pooler the weights do not
+    have), NaN weights give NaN vectors, and token ids past the embedding table fail at the first sentence that
+    has one. Each is an error naming the folder."""
+    missing = sorted(loading.get("missing_keys") or []) + [f"{entry[0]} (shape)" if isinstance(entry, tuple)
+                                                           else str(entry)
+                                                           for entry in loading.get("mismatched_keys") or []]
+    if missing:
+        raise CheckpointError(f"{layout.transformer}: the weights file lacks {len(missing)} of the model's "
+                              f"tensors or holds them in another shape ({', '.join(missing[:4])}"
+                              f"{', ...' if len(missing) > 4 else ''}); they would start random")
+    for name, tensor in model.named_parameters():
+        if not bool(torch.isfinite(tensor).all()):
+            raise CheckpointError(f"{layout.transformer}: tensor {name} holds NaN or infinite values")
+    rows = model.get_input_embeddings().num_embeddings
+    largest = max(tokenizer.get_vocab().values(), default=-1)
+    if largest >= rows:
+        raise CheckpointError(f"{layout.transformer}: the tokenizer gives token ids up to {largest} but the model "
+                              f"embeds {rows}: another model's tokenizer")
 
 
 def _max_length(layout: CheckpointLayout, model, tokenizer, override: int | None) -> int:

@@ -65,6 +65,9 @@ def exit_status(command: Callable[[], None]) -> int:
     except (InputFormatError, EmbeddingError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except OSError as err:  # the machine's answer (a folder where a file goes, no permission, a full disk)
+        print(f"error: {err.strerror or err}{f': {err.filename}' if err.filename else ''}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt as stop:  # Ctrl-C: what was written is whole (outputs are renamed into place)
         print(f"interrupted{f': {stop}' if str(stop) else ''}", file=sys.stderr)
         return INTERRUPTED

@@ -176,6 +176,8 @@ def atomic_output(path: str | Path, mode: str = "wb") -> Iterator[IO]:
     blocked = file_in_the_way(path.parent)
     if blocked:
         raise OutputPathError(f"{path}: cannot be written: {blocked} is a file, not a folder")
+    if path.is_dir():  # the rename at the end would fail, after all the work
+        raise OutputPathError(f"{path}: is a folder; give a file's path")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

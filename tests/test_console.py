@@ -72,3 +72,15 @@ def test_ctrl_c_is_one_line_and_status_130_and_libraries_tracebacks_of_it_are_no
                                    (RuntimeError, err, None))
     assert not _not_an_interruption(record)
     assert _not_an_interruption(logging.LogRecord("x", logging.ERROR, __file__, 1, "a real error", None, None))
+
+
+def test_what_the_machine_refuses_is_one_line_not_a_traceback(tmp_path, capsys):
+    """A folder where a file goes, no permission, a full disk: said with the path, exit status 2."""
+    from miner.console import exit_status
+
+    def write_into_a_folder():
+        (tmp_path / "out.npy").mkdir()
+        open(tmp_path / "out.npy", "wb")
+
+    assert exit_status(write_into_a_folder) == 2
+    assert capsys.readouterr().err == f"error: Is a directory: {tmp_path / 'out.npy'}\n"

@@ -99,3 +99,27 @@ def test_binary_vectors_are_written_packed(tmp_path):
     stored = np.load(tmp_path / "b.npy")
     assert stored.dtype == np.uint8 and stored.shape == (3, 128)
     np.testing.assert_array_equal(stored, binary.pack(binary.sign_bits(load_encoder("char-ngram").encode(lines))))
+
+
+def test_settings_and_outputs_that_would_write_wrong_files_are_refused_before_any_work(tmp_path, capsys):
+    """--chunk-lines 0 wrote a header and no rows (exit 0), --column 0 took the last field, an output folder
+    failed after the work, an output equal to its input overwrote the text, and a bad line in the second of
+    several files was found after the first had been written."""
+    good, bad = tmp_path / "good.txt", tmp_path / "bad.txt"
+    good.write_text("Guten Morgen.\nDas Haus.\n", encoding="utf-8")
+    bad.write_text("Hallo.\n\n", encoding="utf-8")
+    (tmp_path / "folder.npy").mkdir()
+    for argv, message in ((["--input", str(good), "--output", str(tmp_path / "o.npy"), "--chunk-lines", "0"],
+                           "--chunk-lines must be 1 or more"),
+                          (["--input", str(good), "--output", str(tmp_path / "o.npy"), "--column", "0"],
+                           "--column is 1-based"),
+                          (["--input", str(good), "--output", str(tmp_path / "folder.npy")], "is a folder"),
+                          (["--input", str(good), "--output", str(good)], "would overwrite its own input"),
+                          (["--output-dir", str(tmp_path / "out"), str(good), str(bad)], "bad.txt:2: empty")):
+        try:
+            assert main(["--encoder", "char-ngram", *argv]) == 2
+        except SystemExit as stop:  # argparse's own refusal
+            assert stop.code == 2
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "o.npy").exists() and not (tmp_path / "out").exists()
+    assert good.read_text(encoding="utf-8").startswith("Guten")

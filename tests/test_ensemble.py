@@ -100,6 +100,15 @@ def test_sentences_may_come_as_a_generator_as_every_member_takes_them(tmp_path):
     np.testing.assert_array_equal(encoder.encode(s for s in SENTENCES), encoder.encode(SENTENCES))
 
 
+def test_an_ensemble_as_a_member_is_refused(tmp_path):
+    """A member encodes without the call's language: an inner ensemble would take its default shares always."""
+    inner = write_ensemble(tmp_path / "inner")
+    outer = write_ensemble(tmp_path / "outer", members=["../inner", "char-ngram:32"], dims=[96, 32])
+    assert inner.exists()
+    with pytest.raises(EnsembleError, match="member '../inner' is an ensemble itself"):
+        load_encoder(str(outer))
+
+
 def test_a_member_of_another_size_than_the_file_says_is_an_error(tmp_path):
     encoder = load_encoder(str(write_ensemble(tmp_path / "e", dims=[64, 48])))
     with pytest.raises(EnsembleError, match="32-d vectors, the file says 48"):

@@ -60,6 +60,12 @@ def test_fit_pcr_command_refuses_what_it_cannot_fit_or_save_before_loading_the_e
     assert "empty.txt: 0 non-empty lines" in capsys.readouterr().err  # the file named, before any encoder loads
     assert main(["fit-pcr", "--encoder", "char-ngram", "--input", "de=de.txt", "--output", "pcr.safetensors"]) == 0
     assert (tmp_path / "pcr.safetensors").exists()
+    # the second file replaced the first: German fitted on whatever the second held
+    assert main(["fit-pcr", "--encoder", "char-ngram", "--input", "de=de.txt", "--input", "de=empty.txt",
+                 "--output", "p"]) == 2
+    assert "--input de= is given twice" in capsys.readouterr().err
+    assert main(["fit-pcr", "--encoder", "char-ngram", "--input", "de=de.txt", "--sample", "1", "--output", "p"]) == 2
+    assert "--sample must be 2 or more" in capsys.readouterr().err
 
 
 def test_fit_pcr_command_then_encode_with_it(tiny_encoder_dir, tmp_path):

@@ -76,7 +76,9 @@ def test_a_lens_trained_behind_another_tokenizer_is_named(tmp_path, tiny_encoder
     encoder_copy = shutil.copytree(tiny_encoder_dir, tmp_path / "encoder")
     folder = lens_folder(tmp_path, encoder_copy)
     tokenizer_file = encoder_copy / "tokenizer.json"
-    tokenizer_file.write_text(tokenizer_file.read_text().replace("[UNK]", "[UNKNOWN]"))
+    text = tokenizer_file.read_text()
+    assert '"lowercase": false' in text
+    tokenizer_file.write_text(text.replace('"lowercase": false', '"lowercase": true'))  # the same ids, uncased
     with pytest.raises(LensError, match="another tokenizer"):
         load_encoder(str(folder))
 

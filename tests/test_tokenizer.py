@@ -60,6 +60,12 @@ def test_bad_inputs_are_clear_errors(tmp_path, capsys):
     assert "LANGUAGE=FILE_OR_GLOB" in capsys.readouterr().err
     assert main(["build", "--input", f"deu_Latn={tmp_path}/none*.txt", "--output", str(tmp_path / "t")]) == 2
     assert "no file matches" in capsys.readouterr().err
+    (tmp_path / "de.txt").write_text("Ein Satz.\n", encoding="utf-8")
+    assert main(["build", "--input", f"deu_Latn={tmp_path}/de.txt", "--output", str(tmp_path / "t"),
+                 "--vocab-size", "-5"]) == 2  # an OverflowError from the trainer
+    assert "--vocab-size must be 10 or more" in capsys.readouterr().err
+    assert main(["coverage", "--tokenizer", str(tmp_path / "none"), "--input", f"deu_Latn={tmp_path}/de.txt"]) == 2
+    assert "no tokenizer.json there" in capsys.readouterr().err  # was taken for a hub id: an OSError
 
 
 def test_a_vocabulary_is_numbered_in_one_order_whatever_order_the_trainer_found_it_in():
