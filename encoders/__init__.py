@@ -38,6 +38,9 @@ USE_MULTILINGUAL = "use-multilingual"
 __all__ = ["BadSentenceError", "CheckpointError", "binary_code", "check_spec", "load_encoder"]
 
 
+MAX_BUILTIN_DIM = 1 << 20  # char-ngram:100000000000 asked for terabytes
+
+
 def check_spec(spec: str) -> None:
     """Raise, naming the problem, when `spec` cannot name an encoder here, without loading one: the built-in USE
     checks that its package is installed, a checkpoint folder that its layout reads (JSON only), a hub id that the
@@ -91,11 +94,15 @@ def load_encoder(spec: str, **options):
             raise ValueError(f"encoder {name!r} takes no options (got {', '.join(options)})")
         if not option:
             return BUILTIN[name]()
-        if not option.isdigit():
-            raise ValueError(f"encoder {spec!r}: the part after ':' must be the vector size, e.g. {name}:512")
+        if not (option.isascii() and option.isdigit()) or not 2 <= int(option) <= MAX_BUILTIN_DIM:
+            raise ValueError(f"encoder {spec!r}: the part after ':' must be the vector size, 2 to "
+                             f"{MAX_BUILTIN_DIM:,}, e.g. {name}:512")
         return BUILTIN[name](int(option))
     if not Path(spec).exists() and not HUB_ID.match(spec):
         raise _unknown(spec)
+    parent = Path(spec).parent
+    if not Path(spec).exists() and str(parent) not in ("", ".") and parent.is_dir():
+        check_hub_id(spec)  # `models/cmlm-distiled`: a mistyped folder, named so, not fetched from the hub
     if is_ensemble(spec):
         return EnsembleEncoder(spec, load_encoder, **options)
     from encoders.transformer import TransformerEncoder  # torch and transformers load only when a model is used

@@ -160,3 +160,12 @@ def test_json_of_the_wrong_shape_is_named(tiny_encoder_dir, tmp_path, file, cont
     (folder / file).write_text(json.dumps(content))
     with pytest.raises(CheckpointError, match=message):  # were AttributeErrors
         load_encoder(str(folder))
+
+
+def test_a_mistyped_local_folder_is_named_with_its_neighbours_not_fetched(tmp_path, monkeypatch):
+    """`models/cmlm-distiled` reads as a hub id (org/name): it went to the hub and came back 'could not be
+    fetched'; where `models/` is a local folder it is a typo, said with the names near it."""
+    (tmp_path / "models" / "cmlm-distilled").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(CheckpointError, match=r"no such folder \(in models/: cmlm-distilled\?\)"):
+        load_encoder("models/cmlm-distiled")
