@@ -228,6 +228,10 @@ def _load_transformer(layout: CheckpointLayout):
             model, loading = AutoModel.from_pretrained(str(layout.transformer), trust_remote_code=False,
                                                        weights_only=True, output_loading_info=True, **extra)
     except (OSError, ValueError, RuntimeError, KeyError, pickle.UnpicklingError) as err:  # a pickle: refused
+        if "ignore_mismatched_sizes" in str(err):  # its "report above" is transformers' hidden warning
+            raise CheckpointError(f"{layout.transformer}: the weights have other shapes than config.json gives "
+                                  "(its hidden size, intermediate size or vocabulary): another model's "
+                                  "config.json?") from None
         raise CheckpointError(f"{layout.transformer}: cannot load the model or its tokenizer "
                               f"({error_reason(err)})") from None
     if not tokenizer.is_fast:
