@@ -21,6 +21,8 @@ def test_normalise_folds_width_case_punctuation_and_space():
     assert normalise("Straße") == normalise("STRASSE")
     assert normalise("«Привет» — мир.") == "привет мир"
     assert normalise("Born in 2019.") != normalise("Born in 2020.")
+    # invisible format characters: a soft hyphen, a zero-width space, a byte-order mark read as the same page text
+    assert normalise("Hel\u00adlo wor\u200bld") == normalise("\ufeffHello world") == "hello world"
 
 
 def test_same_text_in_two_languages_is_not_a_duplicate():

@@ -76,6 +76,14 @@ def test_article_paragraphs_in_order_without_page_furniture(extractor):
     assert tally.of("extract") == {"documents": 1, "paragraphs": len(document.paragraphs)}
 
 
+def test_what_a_browser_never_shows_stays_out_and_a_cells_pipe_is_a_pipe(extractor):
+    """A <template>'s content is never rendered; trafilatura wrote a pipe inside a table cell as \\|."""
+    hidden = "<template><p>Vorlage, die niemand sieht, weil Browser Vorlagen nie darstellen.</p></template>"
+    document = extractor.extract(page(BOILERPLATE_PAGE.replace("<body>", "<body>" + hidden, 1)), Tally())
+    assert document is not None and not any("Vorlage" in p for p in document.paragraphs)
+    assert paragraphs_of("| Zelle \\| mit Strich | andere |") == ["Zelle | mit Strich", "andere"]
+
+
 @pytest.mark.parametrize("time_limit_s", [10.0, 0.0])
 def test_resiliparse_extracts_the_article_too(time_limit_s):
     """extract.extractor: resiliparse, in the extraction process or in this one: the article's paragraphs in order,
@@ -264,6 +272,16 @@ def test_commands_report_bad_input_as_errors(tmp_path, capsys):
     assert main(["show", str(tmp_path / "absent.warc.gz")]) == 2
     assert main(["show", str(tmp_path / "absent.warc.gz"), "--set", "no_such=1"]) == 2
     assert "unknown setting" in capsys.readouterr().err
+    # each of these was a traceback (ZeroDivisionError, KeyError, EOFError) or an unnamed file
+    for content, argv, message in (("{}", ["--every", "0"], "--every must be 1 or more"),
+                                   ('{"http://a": {"with": []}}', [], "names no page file"),
+                                   ("{bad", [], "evaldata.json: not JSON"),
+                                   ('{"http://a": {"file": "p.html"}}', [], "p.html.gz: damaged gzip")):
+        (tmp_path / "evaldata.json").write_text(content)
+        (tmp_path / "cache").mkdir(exist_ok=True)
+        (tmp_path / "cache" / "p.html.gz").write_bytes(b"\x1f\x8b\x08\x00 cut")
+        assert evaluate_main(["--eval-dir", str(tmp_path), *argv]) == 2
+        assert message in capsys.readouterr().err
 
 
 def test_throughput_counts_the_same_pages_for_every_system(tmp_path):

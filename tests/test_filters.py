@@ -68,6 +68,8 @@ def test_letter_share_counts_indic_marks_as_letters():
 def test_repetition():
     assert RepetitionFilter()(sentence("This is amazing!!!!!!")) == (False, "repeated-chars")
     assert RepetitionFilter()(sentence("Bookkeeping needs three letters in a row.")) is True
+    # a gap of spaces a plain-text (WET) record keeps is layout: it dropped the sentence as repeated characters
+    assert RepetitionFilter()(sentence("Some text     with a gap\u00a0\u00a0\u00a0\u00a0\u00a0of spaces.")) is True
     assert RepetitionFilter()(sentence("ha ha ha ha ha ha ha ha ha ha ha ha ha ha")) == (False, "few-distinct-chars")
 
 

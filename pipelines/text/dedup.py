@@ -1,7 +1,8 @@
 """Exact dedup of normalised sentences within a language, keeping the first occurrence and a count of copies.
 
 Normalisation (what counts as "the same sentence"):
-  1. Unicode NFKC (full-width and compatibility forms fold: "ＡＢＣ" = "ABC", "ﬁ" = "fi");
+  1. Unicode NFKC (full-width and compatibility forms fold: "ＡＢＣ" = "ABC", "ﬁ" = "fi"), and invisible format
+     characters dropped (category Cf: a soft hyphen, a zero-width space or joiner, a byte-order mark);
   2. case folded (str.casefold: "Straße" = "STRASSE");
   3. punctuation and symbols removed (Unicode categories P* and S*): "Hello, world!" = "hello world";
   4. whitespace collapsed to single spaces and trimmed.
@@ -24,10 +25,12 @@ import regex
 from pipelines.text.records import Sentence, Tally
 
 _PUNCTUATION_OR_SYMBOL = regex.compile(r"[\p{P}\p{S}]")
+_FORMAT = regex.compile(r"\p{Cf}")
 
 
 def normalise(text: str) -> str:
-    text = _PUNCTUATION_OR_SYMBOL.sub(" ", unicodedata.normalize("NFKC", text).casefold())
+    text = _FORMAT.sub("", unicodedata.normalize("NFKC", text))  # "Hel\u00adlo" is "Hello" on the page
+    text = _PUNCTUATION_OR_SYMBOL.sub(" ", text.casefold())
     return " ".join(text.split())  # str.split's whitespace is the regex \s (Unicode); three times faster
 
 

@@ -23,6 +23,7 @@ import gzip
 import json
 import re
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -35,14 +36,23 @@ from pipelines.text.records import Page, Tally
 def eval_pages(eval_dir: str | Path, every: int = 1) -> tuple[list[tuple[dict, bytes]], list[str]]:
     """(annotation, html bytes) for every `every`-th annotated page, and the files that are missing."""
     eval_dir = Path(eval_dir)
+    if every < 1:  # 0 divided by zero, -1 took every page
+        raise ValueError(f"--every must be 1 or more (every N-th page), got {every}")
+    index_file = eval_dir / "evaldata.json"
     try:
-        data = json.loads((eval_dir / "evaldata.json").read_text(encoding="utf-8"))
+        data = json.loads(index_file.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputFormatError(f"{eval_dir}: no evaldata.json (give the trafilatura evaluation folder)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise InputFormatError(f"{index_file}: not JSON ({err})") from None
+    if not isinstance(data, dict):
+        raise InputFormatError(f"{index_file}: expected an object of url -> annotation")
     pages, missing = [], []
     for index, (url, item) in enumerate(data.items()):
         if index % every:
             continue
+        if not isinstance(item, dict) or not isinstance(item.get("file"), str):
+            raise InputFormatError(f"{index_file}: the entry for {url!r} names no page file ('file')")
         html = _read_page(eval_dir, item["file"])
         if html is None:
             missing.append(item["file"])
@@ -56,7 +66,10 @@ def _read_page(eval_dir: Path, name: str) -> bytes | None:
         for candidate in (eval_dir / folder / f"{name}.gz", eval_dir / folder / name):
             if candidate.is_file():
                 raw = candidate.read_bytes()
-                return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+                try:
+                    return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+                except (EOFError, OSError, zlib.error) as err:
+                    raise InputFormatError(f"{candidate}: damaged gzip ({err})") from None
     return None
 
 
@@ -101,6 +114,8 @@ def _library_defaults() -> Callable[[bytes, str], str | None]:
 def _stage(extractor: Extractor, tally: Tally) -> Callable[[bytes, str], str | None]:
     def run(html: bytes, url: str) -> str | None:
         page = page_of(html, url)
+        if page is None:  # scored as no output, as the stage would give none; counted, so a report says why
+            tally.count("extract", "skipped:undecodable")
         document = extractor.extract(page, tally) if page is not None else None
         return "\n".join(document.paragraphs) if document is not None else None
     return run

@@ -130,7 +130,8 @@ class RepetitionFilter:
         _check_option(self.name, "max_run", self.max_run, 2, whole=True)  # a run of 1 is every character
         _check_option(self.name, "min_distinct_share", self.min_distinct_share, 0, 1)
         _check_option(self.name, "min_length_for_distinct", self.min_length_for_distinct, 1, whole=True)
-        object.__setattr__(self, "_run", re.compile(r"(.)\1{%d,}" % (self.max_run - 1), re.DOTALL))
+        # not whitespace: a gap of spaces kept from a plain-text (WET) record is layout, not a repeated character
+        object.__setattr__(self, "_run", re.compile(r"(\S)\1{%d,}" % (self.max_run - 1)))
 
     def __call__(self, sentence: Sentence):
         text = sentence.text
