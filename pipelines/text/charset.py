@@ -45,8 +45,22 @@ _BROWSER_CODECS = {
     "latin_1": "cp1252", "ascii": "cp1252", "iso8859_9": "cp1254", "iso8859_11": "cp874", "tis_620": "cp874",
     "gb2312": "gb18030", "gbk": "gb18030", "shift_jis": "cp932", "euc_kr": "cp949", "big5": "big5hkscs",
 }
-_EXTRA_LABELS = {"x-sjis": "cp932", "windows-31j": "cp932", "x-gbk": "gb18030", "ks_c_5601-1987": "cp949",
-                 "x-euc-jp": "euc_jp", "x-mac-cyrillic": "mac_cyrillic", "x-cp1251": "cp1251", "x-cp1252": "cp1252"}
+# The WHATWG Encoding Standard's labels that Python's codec registry does not know, mapped to the decoder browsers
+# use for them (a label it knows goes through codecs.lookup, then _BROWSER_CODECS)
+_EXTRA_LABELS = {
+    "x-sjis": "cp932", "windows-31j": "cp932", "x-gbk": "gb18030", "x-euc-jp": "euc_jp",
+    **dict.fromkeys(("gb_2312", "gb_2312-80", "csgb2312"), "gb18030"),
+    **dict.fromkeys(("cn-big5", "x-x-big5"), "big5hkscs"),
+    **dict.fromkeys(("windows-949", "ks_c_5601-1987", "ks_c_5601-1989", "ksc_5601", "csksc56011987", "iso-ir-149",
+                     "cseuckr"), "cp949"),
+    **dict.fromkeys(("windows-874", "dos-874"), "cp874"),
+    **{f"x-cp{page}": f"cp{page}" for page in range(1250, 1259)},
+    **dict.fromkeys(("koi", "koi8"), "koi8_r"), "koi8-ru": "koi8_u",
+    **dict.fromkeys(("x-mac-roman", "csmacintosh", "mac"), "mac_roman"),
+    **dict.fromkeys(("x-mac-cyrillic", "x-mac-ukrainian"), "mac_cyrillic"),
+    **dict.fromkeys(("iso-8859-8-i", "csiso88598i", "logical", "visual", "csiso88598e"), "iso8859_8"),
+    **dict.fromkeys(("unicode-1-1-utf-8", "unicode11utf8", "unicode20utf8", "x-unicode20utf8"), "utf_8"),
+}
 # Python codecs that convert str <-> bytes but are no web charset: escapes, domain-name codings, a codec that
 # always fails, and UTF-7 (which the WHATWG standard leaves out). Non-text codecs (base64, zlib...) are refused
 # by `_is_text_encoding`.
@@ -76,7 +90,7 @@ class UndecodableError(ValueError):
 class Decoded:
     text: str
     charset: str            # Python codec name the text was decoded with
-    method: str             # bom | stateful | utf-8 | utf-8-repaired | declared | detected | repaired
+    method: str             # bom | bom-repaired | stateful | utf-8 | utf-8-repaired | declared | detected | repaired
     declared_wrong: bool    # a charset was declared and the bytes are not in it
 
 
@@ -121,8 +135,16 @@ def decode_html(body: bytes, http_charset: str | None = None) -> Decoded:
 
 def _decode(body: bytes, http_charset: str | None) -> Decoded:
     declared = _declared_codecs(body, http_charset)
-    by_bom = _bom_decoded(body)
-    if by_bom is not None:
+    found = _bom_decoded(body)
+    if found is not None:
+        by_bom, mark = found
+        if by_bom.method == "bom":
+            return by_bom
+        # a UTF-8 mark before Latin-1 bytes (an editor's, then a legacy save): every accented letter became
+        # U+FFFD; the bytes after the mark, read as the other steps read a page, may fit their own charset
+        after = _decode(body[mark:], http_charset)
+        if after.text.count("\ufffd") < by_bom.text.count("\ufffd"):
+            return dataclasses.replace(after, declared_wrong=True)
         return by_bom
     wide = _WIDE_DEFAULT.get(codec_name(http_charset))
     if wide and (b"\x00" in body or _strict(body, "utf_8") is None):
@@ -144,16 +166,21 @@ def _decode(body: bytes, http_charset: str | None) -> Decoded:
     return _decode_legacy(body, declared)
 
 
-def _bom_decoded(body: bytes) -> Decoded | None:
-    """Step 1: the body decoded by its byte-order mark; None without one."""
+def _bom_decoded(body: bytes) -> tuple[Decoded, int] | None:
+    """Step 1: the body decoded by its byte-order mark, and the mark's length; None without one. Where the bytes
+    after the mark do not all fit its encoding, the method says so (bom-repaired): `_decode` then weighs the
+    rest of the steps against it."""
     for bom, name in _BOMS:
         if not body.startswith(bom):
             continue
+        strict = _strict(body, name)
+        if strict is not None:
+            return Decoded(strict, name, "bom", False), len(bom)
         # A UTF-16 LE page whose first character is U+0000 also starts FF FE 00 00; read as UTF-32 its code units
         # pair into values past U+10FFFF, so a UTF-32 mark must be borne out by the bytes after it.
         text = _mostly_decoded(body, name) if name == "utf_32" else body.decode(name, "replace")
         if text is not None:
-            return Decoded(text, name, "bom", False)
+            return Decoded(text, name, "bom-repaired", False), len(bom)
     return None
 
 
