@@ -17,7 +17,12 @@ JAPANESE = "日本語のテキストです。東京は日本の首都であり�
 @pytest.mark.parametrize("label, name", [("ISO-8859-1", "cp1252"), ("us-ascii", "cp1252"), ("utf8", "utf_8"),
                                          ("Shift_JIS", "cp932"), ("gb2312", "gb18030"), ("EUC-KR", "cp949"),
                                          ("x-sjis", "cp932"), ("windows-1251", "cp1251"), ("windows-125", None),
-                                         ("", None), (None, None)])
+                                         ("", None), (None, None),
+                                         # WHATWG labels Python's registry lacks: each fell to detection
+                                         ("windows-874", "cp874"), ("x-cp1254", "cp1254"), ("windows-949", "cp949"),
+                                         ("ks_c_5601-1989", "cp949"), ("koi8-ru", "koi8_u"), ("gb_2312", "gb18030"),
+                                         ("cn-big5", "big5hkscs"), ("x-mac-roman", "mac_roman"),
+                                         ("iso-8859-8-i", "iso8859_8"), ("unicode-1-1-utf-8", "utf_8")])
 def test_labels_map_as_browsers_map_them(label, name):
     assert codec_name(label) == name
 
@@ -52,6 +57,15 @@ def test_byte_order_marks_and_stateful_encodings():
     assert decode_html(codecs.BOM_UTF16_LE + RUSSIAN.encode("utf-16-le")).text == RUSSIAN
     decoded = decode_html(JAPANESE.encode("iso2022_jp"), "ISO-2022-JP")
     assert (decoded.text, decoded.method) == (JAPANESE, "stateful")
+
+
+def test_a_mark_the_bytes_after_it_do_not_fit_gives_way_to_the_charset_they_do():
+    """A UTF-8 mark before Latin-1 bytes (an editor's mark, then a legacy save): trusted, every accented letter
+    became U+FFFD with the declared ISO-8859-1 fitting every byte; now read in it, and said to be a wrong mark."""
+    body = codecs.BOM_UTF8 + f"<p>{FRENCH}</p>".encode("latin-1")
+    decoded = decode_html(body, "iso-8859-1")
+    assert decoded.text == f"<p>{FRENCH}</p>" and decoded.declared_wrong and decoded.charset == "cp1252"
+    assert decode_html(codecs.BOM_UTF8 + FRENCH.encode("utf-8")).method == "bom"  # a mark that fits is the answer
 
 
 def test_a_few_broken_bytes_in_utf8_are_replaced_not_misread():
