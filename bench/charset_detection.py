@@ -1,0 +1,118 @@
+r"""How often pipelines.text.charset reads an undeclared legacy page right: pages of 1 and of 5 sentences in the
+code page their language was written in before UTF-8 (windows-1252 for French, 1250 for Polish, 1257 for
+Lithuanian ...), with no charset in the HTTP header or the HTML, decoded as the reading stage decodes them; a page
+is right when its text comes back exactly. Beside the shipped ranking of charset_normalizer's guesses (chaos, then
+language coherence, then how common the charset is on the web), rules that take the commonest charset among the
+guesses within `--tolerance` of the least chaos.
+
+    python bench/charset_detection.py --pool train            # NTREX-128 sentences: the pool choices are made on
+    python bench/charset_detection.py --pool dev              # FLORES-200 devtest: measured, never tuned
+
+Sentences are drawn with a fixed seed among those with a character outside ASCII that the code page holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import random
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pipelines.text import charset  # noqa: E402
+
+SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+CODE_PAGES = {"cp1252": "fra ita cat deu spa por nld swe dan fin isl glg", "cp1250": "pol ces hun slk slv hrv",
+              "cp1257": "lit lav est", "cp1254": "tur", "cp1251": "rus ukr bul mkd", "cp1253": "ell",
+              "cp1255": "heb", "cp1256": "arb fas", "cp874": "tha"}
+FLORES_NAMES = {"lav": "lvs_Latn", "fas": "pes_Arab", "arb": "arb_Arab", "rus": "rus_Cyrl", "ukr": "ukr_Cyrl",
+                "bul": "bul_Cyrl", "mkd": "mkd_Cyrl", "ell": "ell_Grek", "heb": "heb_Hebr", "tha": "tha_Thai"}
+
+
+def sentences(language: str, pool: str) -> list[str]:
+    if pool == "train":
+        path = SHARED / "train" / "ntrex-128" / "NTREX-128" / f"newstest2019-ref.{language}.txt.gz"
+    else:
+        path = SHARED / "dev" / "flores200-devtest" / "devtest" / \
+            f"{FLORES_NAMES.get(language, language + '_Latn')}.devtest.gz"
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return [line.strip() for line in handle if line.strip() and not line.isascii()]
+
+
+def ranked(body: bytes, tolerance: float | None) -> list[str]:
+    """charset._detected_codecs, or with the guesses within `tolerance` of the least chaos taken first, commonest
+    charset first."""
+    from charset_normalizer import from_bytes
+
+    if tolerance is None:
+        return charset._detected_codecs(body)
+    matches = list(from_bytes(body[:charset.DETECT_WINDOW]))
+
+    def shipped(match):
+        return round(match.chaos, 2), -round(match.coherence, 2), charset._prior(match)
+
+    least = min((m.chaos for m in matches), default=0.0)
+    near = sorted((m for m in matches if m.chaos <= least + tolerance), key=lambda m: (charset._prior(m), shipped(m)))
+    rest = sorted((m for m in matches if m not in near), key=shipped)
+    names = [n for m in near + rest for n in sorted(m.could_be_from_charset, key=charset._rank)]
+    return list(dict.fromkeys(charset._BROWSER_CODECS.get(n, n) for n in names if n not in charset._UNICODE_WIDE))
+
+
+def pages(pool: str, per_language: int, seed: int) -> dict[tuple[str, int], list[tuple[bytes, str]]]:
+    """(code page, sentences a page) -> [(the page's bytes, its text)]."""
+    rng, out = random.Random(seed), {}
+    for page, languages in CODE_PAGES.items():
+        for language in languages.split():
+            fitting = []
+            for line in sentences(language, pool):
+                try:
+                    line.encode(page)
+                except UnicodeEncodeError:
+                    continue
+                fitting.append(line)
+            rng.shuffle(fitting)
+            for size in (1, 5):
+                for i in range(per_language):
+                    chunk = fitting[i * size:(i + 1) * size]
+                    if len(chunk) < size:
+                        break
+                    text = "".join(f"<p>{s}</p>" for s in chunk)
+                    out.setdefault((page, size), []).append((f"<html><body>{text}</body></html>".encode(page), text))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pool", choices=("train", "dev"), default="train")
+    parser.add_argument("--per-language", type=int, default=30, help="pages of each size a language (default 30)")
+    parser.add_argument("--tolerance", type=float, nargs="*", default=[0.02, 0.05, 0.1],
+                        help="rules to measure beside the shipped one")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    if args.per_language < 1:
+        parser.error("--per-language must be 1 or more")
+    sets = pages(args.pool, args.per_language, args.seed)
+    shipped = charset._detected_codecs
+    print("| rule | " + " | ".join(f"{page} / {size}" for page, size in sets) + " | all, 1 sentence | all, 5 |")
+    print("| --- " * (len(sets) + 3) + "|")
+    try:
+        for tolerance in [None, *args.tolerance]:
+            charset._detected_codecs = (lambda body, t=tolerance: ranked(body, t)) if tolerance is not None \
+                else shipped
+            right = {key: [text in charset.decode_html(body).text for body, text in bodies]
+                     for key, bodies in sets.items()}
+            overall = {size: 100 * sum(sum(r) for (_, s), r in right.items() if s == size)
+                       / sum(len(r) for (_, s), r in right.items() if s == size) for size in (1, 5)}
+            name = "shipped" if tolerance is None else f"commonest within {tolerance} of the least chaos"
+            print(f"| {name} | " + " | ".join(f"{100 * sum(r) / len(r):.0f}" for r in right.values())
+                  + f" | {overall[1]:.1f} | {overall[5]:.1f} |", flush=True)
+    finally:
+        charset._detected_codecs = shipped
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
