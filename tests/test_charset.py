@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from pipelines.text.charset import UndecodableError, codec_name, decode_html, meta_charset
+from pipelines.text.charset import Decoded, UndecodableError, codec_name, decode_html, meta_charset
 
 FRENCH = "Les élèves ont préparé un gâteau très spécial pour la fête de l'école, où êtes-vous ? " * 3
 RUSSIAN = "Москва является столицей России и крупнейшим городом страны, здесь много музеев. " * 3
@@ -66,6 +66,9 @@ def test_a_mark_the_bytes_after_it_do_not_fit_gives_way_to_the_charset_they_do()
     decoded = decode_html(body, "iso-8859-1")
     assert decoded.text == f"<p>{FRENCH}</p>" and decoded.declared_wrong and decoded.charset == "cp1252"
     assert decode_html(codecs.BOM_UTF8 + FRENCH.encode("utf-8")).method == "bom"  # a mark that fits is the answer
+    # one bad code unit in UTF-16 is repaired in place: its bytes read as an 8-bit charset would be no text at all
+    wide = codecs.BOM_UTF16_LE + "München".encode("utf-16-le") + b"\x00\xd8" + "Ende".encode("utf-16-le")
+    assert decode_html(wide) == Decoded("München\ufffdEnde", "utf_16", "bom-repaired", False)
 
 
 def test_a_few_broken_bytes_in_utf8_are_replaced_not_misread():

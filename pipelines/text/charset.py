@@ -138,7 +138,7 @@ def _decode(body: bytes, http_charset: str | None) -> Decoded:
     found = _bom_decoded(body)
     if found is not None:
         by_bom, mark = found
-        if by_bom.method == "bom":
+        if by_bom.method == "bom" or by_bom.charset != "utf_8_sig":  # UTF-16's bytes read as 8-bit are no text
             return by_bom
         # a UTF-8 mark before Latin-1 bytes (an editor's, then a legacy save): every accented letter became
         # U+FFFD; the bytes after the mark, read as the other steps read a page, may fit their own charset
