@@ -1,9 +1,10 @@
 r"""How often pipelines.text.charset reads an undeclared legacy page right: pages of 1 and of 5 sentences in the
 code page their language was written in before UTF-8 (windows-1252 for French, 1250 for Polish, 1257 for
 Lithuanian ...), with no charset in the HTTP header or the HTML, decoded as the reading stage decodes them; a page
-is right when its text comes back exactly. Beside the shipped ranking of charset_normalizer's guesses (chaos, then
-language coherence, then how common the charset is on the web), rules that take the commonest charset among the
-guesses within `--tolerance` of the least chaos.
+is right when its text comes back exactly. Rows: detection alone (charset_normalizer's guesses ranked by chaos,
+language coherence, then how common the charset is on the web), the stage's way (the language identifier picks
+among those guesses: charset.judged), and rules that take the commonest charset among the guesses within
+`--tolerance` of the least chaos.
 
     python bench/charset_detection.py --pool train            # NTREX-128 sentences: the pool choices are made on
     python bench/charset_detection.py --pool dev              # FLORES-200 devtest: measured, never tuned
@@ -91,22 +92,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tolerance", type=float, nargs="*", default=[0.02, 0.05, 0.1],
                         help="rules to measure beside the shipped one")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--lid", default="combined+experts",
+                        help="the identifier that judges the candidate decodings, as the text stage's (lid.model)")
     args = parser.parse_args(argv)
     if args.per_language < 1:
         parser.error("--per-language must be 1 or more")
     sets = pages(args.pool, args.per_language, args.seed)
     shipped = charset._detected_codecs
+    from pipelines.text.langid import load_identifier
+
+    identifier = load_identifier(args.lid)
+
+    def judge(texts: list[str]) -> list[float]:  # as pipelines.text.stage.TextStage.judge_decodings
+        return [answers[0][1] if answers else 0.0 for answers in identifier.predict(texts)]
+
     print("| rule | " + " | ".join(f"{page} / {size}" for page, size in sets) + " | all, 1 sentence | all, 5 |")
     print("| --- " * (len(sets) + 3) + "|")
     try:
-        for tolerance in [None, *args.tolerance]:
-            charset._detected_codecs = (lambda body, t=tolerance: ranked(body, t)) if tolerance is not None \
-                else shipped
-            right = {key: [text in charset.decode_html(body).text for body, text in bodies]
+        for tolerance in ["unjudged", "judged", *args.tolerance]:
+            numeric = not isinstance(tolerance, str)
+            charset._detected_codecs = (lambda body, t=tolerance: ranked(body, t)) if numeric else shipped
+            by = judge if tolerance == "judged" else None
+            right = {key: [text in charset.decode_html(body, judge=by).text for body, text in bodies]
                      for key, bodies in sets.items()}
             overall = {size: 100 * sum(sum(r) for (_, s), r in right.items() if s == size)
                        / sum(len(r) for (_, s), r in right.items() if s == size) for size in (1, 5)}
-            name = "shipped" if tolerance is None else f"commonest within {tolerance} of the least chaos"
+            name = {"unjudged": "detection alone (the order of its guesses)",
+                    "judged": f"**the identifier's pick** among its first {charset.JUDGED_GUESSES} (the stage's)"
+                    }.get(tolerance) or f"commonest within {tolerance} of the least chaos, unjudged"
             print(f"| {name} | " + " | ".join(f"{100 * sum(r) / len(r):.0f}" for r in right.values())
                   + f" | {overall[1]:.1f} | {overall[5]:.1f} |", flush=True)
     finally:

@@ -132,7 +132,12 @@ class TextStage:
     # -- the work ----------------------------------------------------------------------------------------------
 
     def pages(self, path: str, tally: Tally) -> Iterator[Page]:
-        return read_pages(path, tally, self.limits)
+        return read_pages(path, tally, self.limits, self.judge_decodings)
+
+    def judge_decodings(self, texts: list[str]) -> list[float]:
+        """How surely the identifier reads each candidate decoding of a page that declares no charset that fits
+        (charset.judged): mojibake reads as no language as surely as the right text reads as its own."""
+        return [answers[0][1] if answers else 0.0 for answers in self.lid.predict(texts)]
 
     def sentences(self, page: Page, tally: Tally) -> Iterator[Sentence]:
         document = self.extractor.extract(page, tally)

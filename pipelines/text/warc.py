@@ -55,7 +55,7 @@ from typing import BinaryIO
 
 from miner.config import check_number
 from miner.io import InputFormatError
-from pipelines.text.charset import UndecodableError, charset_from_content_type, decode_html
+from pipelines.text.charset import Judge, UndecodableError, charset_from_content_type, decode_html
 from pipelines.text.records import Page, Tally
 
 STAGE = "read"
@@ -118,8 +118,10 @@ class _OverBudget(Exception):
     """A record's headers (or blank lines) are longer than allowed."""
 
 
-def read_pages(path: str, tally: Tally, limits: ReadLimits = ReadLimits()) -> Iterator[Page]:
-    """Pages of one WARC or WET file (gzipped or plain), local or remote; bad records are counted skips."""
+def read_pages(path: str, tally: Tally, limits: ReadLimits = ReadLimits(), judge: Judge | None = None
+               ) -> Iterator[Page]:
+    """Pages of one WARC or WET file (gzipped or plain), local or remote; bad records are counted skips. `judge`:
+    charset.decode_html's, for pages that declare no charset that fits."""
     from apache_beam.io.filesystem import CompressionTypes  # Beam's I/O library, not a pipeline: gs:// and local alike
     from apache_beam.io.filesystems import FileSystems
 
@@ -128,12 +130,13 @@ def read_pages(path: str, tally: Tally, limits: ReadLimits = ReadLimits()) -> It
     except Exception as err:  # Beam wraps every backend's error in its own types
         raise InputFormatError(f"{path}: cannot open ({err})") from None
     with raw:
-        yield from iter_pages(raw, path, tally, limits)
+        yield from iter_pages(raw, path, tally, limits, judge)
 
 
-def iter_pages(raw: BinaryIO, source: str, tally: Tally, limits: ReadLimits = ReadLimits()) -> Iterator[Page]:
+def iter_pages(raw: BinaryIO, source: str, tally: Tally, limits: ReadLimits = ReadLimits(),
+               judge: Judge | None = None) -> Iterator[Page]:
     """Pages from an open binary file of WARC records; `source` names it in pages and skips."""
-    reader = _Reader(raw, source, tally, limits)
+    reader = _Reader(raw, source, tally, limits, judge)
     try:
         yield from reader.pages()
     finally:  # also when the caller stops early
@@ -144,9 +147,9 @@ class _Reader:
     """One file's records in turn: skips counted, resynchronised after a broken record, the stream replaced where
     the file goes on in the other format."""
 
-    def __init__(self, raw: BinaryIO, source: str, tally: Tally, limits: ReadLimits):
+    def __init__(self, raw: BinaryIO, source: str, tally: Tally, limits: ReadLimits, judge: Judge | None = None):
         self.stream, self.head = _open_stream(raw)
-        self.source, self.tally, self.limits = source, tally, limits
+        self.source, self.tally, self.limits, self.judge = source, tally, limits, judge
         self.scan_limit = limits.max_payload_bytes + limits.max_header_bytes    # what a record may hold
         self.headers_seen = False       # a WARC header was read: the file is a WARC file, however damaged
         self.inflated_head: bytes | None = None     # a gzip file's first inflated bytes, when it is not a WARC file
@@ -162,7 +165,7 @@ class _Reader:
                     if position == 0:       # not one record, not even a broken one: every file leaves a count
                         self.tally.skip(STAGE, "empty-file", self.source, self._emptiness())
                     return
-                page = _page(record, self.source, position, self.tally, self.limits)
+                page = _page(record, self.source, position, self.tally, self.limits, self.judge)
             except _Switch as switch:
                 self.stream = switch.stream
                 if not switch.mid_record:
@@ -288,7 +291,8 @@ def _content_length(headers) -> int:
     return length
 
 
-def _page(record: _Record, source: str, position: int, tally: Tally, limits: ReadLimits) -> Page | None:
+def _page(record: _Record, source: str, position: int, tally: Tally, limits: ReadLimits,
+          judge: Judge | None = None) -> Page | None:
     """The record as a Page, None when it is not a page (request, metadata, warcinfo...); `_Skip` when bad."""
     headers = record.headers
     kind = (headers.get_header("WARC-Type") or "").strip().lower() or "untyped"
@@ -305,21 +309,22 @@ def _page(record: _Record, source: str, position: int, tally: Tally, limits: Rea
     if not url.lower().startswith(("http:", "https:")):     # javascript:, dns: (Heritrix's DNS lookups), ...
         raise _Skip("url-scheme", f"{kind} record {_short(url, 80)}")
     if kind == "conversion":
-        return _text_page(record, url, source, position, tally)
+        return _text_page(record, url, source, position, tally, judge)
     if kind == "response":
         body, content_type = _http_body(record, limits)
     else:
         body, content_type = record.block, headers.get_header("Content-Type")
     if headers.get_header("WARC-Truncated"):
         tally.count(STAGE, "truncated-by-crawler")
-    text, charset = _decoded(body, charset_from_content_type(content_type), url, tally)
+    text, charset = _decoded(body, charset_from_content_type(content_type), url, tally, judge)
     return _make_page(headers, url, text, "html", source, position, charset)
 
 
-def _text_page(record: _Record, url: str, source: str, position: int, tally: Tally) -> Page:
+def _text_page(record: _Record, url: str, source: str, position: int, tally: Tally,
+               judge: Judge | None = None) -> Page:
     """A WET conversion record: UTF-8 text by convention, decoded like any body in case it is not."""
     charset = charset_from_content_type(record.headers.get_header("Content-Type"))
-    text, charset = _decoded(record.block, charset, url, tally)
+    text, charset = _decoded(record.block, charset, url, tally, judge)
     return _make_page(record.headers, url, text, "text", source, position, charset)
 
 
@@ -331,11 +336,12 @@ def _make_page(headers, url, text, content_type, source, position, charset) -> P
                 content_type=content_type, source=source, position=position, charset=charset)
 
 
-def _decoded(body: bytes, declared: str | None, url: str, tally: Tally) -> tuple[str, str]:
+def _decoded(body: bytes, declared: str | None, url: str, tally: Tally, judge: Judge | None = None
+             ) -> tuple[str, str]:
     if not body.strip():
         raise _Skip("empty", url)
     try:
-        decoded = decode_html(body, declared)
+        decoded = decode_html(body, declared, judge)
     except UndecodableError as err:
         raise _Skip("undecodable", f"{url}: {err}") from None
     if not decoded.text.strip():
