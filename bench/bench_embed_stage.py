@@ -131,4 +131,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except ValueError as err:  # a device or setting the machine cannot give (--device cuda without a GPU)
+        raise SystemExit(f"error: {err}") from None

@@ -112,6 +112,9 @@ def quantizer_training(text: str) -> str:
 
 def measure(queries, database, exact_ids, exact_seconds, factory, quantizer, args) -> dict:
     nlist = ivf_lists(factory)
+    if nlist is None:  # Flat (the default under 10,000 rows) has no lists to probe: nothing to measure here
+        raise SystemExit(f"--factory {factory}: an IVF factory is needed (IVF64,Flat ...): this measures how many "
+                         "of the exact neighbours the probed lists hold")
     started, cpu = time.perf_counter(), time.process_time()
     refine = int(quantizer.partition("+")[2] or 0)
     index = build_index(database, KnnConfig(index=factory, train_sample=args.train_per_list * nlist,

@@ -57,6 +57,9 @@ def main() -> None:
     print("| database | factory | rows a list | queries | faiss's IVF search, CPU-s | the join, CPU-s | join / faiss "
           "| same ids | same similarity bits |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    flat = [factory for factory in factories if ivf_lists(factory) is None]
+    if flat:  # the join compares lists: a factory without them has nothing to compare
+        parser.error(f"--factory {flat[0]}: an IVF factory is needed (IVF1024,Flat ...)")
     for n, factory in zip(args.database, factories):
         m = args.queries or n
         if args.vectors is not None:

@@ -84,8 +84,11 @@ def contender(name: str, texts: list[str], threads: int, out: Path, warm_up_coun
         name, _, precision = name.partition("@")
         base = name.removesuffix("-cuda")
         student = base.startswith("student")
+        # int8 dynamic quantisation takes fp32 activations: bf16-mixed (auto on CPUs with native bf16) would feed
+        # it bf16 ("expected scalar type Float but found BFloat16")
+        precision = precision or ("fp32" if name == "student-int8" else None)
         encoder = load_encoder(str(spec["student"] if student else spec.get(base, "use-multilingual")),
-                               device="cuda" if name.endswith("-cuda") else "cpu", precision=precision or None)
+                               device="cuda" if name.endswith("-cuda") else "cpu", precision=precision)
         if name == "student-int8":
             replica = encoder.replicas[0]
             replica.model = torch.ao.quantization.quantize_dynamic(replica.model, {torch.nn.Linear}, torch.qint8)
@@ -142,7 +145,10 @@ def main() -> None:
     for name in args.contenders:
         path = args.output.with_name(f"use-{name}.npy")
         run = subprocess.run([sys.executable, __file__, *source, "--threads", str(args.threads), "--child", name,
-                              str(path)], env=env, check=True, capture_output=True, text=True)
+                              str(path)], env=env, capture_output=True, text=True)
+        if run.returncode:  # the child's own last lines say why (a GPU contender without a GPU, say)
+            tail = "\n".join(run.stderr.strip().splitlines()[-3:])
+            raise SystemExit(f"contender {name} failed (exit {run.returncode}):\n{tail}")
         results[name] = json.loads(run.stdout.strip().splitlines()[-1])
         results[name]["sentences_per_cpu_s"] = len(texts) / results[name]["cpu_s"]
         results[name]["sentences_per_wall_s"] = len(texts) / results[name]["wall_s"]

@@ -68,10 +68,14 @@ def unshared_sets(short_root: Path, shared: dict) -> dict[str, tuple[list[str], 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--ensemble", type=Path, default=Path("models/cmlm-ensemble"))
-    parser.add_argument("--short", type=Path, default=Path("data/train/heldout-short"))
-    parser.add_argument("--cache", type=Path, default=Path("data/ensemble-cache"))
-    parser.add_argument("--min-gain", type=float, default=1.0)
+    parser.add_argument("--ensemble", type=Path, default=Path("models/cmlm-ensemble"),
+                        help="the ensemble folder whose heldout.json holds the fitted languages' scores")
+    parser.add_argument("--short", type=Path, default=Path("data/train/heldout-short"),
+                        help="training.prepare's held-out short pairs (both halves are read)")
+    parser.add_argument("--cache", type=Path, default=Path("data/ensemble-cache"),
+                        help="training.ensemble's cache of the members' vectors")
+    parser.add_argument("--min-gain", type=float, default=1.0,
+                        help="points a script's share must gain over the default, as training.ensemble's rule")
     args = parser.parse_args(argv)
     spec = json.loads((args.ensemble / "ensemble.json").read_text())
     heldout = json.loads((args.ensemble / "heldout.json").read_text())

@@ -15,6 +15,7 @@
 # out` takes the tracked folders training does not read (models/lid, docs, tests, sample) out
 # of git's index and beside the repository for the call, `bash bench/gpu_travel.sh back` puts them back (61 MiB
 # travelled with the 40.2 MiB pack on 2026-11-26).
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0;; esac  # the header above
 set -euo pipefail
 start=$(date +%s)
 source "$(dirname "$0")/gpu_unpack.sh"

@@ -6,6 +6,7 @@
 #   here:  python bench/gpu_pack.py ... --output .gpu/distill2 ; bash bench/gpu_travel.sh out
 #   there: PACK=.gpu/distill2 OUT=... bash bench/gpu_profile.sh            (carry .gpu/distill2; ~3 minutes)
 #   here:  bash bench/gpu_travel.sh back
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0;; esac  # the header above
 set -euo pipefail
 PAIRS=${PAIRS:-"1024 2048 4096"}
 source "$(dirname "$0")/gpu_unpack.sh"

@@ -4,6 +4,7 @@
 # and moves them beside the repository, `back` puts them back and restores the index. Between the two, call the
 # device tool with carry [".gpu/<pack>"] (bench/gpu_pack.py, bench/gpu_distill.sh). Prints what would travel.
 #   bash bench/gpu_travel.sh out && <device call> ; bash bench/gpu_travel.sh back
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0;; esac  # the header above
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FOLDERS=(models/lid docs tests sample)

@@ -1,6 +1,7 @@
 # Sourced by the lent GPU's scripts (bench/gpu_distill.sh, bench/gpu_profile.sh): the pack from bench/gpu_pack.py
 # (PACK, default .gpu/distill) unpacked into the tree as the recipes read it, data/train/bitext*/*.tsv.gz,
 # and the packed teacher into /tmp/pack/site, put on PYTHONPATH with the tree. Prints the card and the libraries.
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0;; esac  # the header above
 PACK=$(cd "${PACK:-.gpu/distill}" && pwd)
 OUT=${OUT:?set OUT to the folder that comes back}
 unpack_start=$(date +%s)
