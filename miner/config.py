@@ -43,22 +43,28 @@ def load_yaml(text: str):
     return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
 
 
+def read_yaml_file(path: Path, what: str, example: str, load=load_yaml):
+    """The YAML file's values; a file that is missing, a folder, not UTF-8, unreadable or not YAML is a ConfigError
+    naming it (`what`: "recipe", "configuration file"; `example`: the files meant)."""
+    try:
+        return load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: {what} not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: a folder, not a {what} ({example})") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{path}: not a YAML text file (not UTF-8 at byte {err.start})") from None
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot be read ({err.strerror or err})") from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: invalid YAML ({err})") from None
+
+
 def load_config(path: str | Path | None, overrides: list[str] = ()) -> dict:
     config = {}
     if path is not None:
         path = Path(path)
-        try:
-            config = load_yaml(path.read_text(encoding="utf-8")) or {}
-        except FileNotFoundError:
-            raise ConfigError(f"{path}: configuration file not found") from None
-        except IsADirectoryError:
-            raise ConfigError(f"{path}: a folder, not a configuration file (configs/*.yaml)") from None
-        except UnicodeDecodeError as err:
-            raise ConfigError(f"{path}: not a YAML text file (not UTF-8 at byte {err.start})") from None
-        except OSError as err:
-            raise ConfigError(f"{path}: cannot be read ({err.strerror or err})") from None
-        except yaml.YAMLError as err:
-            raise ConfigError(f"{path}: invalid YAML ({err})") from None
+        config = read_yaml_file(path, "configuration file", "configs/*.yaml") or {}
         if not isinstance(config, dict):
             raise ConfigError(f"{path}: expected a mapping of sections at the top level")
     for override in overrides:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from miner.config import ConfigError, set_value
+from miner.config import ConfigError, read_yaml_file, set_value
 from miner.languages import check_code
 
 OBJECTIVES = ("cmlm", "br", "nli", "distill")
@@ -403,18 +403,7 @@ PATH_LIST_KEYS = {("data", "documents"), ("data", "bitext"), ("data", "heldout")
 def _read_with_base(path: Path, seen: tuple) -> dict:
     if path.resolve() in seen:
         raise ConfigError(f"{path}: `base` chain loops back to itself")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: recipe not found") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: a folder, not a recipe (configs/train_*.yaml)") from None
-    except UnicodeDecodeError as err:
-        raise ConfigError(f"{path}: not a YAML text file (not UTF-8 at byte {err.start})") from None
-    except OSError as err:
-        raise ConfigError(f"{path}: cannot be read ({err.strerror or err})") from None
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: invalid YAML ({err})") from None
+    raw = read_yaml_file(path, "recipe", "configs/train_*.yaml", yaml.safe_load) or {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping of sections at the top level")
     _resolve_paths(raw, path.parent)
