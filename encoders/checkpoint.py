@@ -110,9 +110,7 @@ def _read_sentence_transformers(folder: Path, modules_file: Path) -> CheckpointL
 
 
 def _check_transformer(folder: Path) -> str:
-    config = _json(folder / "config.json")
-    if not isinstance(config, dict):
-        raise CheckpointError(f"{folder / 'config.json'}: expected a JSON object (a model's configuration)")
+    config = _object(folder / "config.json")
     if "auto_map" in config:
         raise CheckpointError(f"{folder / 'config.json'}: the model needs custom code (auto_map); "
                               "cmlm-miner never runs code from checkpoints (no trust_remote_code)")
@@ -132,13 +130,15 @@ def _check_transformer(folder: Path) -> str:
 def _st_max_seq_length(path: Path, folder: Path) -> int | None:
     for candidate in (path / "sentence_bert_config.json", folder / "sentence_bert_config.json"):
         if candidate.exists():
-            value = _json(candidate).get("max_seq_length")
-            return int(value) if value else None
+            value = _object(candidate).get("max_seq_length")
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise CheckpointError(f"{candidate}: max_seq_length must be a whole number of tokens, got {value!r}")
+            return value or None
     return None
 
 
 def _st_pooling(config_file: Path, where: str) -> str:
-    config = _json(config_file)
+    config = _object(config_file)
     mode = config.get("pooling_mode")  # sentence-transformers >= 5 writes one string ...
     if mode is None:  # ... older versions one boolean per mode
         modes = [m for m, key in LEGACY_POOLING_KEYS.items() if config.get(key)]
@@ -152,7 +152,7 @@ def _st_pooling(config_file: Path, where: str) -> str:
 
 
 def _st_dense(path: Path, where: str) -> DenseLayer:
-    config = _json(path / "config.json")
+    config = _object(path / "config.json")
     activation = str(config.get("activation_function", "torch.nn.modules.linear.Identity")).rsplit(".", 1)[-1].lower()
     if activation not in DENSE_ACTIVATIONS:
         raise CheckpointError(f"{where}: Dense activation {activation!r} is not supported "
@@ -176,7 +176,7 @@ def _safetensors_files(folder: Path) -> list[Path]:
     index = folder / "model.safetensors.index.json"
     if not index.exists():
         return []
-    weight_map = _json(index).get("weight_map")
+    weight_map = _object(index).get("weight_map")
     if not isinstance(weight_map, dict):
         raise CheckpointError(f"{index}: no weight_map")
     return [folder / name for name in sorted(set(weight_map.values()))]
@@ -207,6 +207,14 @@ def read_description(path: Path, format_name: str, error: type[CheckpointError],
     if not isinstance(description, dict) or description.get("format") != format_name:
         raise error(f"{path}: not {what} (format must be {format_name!r})")
     return description
+
+
+def _object(path: Path) -> dict:
+    """A JSON file that must hold an object (a module's configuration)."""
+    value = _json(path)
+    if not isinstance(value, dict):
+        raise CheckpointError(f"{path}: expected a JSON object, got {type(value).__name__}")
+    return value
 
 
 def _json(path: Path):

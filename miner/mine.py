@@ -144,6 +144,8 @@ def filter_pairs(pairs: Pairs, pair_filter: PairFilter | None, src, tgt, src_uni
 def run(inputs: dict, source: VectorSource, config: MiningConfig, output: Path,
         pair_filter: PairFilter | None = None) -> dict:
     src, tgt = read_side(Path(inputs["src"]), inputs["format"]), read_side(Path(inputs["tgt"]), inputs["format"])
+    # read before the mining: a gold file that cannot be read was found after the bitext had been written
+    gold = bucc.read_gold(Path(inputs["gold"]), src, tgt) if inputs.get("gold") else None
     src_unique, tgt_unique = bucc.unify(src), bucc.unify(tgt)
     log.info("embedding %d + %d unique sentences with %s", len(src_unique.texts), len(tgt_unique.texts),
              source.describe())
@@ -169,8 +171,7 @@ def run(inputs: dict, source: VectorSource, config: MiningConfig, output: Path,
         "score_histogram": score_histogram(pairs.margin),  # what each threshold would keep (--plot draws it)
         "outputs": [str(p) for p in [*written, output / "report.json"]],
     }
-    if inputs.get("gold"):
-        gold = bucc.read_gold(Path(inputs["gold"]), src, tgt)
+    if gold is not None:
         candidates = bucc.candidates_to_ids(pairs, src_unique, tgt_unique, gold)
         report["gold"] = {"file": str(inputs["gold"]), **bucc.score_at(candidates, -np.inf)}
     write_json(output / "report.json", report)

@@ -36,6 +36,7 @@ from pipelines.options import (
     STAGES,
     MineOptions,
     ViewCachingOptions,
+    canonical_runner,
     check_arguments,
     check_local_devices,
     check_local_workers,
@@ -534,6 +535,7 @@ def main(argv: list[str] | None, builders: dict, prog: str, description: str | N
     setup_logging(mine_options.verbose, mine_options.quiet)
 
     def command() -> None:
+        canonical_runner(options)
         check_runner_installed(options)
         check_arguments(argv, options)
         check_local_workers(options)

@@ -185,6 +185,19 @@ def check_runner_installed(options: PipelineOptions) -> None:
                                 f"credentials): pip install -e '.[gcp]' ({err})") from None
 
 
+def canonical_runner(options: PipelineOptions) -> None:
+    """`--runner directrunner` or `Direct` as the name it stands for (Beam resolves names in any case, and a name
+    ending without "Runner"): this project's checks compare names, and took such a local run for a remote one."""
+    from apache_beam.options.pipeline_options import StandardOptions
+
+    standard = options.view_as(StandardOptions)
+    runner = standard.runner
+    if not runner or "." in runner:
+        return
+    names = {name.lower(): name for name in (*StandardOptions.KNOWN_RUNNER_NAMES, "DaskRunner")}
+    standard.runner = names.get(runner.lower()) or names.get(f"{runner.lower()}runner") or runner
+
+
 def check_runner_known(runner: str | None) -> None:
     """A runner name neither Beam nor this project knows (`DirectRuner`) is an error naming the nearest: otherwise
     it was taken for a remote runner, and the run refused local paths as if it were one."""

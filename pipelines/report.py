@@ -83,6 +83,9 @@ def gold_scores(path: str, pairs_manifest: dict) -> dict:
             table = storage.read_parquet(part["parquet"], columns=["src_text", "tgt_text"]).to_pydict()
             mined |= {(normalise(s), normalise(t)) for s, t in zip(table["src_text"], table["tgt_text"])}
         correct = len(mined & known)
+        if not known:  # the gold file says nothing of this pair: its pairs are unscored, not wrong
+            scores[entry["pair"]] = {"mined": len(mined), "gold": 0, "unscored": True}
+            continue
         scores[entry["pair"]] = {"mined": len(mined), "correct": correct, "gold": len(known),
                                  **prf(correct, len(mined), len(known))}
         for key, value in (("mined", len(mined)), ("correct", correct), ("gold", len(known))):
@@ -186,7 +189,9 @@ def format_summary(report: dict) -> str:
             text += f", margin {low_high[0]:.3f} .. {low_high[1]:.3f}"
         else:  # why none: what left out the candidates it had
             text += left_out(pair_counters, pair, mining)
-        if pair in gold:
+        if pair in gold and gold[pair].get("unscored"):
+            text += "; the gold file lists none of this pair"
+        elif pair in gold:
             g = gold[pair]
             text += f"; P {100 * g['precision']:.1f} R {100 * g['recall']:.1f} ({g['correct']} of {g['gold']} known)"
         lines.append(text)
@@ -196,8 +201,11 @@ def format_summary(report: dict) -> str:
         lines.append("  pair filter dropped " + ", ".join(f"{n} ({rule})" for rule, n in sorted(filtered.items())))
     if report.get("gold"):
         g = report["gold"]["all"]
+        unscored = sum(1 for entry in report["gold"]["pairs"].values() if entry.get("unscored"))
         lines.append(f"  all pairs against {report['gold']['file']}: P {100 * g['precision']:.1f} "
-                     f"R {100 * g['recall']:.1f} F1 {100 * g['f1']:.1f}")
+                     f"R {100 * g['recall']:.1f} F1 {100 * g['f1']:.1f}"
+                     + (f" (over the pairs it lists; {unscored} {plural(unscored, 'pair')} unscored)"
+                        if unscored else ""))
     made = [stage for stage in STAGE_FOLDERS if stage in report["seconds"]]  # the stages this report covers
     folder = f"{report['output']}/{STAGE_FOLDERS[made[-1]][-1]}, " if made else f"{report['output']}/"
     lines.append(f"  wrote {folder}report.json ({report['seconds']['total']:.0f} s)")

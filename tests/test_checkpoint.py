@@ -3,6 +3,7 @@
 import json
 import shutil
 
+import numpy as np
 import pytest
 
 from encoders import CheckpointError, load_encoder
@@ -141,6 +142,18 @@ def test_weights_the_file_lacks_or_holds_as_nan_are_errors_not_random_or_nan_vec
         load_encoder(str(damaged_copy(tiny_encoder_dir, tmp_path / "b", poison)))
 
 
+def test_a_dense_layer_with_nan_weights_is_an_error(tiny_encoder_dir, tmp_path):
+    from safetensors.numpy import save_file
+
+    from encoders.checkpoint import DenseLayer
+    from encoders.pooling import load_dense
+
+    weights = tmp_path / "model.safetensors"
+    save_file({"linear.weight": np.full((4, 8), np.nan, np.float32)}, str(weights))
+    with pytest.raises(CheckpointError, match="linear.weight holds NaN"):  # gave all-NaN vectors, exit 0
+        load_dense(DenseLayer(weights, 8, 4, False, "identity"))
+
+
 def test_a_tokenizer_with_ids_past_the_embedding_table_is_named_at_load(tiny_encoder_dir, tmp_path):
     folder = shutil.copytree(tiny_encoder_dir, tmp_path / "copy")
     tokenizer = json.loads((folder / "tokenizer.json").read_text())
@@ -153,6 +166,8 @@ def test_a_tokenizer_with_ids_past_the_embedding_table_is_named_at_load(tiny_enc
 
 @pytest.mark.parametrize(("file", "content", "message"), [
     ("config.json", [1, 2], "expected a JSON object"),
+    ("sentence_bert_config.json", ["x"], "expected a JSON object"),
+    ("sentence_bert_config.json", {"max_seq_length": "abc"}, "max_seq_length must be a whole number"),
     ("modules.json", ["Transformer"], "expected a non-empty list of modules"),
 ])
 def test_json_of_the_wrong_shape_is_named(tiny_encoder_dir, tmp_path, file, content, message):

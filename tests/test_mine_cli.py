@@ -105,6 +105,13 @@ def test_settings_that_would_be_ignored_or_keep_nothing_are_errors(tmp_path, cap
     assert message in capsys.readouterr().err and not (tmp_path / "out").exists()
 
 
+def test_a_gold_file_that_cannot_be_read_fails_before_anything_is_mined(tmp_path, capsys):
+    assert run_main("--gold", str(tmp_path / "none.tsv"), "--encoder", "char-ngram",
+                    "--output", str(tmp_path / "out")) == 2
+    assert "none.tsv: file not found" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "de-en.parquet").exists()  # it was written, then the gold file was read
+
+
 def test_a_text_with_line_breaks_of_any_kind_stays_one_tsv_record(tmp_path):
     """A carriage return, a line separator (U+2028) or a tab inside a sentence split its TSV line in two for
     readers that split lines as Python does; each is a space in the TSV (the Parquet keeps the text)."""

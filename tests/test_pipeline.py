@@ -789,3 +789,8 @@ def test_gold_pairs_listed_the_other_way_round_count(tmp_path):
     manifest = {"pairs": [{"pair": "eng_Latn-fra_Latn", "parquet": str(tmp_path / "pairs.parquet"), "tsv": ""}]}
     scores = gold_scores(str(tmp_path / "gold.tsv"), manifest)
     assert scores["pairs"]["eng_Latn-fra_Latn"]["correct"] == 1 and scores["pairs"]["eng_Latn-fra_Latn"]["gold"] == 2
+    # a pair the gold file says nothing of is unscored, not wrong: its pairs counted against the total read P 35
+    manifest["pairs"].append({"pair": "deu_Latn-fra_Latn", "parquet": str(tmp_path / "pairs.parquet"), "tsv": ""})
+    scores = gold_scores(str(tmp_path / "gold.tsv"), manifest)
+    assert scores["pairs"]["deu_Latn-fra_Latn"] == {"mined": 2, "gold": 0, "unscored": True}
+    assert scores["all"]["mined"] == 2 and scores["all"]["precision"] == 0.5

@@ -272,3 +272,10 @@ def test_one_language_is_enough_for_a_command_that_mines_no_pair(tmp_path, capsy
 
     assert extract(["--output", str(tmp_path / "out"), "--set", "languages=[deu_Latn]", "--quiet"]) == 0
     assert (tmp_path / "out" / "sentences" / "deu_Latn").is_dir()
+
+
+def test_a_runner_named_in_another_case_is_the_runner_it_names(tmp_path, capsys):
+    """Beam reads `directrunner` and `Direct` as the DirectRunner; this project's checks compared names and took
+    them for a remote runner, refusing the local input."""
+    for runner in ("directrunner", "Direct"):
+        assert main(["--output", str(tmp_path / "out"), "--runner", runner, "--plan"]) == 0, capsys.readouterr().err

@@ -70,7 +70,8 @@ def test_recipe_overrides_base_and_stage_index(training_inputs):
     ("stages.0.lr=0.0", "stages[0] (cmlm): lr must be above 0"),
     # passed the checks, then a traceback at step 2, after every file was read, or a CPU run where a GPU was meant
     ("optimizer.lr=.inf", "optimizer.lr must be a finite number, got inf"),
-    ("seed=-1", "seed must be a whole number 0 or more, got -1"),
+    ("seed=-1", "seed must be a whole number from 0 to 4,294,967,295"),
+    ("seed=99999999999999999999", "seed must be a whole number from 0 to 4,294,967,295"),  # an overflow, unnamed
     ("run.device=gpu", "run.device must be auto, cpu, cuda or cuda:N, got 'gpu'"),
     ("output=' '", "output: a folder to write the run into, not an empty path"),
 ])

@@ -399,8 +399,11 @@ def test_damage_inside_a_one_member_file_is_counted_to_its_end(tmp_path):
     path = tmp_path / "damaged.warc.gz"
     path.write_bytes(bytes(data))
     pages, counts = read(path)
-    assert [p.url for p in pages] == urls[:len(pages)] and 0 < len(pages) < len(urls)
-    assert skips(counts).get("rest-unread") == 1
+    read_urls = [p.url for p in pages]
+    # the records before the damage whole, in order; after it, garbage, a record zlib's output happens to rebuild
+    # (where it lands moves with the records' random ids), then nothing: the end is said to be lost
+    assert read_urls[:6] == urls[:6] and read_urls == sorted(read_urls, key=urls.index)
+    assert urls[-1] not in read_urls and skips(counts).get("rest-unread") == 1
 
 
 @pytest.mark.parametrize("order", ["plain-then-gzip", "gzip-then-plain", "alternating"])

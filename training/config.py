@@ -289,8 +289,8 @@ def check(config: TrainConfig) -> None:
     model, optimizer = config.model, config.optimizer
     if not str(config.output).strip():  # an empty path wrote checkpoints and the encoder into the working folder
         problems.append("output: a folder to write the run into, not an empty path")
-    if isinstance(config.seed, bool) or not isinstance(config.seed, int) or config.seed < 0:
-        problems.append(f"seed must be a whole number 0 or more, got {config.seed!r}")
+    if isinstance(config.seed, bool) or not isinstance(config.seed, int) or not 0 <= config.seed < 2 ** 32:
+        problems.append(f"seed must be a whole number from 0 to 4,294,967,295 (2^32 - 1), got {config.seed!r}")
     if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", str(config.run.device)):  # `gpu` trained on the CPU, unsaid
         problems.append(f"run.device must be auto, cpu, cuda or cuda:N, got {config.run.device!r}")
     if model.init is None and model.tokenizer is None:

@@ -200,8 +200,8 @@ class _Reader:
             # said so; a file cut short (truncated) has nothing after its last record
             if skip.resync and skip.reason != "truncated" and self.stream.unread:
                 self.tally.skip(STAGE, "rest-unread", self.source, f"reading stopped at {where}: no record starts in "
-                                f"the {self.stream.unread:,} stored bytes from there to the end of the file (any "
-                                "record in them is lost with the damaged one)")
+                                f"the {self.stream.unread:,} stored bytes from the damaged gzip member (or the "
+                                "damage) to the end of the file; any record in them is lost with the damaged one")
             return False
         self.stream = following
         return True
