@@ -176,6 +176,8 @@ def check_runner_installed(options: PipelineOptions) -> None:
 
     runner = options.view_as(StandardOptions).runner
     check_runner_known(runner)
+    if runner in DASK_RUNNERS:
+        check_dask_counts(options)
     if runner not in ("DataflowRunner", "dataflow"):
         return
     try:
@@ -196,6 +198,16 @@ def canonical_runner(options: PipelineOptions) -> None:
         return
     names = {name.lower(): name for name in (*StandardOptions.KNOWN_RUNNER_NAMES, "DaskRunner")}
     standard.runner = names.get(runner.lower()) or names.get(f"{runner.lower()}runner") or runner
+
+
+def check_dask_counts(options: PipelineOptions) -> None:
+    """`--dask_workers 0` started a cluster of no workers that waited minutes for one; 0 partitions are none."""
+    from pipelines.dask_runner import DaskShuffleOptions, LocalClusterOptions
+
+    for flag, value in (("--dask_workers", options.view_as(LocalClusterOptions).dask_workers),
+                        ("--dask_shuffle_partitions", options.view_as(DaskShuffleOptions).dask_shuffle_partitions)):
+        if value is not None and value < 1:
+            raise ValueError(f"{flag} must be 1 or more, got {value}")
 
 
 def check_runner_known(runner: str | None) -> None:

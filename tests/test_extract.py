@@ -76,6 +76,14 @@ def test_article_paragraphs_in_order_without_page_furniture(extractor):
     assert tally.of("extract") == {"documents": 1, "paragraphs": len(document.paragraphs)}
 
 
+def test_the_extraction_process_is_out_of_reach_of_the_terminals_ctrl_c(extractor):
+    """Ctrl-C reached the extraction process too: it died mid-page, the page was counted as crashed and saved in
+    a chunk, and the resumed run kept the loss (a Dask run lost seven Spanish pairs so)."""
+    assert extractor.extract(page(BOILERPLATE_PAGE), Tally()) is not None
+    child = extractor._child.process
+    assert child is not None and os.getsid(child.pid) != os.getsid(0)
+
+
 def test_what_a_browser_never_shows_stays_out_and_a_cells_pipe_is_a_pipe(extractor):
     """A <template>'s content is never rendered; trafilatura wrote a pipe inside a table cell as \\|."""
     hidden = "<template><p>Vorlage, die niemand sieht, weil Browser Vorlagen nie darstellen.</p></template>"

@@ -356,6 +356,8 @@ def write_pool(root):
 
 def test_train_command_end_to_end(tmp_path):
     pool = write_pool(tmp_path / "train")
+    # a file named by a code no register knows: trained on, it made a model its own loader refused
+    (pool / "nltk" / "udhr2" / "qqq.txt").write_text("\n".join(ALBANIAN * 3), encoding="utf-8")
     output = tmp_path / "models" / "lid.ftz"
     args = ["train", "--train-pool", str(pool), "--output", str(output), "--dim", "8", "--epoch", "30",
             "--bucket", "20000", "--cutoff", "5000", "--min-lines", "5", "--floor", "100",
@@ -364,7 +366,8 @@ def test_train_command_end_to_end(tmp_path):
     sidecar = json.loads((output.parent / "lid.ftz.json").read_text())
     assert sorted(sidecar["examples"]) == ["als_Latn", "deu_Latn", "eng_Latn", "srp_Cyrl", "zho_Hant"]
     assert sidecar["normalization"] == {"lowercase": True, "drop_digits": True, "max_chars": 1000}
-    assert sidecar["skipped"] == {"no language code in the file name": 1}
+    assert sidecar["skipped"] == {"no language code in the file name": 1,
+                                  "a language code the project cannot name": 1}
     identifier = LanguageIdentifier.load(output)
     assert identifier.normalization.lowercase
     assert identifier.languages == ["als_Latn", "deu_Latn", "eng_Latn", "srp_Cyrl", "zho_Hans", "zho_Hant"]
@@ -378,6 +381,20 @@ def test_train_command_end_to_end(tmp_path):
     output.write_bytes(output.read_bytes() + b"\0")
     with pytest.raises(InputFormatError, match="sha256"):
         LanguageIdentifier.load(output)
+
+
+def test_train_settings_and_output_are_checked_before_the_pool_is_read(tmp_path, capsys):
+    """0 dimensions or epochs wrote a model answering one language for all, 0 buckets ended fastText with SIGFPE,
+    and an output that is a folder failed after the training."""
+    base = ["train", "--train-pool", str(tmp_path / "none"), "--output", str(tmp_path / "m.ftz")]
+    for extra, message in ((["--dim", "0"], "--dim must be a whole number 1 or more"),
+                           (["--bucket", "0"], "--bucket must be a whole number 1 or more"),
+                           (["--cap", "0"], "--cap must be"), (["--lr", "-1"], "--lr must be a number above 0")):
+        assert main([*base, *extra]) == 2
+        assert message in capsys.readouterr().err
+    (tmp_path / "folder.ftz").mkdir()
+    assert main(["train", "--train-pool", str(tmp_path / "none"), "--output", str(tmp_path / "folder.ftz")]) == 2
+    assert "is a folder" in capsys.readouterr().err
 
 
 def test_training_examples_are_the_same_on_every_run(tmp_path):

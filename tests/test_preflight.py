@@ -57,6 +57,7 @@ def test_the_runners_own_options_are_known(tmp_path, capsys, argv):
     # each of these was a traceback: a TypeError from the splitter, torch's device parser after extraction, and a
     # gold file read only once every stage had run
     (["--runner", "DirectRuner"], "--runner DirectRuner: no such runner (did you mean DirectRunner?)"),
+    (["--runner", "DaskRunner", "--dask_workers", "0"], "--dask_workers must be 1 or more"),  # waited for workers
     (["--set", "split.bogus=1"], "split: unknown setting(s) ['bogus']"),
     (["--set", "split.max_chars=abc"], "split.max_chars: a whole number, not 'abc'"),
     (["--set", "encoder_options.device=tpu"], "encoder_options.device must be auto, cpu, cuda"),

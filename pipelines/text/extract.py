@@ -462,9 +462,12 @@ class _ChildExtractor:
                 f"{json.dumps(json.dumps(self.settings.extractor_options()))}, {self.settings.memory_limit_mb})")
         path = os.pathsep.join(p or os.getcwd() for p in sys.path)     # find this package as the parent does
         try:
+            # a session of its own: the terminal's Ctrl-C goes to the job, which stops cleanly, not to the child,
+            # whose death mid-page read as a crashed page that a resumed run then kept (docs/pipeline.md); the
+            # child still ends when the parent goes away (its pipe closes)
             self.process = subprocess.Popen([sys.executable, "-c", code], pass_fds=(request_read, response_write),
                                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                            env={**os.environ, "PYTHONPATH": path})
+                                            env={**os.environ, "PYTHONPATH": path}, start_new_session=True)
         finally:
             os.close(request_read)
             os.close(response_write)

@@ -49,6 +49,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import re
 import sys
 import unicodedata
@@ -531,6 +532,28 @@ def load_identifier(spec: str | Path) -> Identifier:
 
 # -- commands ---------------------------------------------------------------------------------------------------
 
+def check_train_arguments(args) -> None:
+    """The settings fastText and the balancing take, in range (0 dimensions or epochs wrote a model that answers
+    one language for everything, 0 buckets ended fastText with SIGFPE, a cap of 0 divided by zero), and the output
+    a model file can be written to."""
+    from miner.config import check_number
+    from miner.io import check_output_folder
+
+    for flag, value, least in (("--dim", args.dim, 1), ("--epoch", args.epoch, 1), ("--bucket", args.bucket, 1),
+                               ("--dsub", args.dsub, 1), ("--cap", args.cap, 1), ("--max-repeat", args.max_repeat, 1),
+                               ("--max-chars", args.max_chars, 1), ("--min-lines", args.min_lines, 1),
+                               ("--min-count", args.min_count, 1), ("--cutoff", args.cutoff, 1),
+                               ("--threads", args.threads, 1), ("--floor", args.floor, 0), ("--minn", args.minn, 0)):
+        check_number(flag, value, least, whole=True)
+    if args.maxn < args.minn:
+        raise ValueError(f"--maxn {args.maxn} is below --minn {args.minn}")
+    if not (math.isfinite(args.lr) and args.lr > 0):
+        raise ValueError(f"--lr must be a number above 0, got {args.lr}")
+    if args.output.is_dir():
+        raise ValueError(f"--output {args.output} is a folder: give the model file's path (models/lid/x.ftz)")
+    check_output_folder(args.output.parent)
+
+
 def train_command(args) -> dict:
     """Read the train pool, balance it, train, quantise, write the model and its sidecar; returns the sidecar."""
     import tempfile
@@ -540,6 +563,7 @@ def train_command(args) -> dict:
     from pipelines.text import langid_data as data
 
     started = time.monotonic()
+    check_train_arguments(args)  # before the pool is read and the model trained: minutes to an hour
     normalization = Normalization(lowercase=not args.keep_case, drop_digits=not args.keep_digits,
                                   max_chars=args.max_chars)
     balance = data.Balance(cap=args.cap, floor=args.floor, max_repeat=args.max_repeat, min_lines=args.min_lines,

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from miner.console import ExtraMissingError
 from miner.io import InputFormatError, iter_lines
-from miner.languages import language_code, script_of
+from miner.languages import is_language_name, language_code, script_of
 from pipelines.text.filters import CHARS_PER_TOKEN_UNSPACED, UNSPACED_SCRIPTS
 
 log = logging.getLogger("pipelines.text.langid_data")
@@ -57,6 +57,9 @@ class Pool:
     skipped: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
     def add(self, language: str, lines, source: str) -> None:
+        if not is_language_name(language):  # trained on, it made a model whose labels the loader refuses
+            self.skip("a language code the project cannot name", f"{source}: {language}")
+            return
         kept = self.lines[language]
         before = len(kept)
         for line in lines:
