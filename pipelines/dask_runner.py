@@ -26,10 +26,13 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
 import itertools
 import logging
 import math
 import os
+import signal
+import threading
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -116,6 +119,35 @@ class DaskShuffleOptions(PipelineOptions):
                             "holds")
 
 
+@contextlib.contextmanager
+def _workers_deaf_to_ctrl_c():
+    """SIGINT ignored while the LocalCluster's processes start, so they inherit it: the terminal's Ctrl-C then
+    reaches this process alone, which stops the job cleanly and closes the cluster, where each worker printed a
+    KeyboardInterrupt traceback of its own (a worker started again later ignores it through
+    _deaf_to_ctrl_c_plugin)."""
+    if threading.current_thread() is not threading.main_thread():  # signal handlers are the main thread's
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _deaf_to_ctrl_c_plugin(distributed):
+    """A worker plugin that ignores SIGINT in each worker of this machine's LocalCluster, restarted ones too."""
+
+    class DeafToCtrlC(distributed.WorkerPlugin):
+        name = "cmlm-deaf-to-ctrl-c"
+
+        def setup(self, worker):
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    return DeafToCtrlC()
+
+
 def close_quietly(client) -> None:
     """Close a client (and the LocalCluster it started) at exit without its info lines: by then a test runner
     may have closed the stream its logging handler writes to."""
@@ -162,10 +194,14 @@ def client_for(options):
             # worker started again (a restart, a lost worker) gets it too; set last in the worker process, over
             # the nanny's config
             quiet_dask()
-            _clients[key] = distributed.Client(distributed.LocalCluster(
-                processes=True, threads_per_worker=1, n_workers=local.dask_workers,
-                memory_limit=local.dask_worker_memory,
-                config={"distributed.worker.profile.enabled": local.dask_worker_profile}))
+            with _workers_deaf_to_ctrl_c():
+                _clients[key] = distributed.Client(distributed.LocalCluster(
+                    processes=True, threads_per_worker=1, n_workers=local.dask_workers,
+                    memory_limit=local.dask_worker_memory,
+                    config={"distributed.worker.profile.enabled": local.dask_worker_profile}))
+            # a worker the nanny (in this process) starts again later does not inherit the ignored signal: each
+            # worker ignores it itself as it starts
+            _clients[key].register_plugin(_deaf_to_ctrl_c_plugin(distributed))
             # its scheduler runs in this process, where the progress check (run_on_scheduler) would log "Run
             # out-of-band function" at every look; its workers are other processes, with loggers of their own
             logging.getLogger("distributed.worker").setLevel(logging.WARNING)

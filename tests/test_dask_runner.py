@@ -193,6 +193,25 @@ def test_the_local_clusters_workers_run_without_dasks_profiler_unless_asked():
     assert list(asked.run(profiling).values()) == [True]
 
 
+def ctrl_c_handler() -> str:
+    import signal
+
+    return str(signal.getsignal(signal.SIGINT))
+
+
+def test_the_local_clusters_workers_leave_ctrl_c_to_the_job():
+    """The terminal's Ctrl-C reached every worker, and each printed a KeyboardInterrupt traceback; the job itself
+    stops cleanly and closes the cluster. A worker the nanny restarts inherits it too; the job keeps its own."""
+    import signal
+
+    client = dask_runner.client_for(PipelineOptions(["--dask_workers=1"]))
+    ignored = str(signal.SIG_IGN)
+    assert list(client.run(ctrl_c_handler).values()) == [ignored]
+    client.restart()
+    assert list(client.run(ctrl_c_handler).values()) == [ignored]
+    assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+
+
 def resident_mb() -> float:
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
