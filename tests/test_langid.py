@@ -358,6 +358,7 @@ def test_train_command_end_to_end(tmp_path):
     pool = write_pool(tmp_path / "train")
     # a file named by a code no register knows: trained on, it made a model its own loader refused
     (pool / "nltk" / "udhr2" / "qqq.txt").write_text("\n".join(ALBANIAN * 3), encoding="utf-8")
+    (pool / "ud-pud" / "text" / "it.tsv").write_text("", encoding="utf-8")  # stopped the training, unnamed
     output = tmp_path / "models" / "lid.ftz"
     args = ["train", "--train-pool", str(pool), "--output", str(output), "--dim", "8", "--epoch", "30",
             "--bucket", "20000", "--cutoff", "5000", "--min-lines", "5", "--floor", "100",
@@ -367,7 +368,8 @@ def test_train_command_end_to_end(tmp_path):
     assert sorted(sidecar["examples"]) == ["als_Latn", "deu_Latn", "eng_Latn", "srp_Cyrl", "zho_Hant"]
     assert sidecar["normalization"] == {"lowercase": True, "drop_digits": True, "max_chars": 1000}
     assert sidecar["skipped"] == {"no language code in the file name": 1,
-                                  "a language code the project cannot name": 1}
+                                  "a language code the project cannot name": 1,
+                                  "no text (cannot tell the script of 'it' without text)": 1}
     identifier = LanguageIdentifier.load(output)
     assert identifier.normalization.lowercase
     assert identifier.languages == ["als_Latn", "deu_Latn", "eng_Latn", "srp_Cyrl", "zho_Hans", "zho_Hant"]

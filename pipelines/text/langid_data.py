@@ -68,6 +68,16 @@ class Pool:
                 kept.setdefault(line)
         self.sources[source][language] += len(kept) - before
 
+    def add_named(self, name: str, lines: list[str], source: str, where: str) -> None:
+        """`add`, the language read from a file's `name` (`de`, `deu_Latn` ...) with its lines' script; a file
+        with no text to tell the script from is a counted skip naming it (it stopped the training, unnamed)."""
+        try:
+            language = name_to_code(name, lines)
+        except ValueError as err:
+            self.skip(f"no text ({err})", where)
+            return
+        self.add(language, lines, source)
+
     def skip(self, reason: str, where: str) -> None:
         self.skipped[reason] += 1
         log.warning("%s: skipped (%s)", where, reason)
@@ -147,7 +157,7 @@ def wmt_news(root: Path, pool: Pool) -> None:
         seen.add(path)
         lines = _stored_lines(path, original, index)
         if lines:
-            pool.add(name_to_code(language, lines), lines, "wmt-news")
+            pool.add_named(language, lines, "wmt-news", str(path))
 
 
 def _stored_lines(path: Path, original: str, index: dict[str, Path]) -> list[str]:
@@ -164,13 +174,13 @@ def wmt21(root: Path, pool: Pool) -> None:
     for path in sorted((folder / "sources").glob("newstest2021.*")) + sorted((folder / "references").glob(
             "newstest2021.*")):
         lines = _lines(path)
-        pool.add(name_to_code(path.name.rpartition(".")[2], lines), lines, "wmt21")
+        pool.add_named(path.name.rpartition(".")[2], lines, "wmt21", str(path))
 
 
 def multi30k(root: Path, pool: Pool) -> None:
     for path in sorted((root / "multi30k" / "task1" / "raw").glob("*.gz")):
         lines = _lines(path)
-        pool.add(name_to_code(path.name.split(".")[-2], lines), lines, "multi30k")
+        pool.add_named(path.name.split(".")[-2], lines, "multi30k", str(path))
 
 
 def bible_nt(root: Path, pool: Pool) -> None:
@@ -183,7 +193,7 @@ def bible_nt(root: Path, pool: Pool) -> None:
             pool.skip("not in metadata.csv", str(path))
             continue
         verses = _bible_verses(path)
-        pool.add(name_to_code(code, verses), verses, "bible-nt")
+        pool.add_named(code, verses, "bible-nt", str(path))
 
 
 def _bible_verses(path: Path) -> list[str]:
@@ -197,7 +207,7 @@ def _bible_verses(path: Path) -> list[str]:
 def ud_pud(root: Path, pool: Pool) -> None:
     for path in sorted((root / "ud-pud" / "text").glob("*.tsv")):
         lines = [line.split("\t", 1)[1] for line in _lines(path) if "\t" in line]
-        pool.add(name_to_code(path.stem, lines), lines, "ud-pud")
+        pool.add_named(path.stem, lines, "ud-pud", str(path))
 
 
 def flores_v1(root: Path, pool: Pool) -> None:
@@ -205,7 +215,7 @@ def flores_v1(root: Path, pool: Pool) -> None:
         language = path.name.rpartition(".")[2]
         if language != "doc_id":
             lines = _lines(path)
-            pool.add(name_to_code(language, lines), lines, "flores-v1")
+            pool.add_named(language, lines, "flores-v1", str(path))
 
 
 def udhr(root: Path, pool: Pool) -> None:
@@ -214,13 +224,7 @@ def udhr(root: Path, pool: Pool) -> None:
         if not re.fullmatch(r"[a-z]{3}(_\w+)?", path.stem):
             pool.skip("no language code in the file name", str(path))
             continue
-        lines = _lines(path)
-        try:
-            code = name_to_code(path.stem, lines)
-        except ValueError as err:  # an empty file: no script to read
-            pool.skip(f"no text ({err})", str(path))
-            continue
-        pool.add(code, lines, "udhr")
+        pool.add_named(path.stem, _lines(path), "udhr", str(path))
 
 
 def en_pairs(root: Path, pool: Pool) -> None:

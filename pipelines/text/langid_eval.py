@@ -492,7 +492,7 @@ def evaluate_command(args: argparse.Namespace) -> dict:
             sets.update(news_heldout_sets(args.news_heldout))
         if not sets:
             raise ValueError("--compare needs --flores, --pairs and/or --news-heldout")
-        contenders = {name: load_contender(name) for name in args.compare.split(",")}
+        contenders = {name: load_contender(name) for name in comma_list(args.compare, "--compare")}
         report = compare(contenders, sets)
         print(compare_table(report, list(sets)))
         if args.per_language:
