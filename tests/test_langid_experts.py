@@ -324,7 +324,13 @@ def test_the_experts_config_is_checked(tmp_path):
                           ("groups: [[hrv_Latn, srp_Latn]]\nmax_bytes: 1.5", "max_bytes must be a positive"),
                           ("groups: [[hrv_Latn, srp_Latn], [bos_Latn, srp_Latn]]", "srp_Latn is in group 1 and group 2"),
                           ("groups: [[hrv_Latn, srp_Latn]]\nmax_bytes: -3", "max_bytes must be a positive"),
-                          ("groupz: []", "unknown key")):
+                          ("groupz: []", "unknown key"),
+                          # each found late, or a traceback, or SIGFPE from fastText
+                          ("groups: [[eng_Latn, qqq_Latn]]", "'qqq_Latn' names no registered language"),
+                          ("groups: [[hrv_Latn, srp_Latn]]\nsettings: {bucket: 0}", "settings.bucket must be"),
+                          ("groups: [[hrv_Latn, srp_Latn]]\nsettings: {dim: abc}", "settings.dim must be"),
+                          ("groups: [[hrv_Latn, srp_Latn]]\nmin_gain: abc", "min_gain must be numbers"),
+                          ("groups: [[hrv_Latn, srp_Latn]]\nweights: [abc]", "weights must be numbers")):
         config.write_text(text)
         with pytest.raises(ValueError, match=message):
             read_config(config)

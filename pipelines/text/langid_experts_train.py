@@ -421,11 +421,19 @@ def previous_models(index_path: Path) -> set[str]:
         if isinstance(entry, dict) and isinstance(entry.get("model"), str) and "/" not in entry["model"]}
 
 
+def _numbers(path: Path, key: str, values) -> list[float]:
+    """A list of numbers from the config, an error naming the file and key where one is not a number."""
+    if not isinstance(values, (list, tuple)) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        raise ValueError(f"{path}: {key} must be numbers, not {values!r}")
+    return [float(v) for v in values]
+
+
 def read_config(path: Path) -> dict:
     """configs/lid_experts.yaml: `main`, `groups` (lists of lang_Script codes), `weights`, `min_gain`, `max_bytes`,
     `ask_below`, `settings`."""
     from miner.config import load_config
-    from miner.languages import check_code
+    from miner.languages import check_code, is_language_name
 
     config = load_config(path)
     unknown = set(config) - {"main", "groups", "weights", "min_gain", "max_bytes", "ask_below", "settings"}
@@ -440,12 +448,15 @@ def read_config(path: Path) -> dict:
             raise ValueError(f"{path}: group {i} must list two languages or more, not {group!r}")
         for code in group:
             check_code(code, f"{path}: group {i}:")
+            if not is_language_name(code):  # found once the pool was read, or after an expert was trained
+                raise ValueError(f"{path}: group {i}: {code!r} names no registered language (ISO 639-3 code and "
+                                 "ISO 15924 script, as deu_Latn)")
             if first_group.setdefault(code, i) != i:
                 raise ValueError(f"{path}: {code} is in group {first_group[code]} and group {i}: one group each")
-    weights = [float(w) for w in config.get("weights") or (0.25, 0.5, 0.75, 1.0)]
+    weights = _numbers(path, "weights", config.get("weights") or (0.25, 0.5, 0.75, 1.0))
     if not all(0.0 < w <= 1.0 for w in weights):
         raise ValueError(f"{path}: weights must lie in (0, 1], not {weights}")
-    thresholds = [float(t) for t in config.get("ask_below") or (1.0,)]
+    thresholds = _numbers(path, "ask_below", config.get("ask_below") or (1.0,))
     if not all(0.0 < t <= 1.0 for t in thresholds):
         raise ValueError(f"{path}: ask_below thresholds must lie in (0, 1], not {thresholds}")
     max_bytes = config.get("max_bytes")
@@ -455,8 +466,16 @@ def read_config(path: Path) -> dict:
     settings = dict(config.get("settings") or {})
     if set(settings) - fields:
         raise ValueError(f"{path}: unknown setting(s) {sorted(set(settings) - fields)}; known: {sorted(fields)}")
+    for name, value in settings.items():  # 0 buckets ended fastText with SIGFPE, a cap of 0 divided by zero
+        least = 0 if name in ("fragments", "seed", "min_count") else 1
+        kind = float if name in ("lr", "fragments") else int
+        if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int) or value < least \
+                or (name == "lr" and not 0 < value < float("inf")):
+            raise ValueError(f"{path}: settings.{name} must be a {'number' if kind is float else 'whole number'} "
+                             f"{least} or more, not {value!r}")
+    (min_gain,) = _numbers(path, "min_gain", [config.get("min_gain", 2.0)])
     return {"main": str(config.get("main") or "combined"), "groups": [tuple(g) for g in groups],
-            "weights": weights, "min_gain": float(config.get("min_gain", 2.0)), "max_bytes": max_bytes,
+            "weights": weights, "min_gain": min_gain, "max_bytes": max_bytes,
             "ask_below": thresholds,
             "settings": ExpertSettings(**settings)}
 
