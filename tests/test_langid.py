@@ -458,6 +458,9 @@ def test_evaluate_command_reports_covered_languages_and_documents(tmp_path, scri
     assert {"alone", "document_w3", "document_w10", "true_document_w10"} <= set(documents["sentence_accuracy"])
     printed = capsys.readouterr().out
     assert "| languages |" in printed
+    # an output it cannot write was found after the whole evaluation
+    assert evaluate_main(["--model", scripted_style.path, "--flores", str(flores), "--output", str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err
     weakest = min(sentences["per_language"].items(), key=lambda item: item[1]["recall"])
     assert f"| {weakest[0]} | {weakest[1]['n']} | {weakest[1]['recall']:.4f} |" in printed.split("weakest")[1]
 

@@ -466,10 +466,14 @@ DEFAULT_CONTENDERS = "cmlm-lid,lid.176,combined,combined+experts,lingua"
 
 def evaluate_command(args: argparse.Namespace) -> dict:
     from miner.console import comma_list
-    from miner.io import write_json
+    from miner.io import check_output_folder, write_json
     from pipelines.text.langid import load_identifier
 
     languages = comma_list(args.languages, "--languages") if args.languages else None
+    if args.output is not None:  # before the evaluation, which takes minutes: it failed after it
+        if args.output.is_dir():
+            raise ValueError(f"--output {args.output} is a folder: give the report's file path")
+        check_output_folder(args.output.parent)
     if args.tune_weights:
         first, second = (load_contender(part) for part in args.tune_parts.split("+"))
         weights = [float(w) for w in args.tune_weights.split(",")]
