@@ -175,7 +175,6 @@ def check_runner_installed(options: PipelineOptions) -> None:
     from miner.console import ExtraMissingError
 
     runner = options.view_as(StandardOptions).runner
-    check_runner_known(runner)
     if runner in DASK_RUNNERS:
         check_dask_counts(options)
     if runner not in ("DataflowRunner", "dataflow"):
@@ -189,15 +188,28 @@ def check_runner_installed(options: PipelineOptions) -> None:
 
 def canonical_runner(options: PipelineOptions) -> None:
     """`--runner directrunner` or `Direct` as the name it stands for (Beam resolves names in any case, and a name
-    ending without "Runner"): this project's checks compare names, and took such a local run for a remote one."""
+    ending without "Runner"): this project's checks compare names, and took such a local run for a remote one.
+    A name neither Beam nor this project knows (`DirectRuner`) is an error naming the nearest: otherwise it was
+    taken for a remote runner, and the run refused local paths as if it were one."""
+    import difflib
+
     from apache_beam.options.pipeline_options import StandardOptions
+    from apache_beam.runners.runner import _RUNNER_MAP  # the names create_runner resolves
 
     standard = options.view_as(StandardOptions)
     runner = standard.runner
-    if not runner or "." in runner:
+    if not runner or "." in runner:  # a dotted name: the runner class itself
         return
-    names = {name.lower(): name for name in (*StandardOptions.KNOWN_RUNNER_NAMES, "DaskRunner")}
-    standard.runner = names.get(runner.lower()) or names.get(f"{runner.lower()}runner") or runner
+    known = [*StandardOptions.KNOWN_RUNNER_NAMES, "DaskRunner"]
+    names = {name.lower(): name for name in known}
+    keys = (runner.lower(), f"{runner.lower()}runner")
+    canonical = next((names[key] for key in keys if key in names), None)
+    if canonical:
+        standard.runner = canonical
+    elif not any(key in _RUNNER_MAP for key in keys):
+        like = difflib.get_close_matches(runner, known, 1)
+        raise ValueError(f"--runner {runner}: no such runner" + (f" (did you mean {like[0]}?)" if like else "")
+                         + f"; known: {', '.join(sorted(known))}, or a runner class's full module path")
 
 
 def check_dask_counts(options: PipelineOptions) -> None:
@@ -208,24 +220,6 @@ def check_dask_counts(options: PipelineOptions) -> None:
                         ("--dask_shuffle_partitions", options.view_as(DaskShuffleOptions).dask_shuffle_partitions)):
         if value is not None and value < 1:
             raise ValueError(f"{flag} must be 1 or more, got {value}")
-
-
-def check_runner_known(runner: str | None) -> None:
-    """A runner name neither Beam nor this project knows (`DirectRuner`) is an error naming the nearest: otherwise
-    it was taken for a remote runner, and the run refused local paths as if it were one."""
-    import difflib
-
-    from apache_beam.options.pipeline_options import StandardOptions
-    from apache_beam.runners.runner import _RUNNER_MAP  # the names create_runner resolves
-
-    if not runner or "." in runner or runner in DASK_RUNNERS:  # a dotted name: the runner class itself
-        return
-    if runner.lower() in _RUNNER_MAP or f"{runner.lower()}runner" in _RUNNER_MAP:
-        return
-    known = [*StandardOptions.KNOWN_RUNNER_NAMES, "DaskRunner"]
-    like = difflib.get_close_matches(runner, known, 1)
-    raise ValueError(f"--runner {runner}: no such runner" + (f" (did you mean {like[0]}?)" if like else "")
-                     + f"; known: {', '.join(sorted(known))}, or a runner class's full module path")
 
 
 def check_arguments(argv: list[str], options: PipelineOptions) -> None:
