@@ -197,6 +197,15 @@ def check_safetensors(path: Path) -> None:
         raise CheckpointError(f"{path}: not a whole safetensors file ({err}); copy or download it again") from None
 
 
+def check_finite(tensors, where: str | Path) -> None:
+    """Every (name, tensor) in `tensors` holds finite values: NaN weights gave NaN vectors, and the run exited 0."""
+    import torch
+
+    for name, tensor in tensors:
+        if not bool(torch.isfinite(tensor).all()):
+            raise CheckpointError(f"{where}: tensor {name} holds NaN or infinite values")
+
+
 def read_description(path: Path, format_name: str, error: type[CheckpointError], what: str) -> dict:
     """A folder's JSON description (ensemble.json, lens.json) whose `format` must be `format_name`; anything else
     is `error`, naming the file."""

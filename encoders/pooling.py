@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from encoders.checkpoint import CheckpointError, DenseLayer
+from encoders.checkpoint import CheckpointError, DenseLayer, check_finite
 
 
 def pool(tokens: torch.Tensor, mask: torch.Tensor, mode: str) -> torch.Tensor:
@@ -46,9 +46,7 @@ def load_dense(layer: DenseLayer) -> torch.nn.Sequential:
         except (pickle.UnpicklingError, RuntimeError, EOFError) as err:
             raise CheckpointError(f"{layer.weights}: not a plain tensor file ({type(err).__name__}); weights are "
                                   "read as tensors only, never as code") from None
-    bad = [name for name, tensor in state.items() if not bool(torch.isfinite(tensor).all())]
-    if bad:  # NaN weights gave NaN vectors, exit 0
-        raise CheckpointError(f"{layer.weights}: tensor {bad[0]} holds NaN or infinite values")
+    check_finite(state.items(), layer.weights)
     linear = torch.nn.Linear(layer.in_features, layer.out_features, bias=layer.bias)
     try:
         linear.load_state_dict({key.removeprefix("linear."): value for key, value in state.items()})

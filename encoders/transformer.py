@@ -32,6 +32,7 @@ from encoders.checkpoint import (
     HUB_ID,
     CheckpointError,
     CheckpointLayout,
+    check_finite,
     error_reason,
     read_checkpoint,
     resolve_hub_id,
@@ -252,9 +253,7 @@ def check_loaded(layout: CheckpointLayout, model, tokenizer, loading: dict) -> N
         raise CheckpointError(f"{layout.transformer}: the weights file lacks {len(missing)} of the model's "
                               f"tensors or holds them in another shape ({', '.join(missing[:4])}"
                               f"{', ...' if len(missing) > 4 else ''}); they would start random")
-    for name, tensor in model.named_parameters():
-        if not bool(torch.isfinite(tensor).all()):
-            raise CheckpointError(f"{layout.transformer}: tensor {name} holds NaN or infinite values")
+    check_finite(model.named_parameters(), layout.transformer)
     rows = model.get_input_embeddings().num_embeddings
     largest = max(tokenizer.get_vocab().values(), default=-1)
     if largest >= rows:
