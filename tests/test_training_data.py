@@ -175,14 +175,16 @@ def test_pairs_and_documents_in_a_language_the_project_cannot_name_are_counted_s
     assert "deu_Latm.txt ('deu_Latm')" in caplog.text
 
 
-def test_a_language_pair_with_few_pairs_is_trained_on_with_a_warning(tmp_path, tiny_tokenizer, caplog):
+def test_a_language_pair_with_few_pairs_is_trained_on_counted_and_named_with_its_files(tmp_path, tiny_tokenizer,
+                                                                                       caplog):
     from training.data import warn_few_pairs
 
     write(tmp_path / "de-en.tsv", "Haus\thouse\nBaum\ttree\n")
-    bitext = load_bitext([str(tmp_path / "de-en.tsv")], Tokenize(tiny_tokenizer, 16), Skips(), None)
-    warn_few_pairs(bitext)
+    write(tmp_path / "fr-en.tsv", "".join(f"maison {i}\thouse {i}\n" for i in range(100)))
+    bitext = load_bitext([str(tmp_path / "*.tsv")], Tokenize(tiny_tokenizer, 16), Skips(), None)
+    assert warn_few_pairs(bitext) == {"de-en": 2}
     assert len(bitext[0].src) == 2 and "1 language pair has fewer than 100 translation pairs" in caplog.text
-    assert "de-en 2" in caplog.text
+    assert f"de-en 2 ({tmp_path / 'de-en.tsv'})" in caplog.text and "fr-en" not in caplog.text
 
 
 def test_scored_bitext_keeps_pairs_at_or_above_min_score(tmp_path):

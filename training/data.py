@@ -14,7 +14,7 @@ Bitext
     cannot name (`deu_Latm`, `ger`: a registered ISO 639-3 or 639-1 code, and an ISO 15924 script), an empty side,
     two sides that are the same text, or a pair read before for its language pair is a counted skip, and the first
     few are logged with file and line (PairCheck); documents in such a language alike. A language pair with
-    fewer than FEW_PAIRS pairs is trained on as given, with a warning.
+    fewer than FEW_PAIRS pairs is trained on as given, counted (`few_pairs`) and named with its files in a warning.
 Every sentence is tokenised once, up front, into a ragged int32 array; sentences longer than the model's maximum
 are cut and counted (the vector of the first max_seq_length tokens is still a fair training signal).
 Distillation (METHODS §9) adds the teacher's vector of each pair's teacher-side sentence, embedded once and cached
@@ -120,6 +120,7 @@ class BitextSet:
     teacher_rows: np.ndarray | None = None  # per pair, the row of TrainingData.teacher (distillation targets)
     source_rows: np.ndarray | None = None  # per pair, the source's own row (monolingual distillation), if any
     weights: np.ndarray | None = None  # per pair, its source's data.bitext_weights entry (None: all 1)
+    files: tuple[str, ...] = ()  # the files its pairs were read from (named when there are too few)
 
     @property
     def mass(self) -> float:
@@ -139,6 +140,7 @@ class TrainingData:
     nli: tuple[Ragged, Ragged, np.ndarray] | None = None
     teacher: np.ndarray | None = None  # [distinct teacher-side sentences, teacher dim] float32
     skips: dict[str, int] = field(default_factory=dict)
+    few_pairs: dict[str, int] = field(default_factory=dict)  # language pairs trained on with < FEW_PAIRS pairs
     truncated: int = 0
 
     def summary(self) -> dict:
@@ -150,7 +152,7 @@ class TrainingData:
             "nli": len(self.nli[2]) if self.nli else 0,
             "teacher_sentences": 0 if self.teacher is None else len(self.teacher),
             "monolingual_distillation": sorted(b.name for b in self.bitext if b.source_rows is not None),
-            "skipped": self.skips, "truncated": self.truncated,
+            "skipped": self.skips, "few_pairs": self.few_pairs, "truncated": self.truncated,
         }
 
 
@@ -402,10 +404,11 @@ class TextKeys:
 
 
 def bitext_set(langs: tuple[str, str], pairs: list[tuple[str, str]], tokenize: Tokenize, keys: TextKeys,
-               keep_texts: bool = False, weights: np.ndarray | None = None) -> BitextSet:
+               keep_texts: bool = False, weights: np.ndarray | None = None, files: tuple[str, ...] = ()) -> BitextSet:
     sources, targets = [p[0] for p in pairs], [p[1] for p in pairs]
     return BitextSet(langs[0], langs[1], tokenize(sources), tokenize(targets), keys(langs[0], sources),
-                     keys(langs[1], targets), (sources, targets) if keep_texts else None, weights=weights)
+                     keys(langs[1], targets), (sources, targets) if keep_texts else None, weights=weights,
+                     files=files)
 
 
 def load_bitext(specs: list[str], tokenize: Tokenize, skips: Skips, min_score: float | None,
@@ -416,6 +419,7 @@ def load_bitext(specs: list[str], tokenize: Tokenize, skips: Skips, min_score: f
     `join.shares` (one per spec) add that spec's joined pairs (joined_pairs), at `join.weight` or the spec's."""
     by_pair: dict[tuple[str, str], list[tuple[str, str]]] = {}
     pair_weights: dict[tuple[str, str], list[float]] = {}
+    pair_files: dict[tuple[str, str], dict[str, None]] = {}
 
     def add(langs: tuple[str, str], pairs: list[tuple[str, str]], weight: float) -> None:
         by_pair.setdefault(langs, []).extend(pairs)
@@ -428,10 +432,13 @@ def load_bitext(specs: list[str], tokenize: Tokenize, skips: Skips, min_score: f
         for path in files:
             if path.suffix == ".parquet":
                 for langs, pairs in read_parquet_bitext(path, min_score, check).items():
-                    spec_pairs.setdefault(pair_of(path, label) if label else langs, []).extend(pairs)
+                    langs = pair_of(path, label) if label else langs
+                    spec_pairs.setdefault(langs, []).extend(pairs)
+                    pair_files.setdefault(langs, {})[str(path)] = None
             else:
                 langs = pair_of(path, label)
                 spec_pairs.setdefault(langs, []).extend(read_tsv_bitext(path, skips, min_score, langs, check))
+                pair_files.setdefault(langs, {})[str(path)] = None
         for langs, pairs in spec_pairs.items():
             add(langs, pairs, weight)
             if share:
@@ -440,7 +447,8 @@ def load_bitext(specs: list[str], tokenize: Tokenize, skips: Skips, min_score: f
     used = set(weights or [1.0]) | ({join.weight} if join and join.weight is not None and any(shares) else set())
     uniform = len(used) == 1  # equal weights draw as none: the same batches as before
     return [bitext_set(langs, pairs[:limit], tokenize, keys, keep_texts,
-                       None if uniform else np.asarray(pair_weights[langs][:limit], dtype=np.float64))
+                       None if uniform else np.asarray(pair_weights[langs][:limit], dtype=np.float64),
+                       tuple(pair_files.get(langs, ())))
             for langs, pairs in sorted(by_pair.items()) if pairs]
 
 
@@ -489,12 +497,16 @@ def load_nli(path: Path, labels: list[str], tokenize: Tokenize, skips: Skips):
     return tokenize(premises), tokenize(hypotheses), np.asarray(label_ids, dtype=np.int64)
 
 
-def warn_few_pairs(bitext: list[BitextSet]) -> None:
-    few = [f"{pairs.name} {len(pairs.src)}" for pairs in bitext if len(pairs.src) < FEW_PAIRS]
+def warn_few_pairs(bitext: list[BitextSet]) -> dict[str, int]:
+    """Language pairs with fewer than FEW_PAIRS pairs: trained on as given (a user's small set is theirs to
+    use), but counted in the data summary and logged with the files they came from."""
+    few = [pairs for pairs in bitext if len(pairs.src) < FEW_PAIRS]
     if few:
+        named = [f"{pairs.name} {len(pairs.src)} ({', '.join(pairs.files) or 'no file'})" for pairs in few]
         log.warning("%d language %s fewer than %d translation pairs (trained on as given, but too few to learn "
                     "much from): %s", len(few), "pair has" if len(few) == 1 else "pairs have", FEW_PAIRS,
-                    ", ".join(few[:10]) + (f" and {len(few) - 10} more" if len(few) > 10 else ""))
+                    "; ".join(named[:10]) + (f" and {len(few) - 10} more" if len(few) > 10 else ""))
+    return {pairs.name: len(pairs.src) for pairs in few}
 
 
 # -- all of it -------------------------------------------------------------------------------------------------
@@ -515,7 +527,7 @@ def load_training_data(config, tokenizer) -> TrainingData:
                                     weights=data.bitext_weights or None, join=data.join, seed=config.seed)
         if not result.bitext:
             raise ConfigError("data.bitext: no usable translation pair")
-        warn_few_pairs(result.bitext)
+        result.few_pairs = warn_few_pairs(result.bitext)
     if "distill" in objectives:
         result.teacher = attach_teacher(result.bitext, config.distill)
     if data.heldout:

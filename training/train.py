@@ -111,10 +111,11 @@ def run(config, resume: bool = False) -> Path | None:
     tokenizer, data, model = prepare_run(config)
     summary = data.summary()
     log.info("data: %d languages of documents (%d sentence pairs), %d language pairs of bitext (%d pairs), "
-             "%d held-out pairs; skipped %s; %d sentences cut at %d tokens", len(summary["documents"]),
-             sum(d["pairs"] for d in summary["documents"].values()), len(summary["bitext"]),
-             sum(summary["bitext"].values()), sum(summary["heldout"].values()), summary["skipped"] or "nothing",
-             summary["truncated"], config.model.max_seq_length)
+             "%d held-out pairs; skipped %s; %d language pairs with too few pairs; %d sentences cut at %d tokens",
+             len(summary["documents"]), sum(d["pairs"] for d in summary["documents"].values()),
+             len(summary["bitext"]), sum(summary["bitext"].values()), sum(summary["heldout"].values()),
+             summary["skipped"] or "nothing", len(summary["few_pairs"]), summary["truncated"],
+             config.model.max_seq_length)
     trainer = Trainer(config, data, tokenizer, model, dist)
     return trainer.run(start, fit_output=model.output_is_new)
 
