@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -168,6 +169,7 @@ def choose_shares(vectors: list[dict[str, np.ndarray]], texts: dict[str, list[st
     short = short or {}
     long_languages = [lang for lang in texts if lang != ENGLISH]
 
+    @functools.cache  # the xsim criterion and the retrieval veto ask for the same rows
     def long_rows(language: str, a: float, a_english: float) -> np.ndarray:
         """Per query, retrieval among the held-out sentences alone (no distractors), both directions."""
         src = blend([v[language][:n_gold] for v in vectors], a)
