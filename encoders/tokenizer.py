@@ -117,6 +117,16 @@ def coverage(tokenizer, texts: dict[str, list[str]]) -> dict[str, dict]:
     return report
 
 
+def read_languages(specs: list[str]) -> dict[str, list[str]]:
+    """Each `LANGUAGE=FILE_OR_GLOB`'s lines; a language with none is an error (a 0% unknown rate of no text went
+    into the coverage mean)."""
+    texts = {lang: read_language(files) for lang, files in language_inputs(specs).items()}
+    empty = [lang for lang, lines in texts.items() if not lines]
+    if empty:
+        raise ValueError(f"no non-empty lines for {', '.join(empty)}")
+    return texts
+
+
 def format_coverage(report: dict[str, dict]) -> str:
     lines = [f"{'language':<12} {'sentences':>9} {'tokens':>9} {'unk %':>7} {'sent w/ unk %':>13} {'tok/word':>8}"]
     for language, row in report.items():
@@ -138,10 +148,7 @@ def build_command(args: argparse.Namespace) -> None:
         raise ValueError(f"--alpha must be a number 0 or more (1: as the text comes, 0: languages alike), got "
                          f"{args.alpha}")
     check_output_folder(args.output)  # a file in the way, found before the training rather than after it
-    texts = {lang: read_language(files) for lang, files in language_inputs(args.input).items()}
-    empty = [lang for lang, lines in texts.items() if not lines]
-    if empty:
-        raise ValueError(f"no non-empty lines for {', '.join(empty)}")
+    texts = read_languages(args.input)
     total = args.sample_lines or sum(len(lines) for lines in texts.values())
     corpus = smoothed_corpus(texts, total, args.alpha, args.seed)
     tokenizer = train_wordpiece(corpus, args.vocab_size, args.min_frequency)
@@ -168,7 +175,7 @@ def coverage_command(args: argparse.Namespace) -> None:
     except (OSError, ValueError) as err:
         raise ValueError(f"{args.tokenizer / 'tokenizer.json'}: cannot be read ({str(err).splitlines()[0]})") \
             from None
-    report = coverage(tokenizer, {lang: read_language(files) for lang, files in language_inputs(args.input).items()})
+    report = coverage(tokenizer, read_languages(args.input))
     print(format_coverage(report))
     if args.report:
         write_json(args.report, {"tokenizer": str(args.tokenizer), "languages": report})

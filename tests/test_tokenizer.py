@@ -48,6 +48,11 @@ def test_build_and_coverage_commands(tmp_path, capsys):
     assert report["rus_Cyrl"]["unk_rate"] > 0.5  # Cyrillic was never seen
     assert report["deu_Latn"]["unk_rate"] < 0.01
 
+    (tmp_path / "empty.txt").write_text("\n  \n", encoding="utf-8")  # its 0% went into the mean
+    assert main(["coverage", "--tokenizer", str(tmp_path / "tok"), "--input", f"deu_Latn={tmp_path}/de.txt",
+                 "--input", f"fra_Latn={tmp_path}/empty.txt"]) == 2
+    assert "no non-empty lines for fra_Latn" in capsys.readouterr().err
+
 
 def test_coverage_counts_unknown_tokens(tiny_tokenizer):
     report = coverage(tiny_tokenizer, {"x": ["☃☃ ☃", "Die"]})["x"]
