@@ -87,9 +87,30 @@ def dask_options(options):
 
 
 def is_local_cluster(options) -> bool:
-    """No scheduler named: the job starts a LocalCluster, whose workers share this machine's disk."""
+    """Workers that share this machine's disk: no scheduler named (the job starts a LocalCluster), or a scheduler
+    at a loopback address (`dask scheduler` and `dask worker` started by hand on this machine: a scheduler there
+    is reachable only from it). A scheduler file, or any other address, may stand for workers elsewhere."""
     named = dask_options(options)
-    return not (named.address or named.scheduler_file)
+    if named.scheduler_file:
+        return False
+    return not named.address or is_loopback(named.address)
+
+
+def is_loopback(address: str) -> bool:
+    """`tcp://127.0.0.1:8786`, `localhost:8786`, `tls://[::1]:8786`, `inproc://...`: an address of this machine."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    split = urlsplit(address if "://" in address else f"tcp://{address}")
+    if split.scheme == "inproc":
+        return True
+    host = split.hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class LocalClusterOptions(PipelineOptions):

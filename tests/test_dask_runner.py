@@ -442,3 +442,20 @@ def test_the_k_nn_join_in_waves_on_dask_writes_the_direct_runners_bytes(tmp_path
     assert waves == one_wave
     assert counted_in_waves["query_rows_sent"] == counted["query_rows_sent"]
     assert counted_in_waves["embedding_bytes_read"] > counted["embedding_bytes_read"]  # a wave reads its shards
+
+
+@pytest.mark.parametrize(("flags", "local"), [
+    ([], True),  # the job's own LocalCluster
+    (["--dask_client_address", "tcp://127.0.0.1:8786"], True),  # `dask scheduler` started on this machine
+    (["--dask_client_address", "localhost:8786"], True),
+    (["--dask_client_address", "tls://[::1]:8786"], True),
+    (["--dask_client_address", "tcp://scheduler:8786"], False),
+    (["--dask_client_address", "tcp://10.0.0.5:8786"], False),
+    (["--dask_scheduler_file", "/shared/scheduler.json"], False),
+])
+def test_a_scheduler_on_this_machine_shares_its_disk(flags, local):
+    """A scheduler at a loopback address reaches only this machine's workers: local paths work there (they were
+    refused as if the cluster were remote)."""
+    from pipelines.options import runs_locally
+
+    assert runs_locally(PipelineOptions(["--runner", "DaskRunner", *flags])) is local
