@@ -223,19 +223,30 @@ def stage_encoder(folder: str, target: str) -> str:
             storage.stage_folder(member, storage.join(target, "members", str(i)))
             member = f"members/{i}"
         members.append(member)
+    stage_top_files(folder, target, skip={FILE})
     staged = {k: v for k, v in spec.items() if k != "path"} | {"members": members}
     storage.write_json(storage.join(target, FILE), staged)
     log.info("staged the ensemble %s (%d members) to %s", folder, len(members), target)
     return target
 
 
+def stage_top_files(folder: str, target: str, skip: set[str]) -> None:
+    """The files directly in `folder` but `skip` (written anew by the caller), copied to `target`: an ensemble's or
+    a lens's thresholds.json is read from the staged folder (`mining.threshold_offsets: encoder`), and without it
+    the workers' run mined at the bare threshold."""
+    for name in sorted(os.listdir(folder)):
+        source = os.path.join(folder, name)
+        if name not in skip and os.path.isfile(source):
+            with open(source, "rb") as handle:
+                storage.write_bytes(storage.join(target, name), handle.read())
+
+
 def stage_lens(folder: str, target: str) -> str:
-    from encoders.lens import FILE, WEIGHTS, read_lens
+    from encoders.lens import FILE, read_lens
 
     lens = read_lens(folder)
     storage.stage_folder(str(lens.encoder), storage.join(target, "encoder"))
-    with open(os.path.join(folder, WEIGHTS), "rb") as handle:
-        storage.write_bytes(storage.join(target, WEIGHTS), handle.read())
+    stage_top_files(folder, target, skip={FILE})  # the weights, thresholds.json ...
     with open(os.path.join(folder, FILE), encoding="utf-8") as handle:
         storage.write_json(storage.join(target, FILE), {**json.load(handle), "encoder": "encoder"})
     log.info("staged the lens %s with its encoder %s to %s", folder, lens.encoder, target)

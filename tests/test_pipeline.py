@@ -246,12 +246,15 @@ def test_a_remote_runner_gets_models_staged_and_refuses_local_paths(gcs_bucket, 
 def test_the_default_ensemble_is_staged_with_its_members_and_loads_from_there(gcs_bucket, tmp_path):
     from encoders import load_encoder
     from pipelines.job import prepare_for_runner
+    from pipelines.settings import threshold_offsets
 
     options = PipelineOptions(["--runner=DataflowRunner", f"--temp_location={gcs_bucket}/run2",
                                "--setup_file=./setup.py"])
     default = settings(f"{gcs_bucket}/out", input=f"{gcs_bucket}/crawl/*.warc.gz")
-    local = default["encoder"]
+    local, offsets = default["encoder"], threshold_offsets(default)
     prepare_for_runner(default, options)
+    # the workers mine at the same thresholds: the folder's thresholds.json travels too (it was left behind)
+    assert len(offsets) > 100 and threshold_offsets(default) == offsets
     assert default["encoder"] == f"{gcs_bucket}/run2/cmlm-miner-staging/encoder"
     staged = json.loads(storage.read_bytes(default["encoder"] + "/ensemble.json"))
     assert staged["members"] == ["use-multilingual", "members/1"]  # the student's folder travels inside
@@ -715,17 +718,19 @@ def test_a_lens_is_staged_with_its_frozen_encoder_and_loads_from_there(gcs_bucke
     from encoders import load_encoder
     from encoders.lens import LensSpec, build_lens, save_lens
     from pipelines.job import prepare_for_runner
-    from pipelines.settings import code_of
+    from pipelines.settings import code_of, threshold_offsets
 
     torch.manual_seed(0)
     local = str(save_lens(build_lens(LensSpec("gated-conv", input_dim=64, output_dim=32, gate_dim=8)),
                           tmp_path / "lens", tiny_encoder_dir))
+    (tmp_path / "lens" / "thresholds.json").write_text(json.dumps({"format": "cmlm-threshold-offsets/1", "offsets": {"deu_Latn": 0.02}}))
     options = PipelineOptions(["--runner=DataflowRunner", f"--temp_location={gcs_bucket}/run3",
                                "--setup_file=./setup.py"])
     remote = settings(f"{gcs_bucket}/out", input=f"{gcs_bucket}/crawl/*.warc.gz", encoder=local)
     prepare_for_runner(remote, options)
     staged = json.loads(storage.read_bytes(remote["encoder"] + "/lens.json"))
     assert staged["encoder"] == "encoder" and code_of(remote["encoder"]) == code_of(local) == "threshold"
+    assert threshold_offsets(remote) == {"deu_Latn": 0.02}
     worker_copy = storage.local_folder(remote["encoder"])  # what a worker sees: only the staged files
     texts = ["Die Bibliothek öffnet um neun Uhr.", "Good morning."]
     np.testing.assert_array_equal(load_encoder(worker_copy).encode(texts), load_encoder(local).encode(texts))
