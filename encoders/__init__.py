@@ -73,8 +73,10 @@ def binary_code(spec: str) -> str:
 
 
 def _unknown(spec: str) -> CheckpointError:
+    from miner.config import bundled_hint
+
     return CheckpointError(f"unknown encoder {spec!r}: no such folder, not a hub id (org/name), and not a built-in "
-                           f"encoder ({', '.join([*BUILTIN, USE_MULTILINGUAL])})")
+                           f"encoder ({', '.join([*BUILTIN, USE_MULTILINGUAL])}){bundled_hint(spec)}")
 
 
 def load_encoder(spec: str, **options):

@@ -20,6 +20,24 @@ class ConfigError(ValueError):
     """A configuration file or override that cannot be used."""
 
 
+# The repository the packages were imported from: configs/, models/ and sample/ beside them in a checkout. A wheel
+# (`pip install .`, what Dataflow's workers install) carries the packages only, not those 40 MB.
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def bundled_hint(path: str | Path) -> str:
+    """For a bundled file that is missing because the packages were installed without their repository, what to
+    do ('' for any other path)."""
+    try:
+        Path(path).resolve().relative_to(PROJECT_ROOT)
+    except (ValueError, OSError):
+        return ""
+    if (PROJECT_ROOT / "configs").is_dir():
+        return ""
+    return (" (the bundled configs, models and sample are in the repository, not in an installed wheel: run from a "
+            "checkout installed with `pip install -e .`, or name your own files)")
+
+
 def check_number(name: str, value, low: float, high: float | None = None, whole: bool = False) -> None:
     """A setting that must be a number in [low, high] (a whole number where `whole`): outside it a stage would
     skip every record, drop every sentence or divide by zero, later and without naming the setting."""
@@ -49,7 +67,7 @@ def read_yaml_file(path: Path, what: str, example: str, load=load_yaml):
     try:
         return load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ConfigError(f"{path}: {what} not found") from None
+        raise ConfigError(f"{path}: {what} not found{bundled_hint(path)}") from None
     except IsADirectoryError:
         raise ConfigError(f"{path}: a folder, not a {what} ({example})") from None
     except UnicodeDecodeError as err:

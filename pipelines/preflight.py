@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from miner.config import bundled_hint
 from miner.io import InputFormatError
 from miner.io import check_output_folder as check_local_output
 from pipelines import layout, manifests, storage
@@ -72,7 +73,7 @@ def check_lid_model(spec: str | None) -> None:
         if storage.is_remote(path):
             continue
         if not os.path.isfile(path):
-            raise ValueError(f"lid.model {part!r}: no such file")
+            raise ValueError(f"lid.model {part!r}: no such file{bundled_hint(path)}")
         if part not in BUILTIN_MODELS and not is_expert_set(part):
             try:
                 load_fasttext(Path(path))

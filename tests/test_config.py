@@ -102,3 +102,21 @@ def test_a_nan_threshold_stops_the_commands_before_any_work(tmp_path, capsys, co
     assert main(["--output", str(tmp_path / "out"), "--set", "mining.threshold=.nan"]) == 2
     assert "mining.threshold must be a finite number, got nan" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_bundled_file_missing_from_an_installed_wheel_says_to_run_from_a_checkout(tmp_path, monkeypatch):
+    """A wheel carries the packages, not configs/, models/ or sample/: the default config or model missing there
+    says so (it read as a mistyped path), and other missing paths get no such hint."""
+    from miner import config
+
+    monkeypatch.setattr(config, "PROJECT_ROOT", tmp_path)  # an installed copy: no configs/ beside the packages
+    with pytest.raises(ConfigError, match=r"pipeline_sample.yaml: configuration file not found \(the bundled "
+                                          r"configs, models and sample are in the repository.*pip install -e \.`"):
+        load_config(tmp_path / "configs" / "pipeline_sample.yaml")
+    with pytest.raises(ConfigError) as raised:
+        load_config(tmp_path.parent / "elsewhere.yaml")
+    assert "the bundled configs" not in str(raised.value)
+    (tmp_path / "configs").mkdir()  # a checkout: a missing file there is the user's to fix
+    with pytest.raises(ConfigError) as raised:
+        load_config(tmp_path / "configs" / "nope.yaml")
+    assert "the bundled configs" not in str(raised.value)
