@@ -16,7 +16,7 @@ USE_EXTRA = [
 # torch is bounded below only: pin it at install time (`pip install torch==2.13.0 -e .`) where an unpinned
 # resolve would pull several GB of CUDA wheels onto a CPU machine (docs/ENVIRONMENT notes).
 INSTALL_REQUIRES = [
-    "numpy>=1.26",
+    "numpy>=2",  # fasttext-numpy2-wheel, below, requires it: a lower bound pip could never meet misled
     "faiss-cpu>=1.8",
     "pyarrow>=14",
     "pyyaml>=6",
