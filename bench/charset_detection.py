@@ -84,6 +84,14 @@ def pages(pool: str, per_language: int, seed: int) -> dict[tuple[str, int], list
     return out
 
 
+def reads_right(body: bytes, text: str, judge) -> bool:
+    """The page decodes to its text; one no charset fits (nothing detected) is read wrong, not the run's end."""
+    try:
+        return text in charset.decode_html(body, judge=judge).text
+    except charset.UndecodableError:
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -91,6 +99,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-language", type=int, default=30, help="pages of each size a language (default 30)")
     parser.add_argument("--tolerance", type=float, nargs="*", default=[0.02, 0.05, 0.1],
                         help="rules to measure beside the shipped one")
+    parser.add_argument("--margins", type=float, nargs="*", default=[],
+                        help="rules beside the shipped one: the identifier's pick overruling detection's first "
+                        "decoding when its log-odds are higher by more than each margin (charset.JUDGE_MARGIN); "
+                        "`--margins 0` without --same-script is the rule before 2026-12-01")
+    parser.add_argument("--same-script", action="store_true",
+                        help="in the --margins rows, pick only among decodings in detection's first's script")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--lid", default="combined+experts",
                         help="the identifier that judges the candidate decodings, as the text stage's (lid.model)")
@@ -108,22 +122,28 @@ def main(argv: list[str] | None = None) -> int:
 
     print("| rule | " + " | ".join(f"{page} / {size}" for page, size in sets) + " | all, 1 sentence | all, 5 |")
     print("| --- " * (len(sets) + 3) + "|")
+    shipped_margin, shipped_script = charset.JUDGE_MARGIN, charset.JUDGE_SAME_SCRIPT
     try:
-        for tolerance in ["unjudged", "judged", *args.tolerance]:
+        for tolerance in ["unjudged", "judged", *args.tolerance, *(f"margin {m}" for m in args.margins)]:
             numeric = not isinstance(tolerance, str)
             charset._detected_codecs = (lambda body, t=tolerance: ranked(body, t)) if numeric else shipped
-            by = judge if tolerance == "judged" else None
-            right = {key: [text in charset.decode_html(body, judge=by).text for body, text in bodies]
-                     for key, bodies in sets.items()}
+            by = judge if tolerance == "judged" or str(tolerance).startswith("margin") else None
+            charset.JUDGE_MARGIN = float(tolerance.split()[1]) if str(tolerance).startswith("margin") \
+                else shipped_margin
+            charset.JUDGE_SAME_SCRIPT = args.same_script if str(tolerance).startswith("margin") else shipped_script
+            right = {key: [reads_right(body, text, by) for body, text in bodies] for key, bodies in sets.items()}
             overall = {size: 100 * sum(sum(r) for (_, s), r in right.items() if s == size)
                        / sum(len(r) for (_, s), r in right.items() if s == size) for size in (1, 5)}
             name = {"unjudged": "detection alone (the order of its guesses)",
                     "judged": f"**the identifier's pick** among its first {charset.JUDGED_GUESSES} (the stage's)"
-                    }.get(tolerance) or f"commonest within {tolerance} of the least chaos, unjudged"
+                    }.get(tolerance) or (f"the identifier's pick, overruling detection's first by more than "
+                                         f"{tolerance.split()[1]}" if str(tolerance).startswith("margin") else
+                                         f"commonest within {tolerance} of the least chaos, unjudged")
             print(f"| {name} | " + " | ".join(f"{100 * sum(r) / len(r):.0f}" for r in right.values())
                   + f" | {overall[1]:.1f} | {overall[5]:.1f} |", flush=True)
     finally:
-        charset._detected_codecs = shipped
+        charset._detected_codecs, charset.JUDGE_MARGIN = shipped, shipped_margin
+        charset.JUDGE_SAME_SCRIPT = shipped_script
     return 0
 
 

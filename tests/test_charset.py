@@ -183,3 +183,19 @@ def test_the_language_identifier_picks_among_the_detected_charsets():
     assert catalan in decoded.text and (decoded.charset, decoded.method) == ("cp1252", "judged")
     declared = decode_html(body, "windows-1252", judge=judge)  # a declaration that fits is never judged
     assert declared.method == "declared"
+
+
+def test_the_judge_does_not_trade_detections_first_decoding_for_another_script_or_a_near_tie():
+    """Mojibake in another script reads as that script's language at full confidence (this Russian in cp874 is
+    "Thai" at 1.0 to the stage's identifier), and near-equal decodings (cp1251 and its Kazakh variants, which
+    differ in letters this sentence lacks) were picked among by noise: detection's first decoding stays."""
+    russian = "Он не пришёл домой."
+    body = f"<html><body><p>{russian}</p></body></html>".encode("cp1251")
+    scores = {"Cyrl": 0.98, "Thai": 1.0, "Grek": 0.99}
+
+    def judge(texts):
+        from miner.languages import dominant_script
+        return [scores.get(dominant_script([text]), 0.5) + 0.001 * i for i, text in enumerate(texts)]
+
+    decoded = decode_html(body, judge=judge)
+    assert russian in decoded.text and decoded.charset == "cp1251"

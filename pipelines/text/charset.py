@@ -34,9 +34,12 @@ from __future__ import annotations
 import codecs
 import dataclasses
 import functools
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from miner.languages import dominant_script
 
 META_WINDOW = 16384          # bytes searched for <meta charset>
 DETECT_WINDOW = 65536        # bytes given to charset detection
@@ -134,6 +137,12 @@ def meta_charset(body: bytes) -> str | None:
 Judge = Callable[[list[str]], list[float]]
 JUDGED_GUESSES = 6          # detection's first guesses a judge reads (distinct texts only)
 JUDGED_CHARS = 2000         # of each candidate's visible text, tags removed: what the judge reads
+# How the judge may overrule detection's first decoding: with another decoding in the same script (mojibake in
+# another script reads as that script's language at full confidence: Russian cp1251 read as Thai cp874, Arabic as
+# Greek) and surer of its language by more than this log-odds margin (near-equal decodings, such as cp1251 and
+# mac_cyrillic apart in one letter, were picked among by noise). Chosen on the train pool: bench/charset_detection.py
+JUDGE_SAME_SCRIPT = True
+JUDGE_MARGIN = 0.5
 _TAG = re.compile(r"<[^>]*>")
 _C1 = re.compile("[\x80-\x9f]")  # C1 controls: no web text holds them; a decoding that makes them is wrong
 
@@ -229,7 +238,8 @@ def _decode_legacy(body: bytes, declared: list[str], judge: Judge | None = None)
 
 def judged(body: bytes, guesses: list[str], judge: Judge) -> tuple[str, str] | None:
     """(charset, text) among detection's first guesses that decode `body` whole, the one whose visible text the
-    judge scores highest (ties: detection's order), decodings that make C1 control characters left out where
+    judge scores highest, if it is in the script of detection's first decoding and scored above it by more than
+    JUDGE_MARGIN (log-odds), else detection's first; decodings that make C1 control characters left out where
     others do not; None where the guesses give one text or none. A few accented letters do not tell windows-1252
     from 1250, 1257 or 1258 by their byte statistics (Catalan "però" read as 1258's "peṛ"), but the language
     identifier mostly reads the right one as its language more surely (bench/charset_detection.py, the text stage's
@@ -243,10 +253,21 @@ def judged(body: bytes, guesses: list[str], judge: Judge) -> tuple[str, str] | N
     if len(candidates) < 2:  # one text, or none: nothing to judge (detection's order decides)
         return None
     candidates = [(name, text) for name, text in candidates if not _C1.search(text)] or candidates
-    scores = judge([" ".join(_TAG.sub(" ", text[:4 * JUDGED_CHARS]).split())[:JUDGED_CHARS]
-                    for _, text in candidates])
+    visible = [" ".join(_TAG.sub(" ", text[:4 * JUDGED_CHARS]).split())[:JUDGED_CHARS] for _, text in candidates]
+    if JUDGE_SAME_SCRIPT:
+        script = dominant_script(visible[:1])
+        keep = [i for i, text in enumerate(visible) if i == 0 or dominant_script([text]) == script]
+        candidates, visible = [candidates[i] for i in keep], [visible[i] for i in keep]
+        if len(candidates) < 2:
+            return None
+    scores = [_log_odds(p) for p in judge(visible)]
     best = max(range(len(candidates)), key=lambda i: (scores[i], -i))
-    return candidates[best]
+    return candidates[best if scores[best] > scores[0] + JUDGE_MARGIN else 0]
+
+
+def _log_odds(probability: float) -> float:
+    p = min(max(probability, 1e-9), 1 - 1e-9)
+    return math.log(p) - math.log1p(-p)
 
 
 def _declared_codecs(body: bytes, http_charset: str | None) -> list[str]:
