@@ -19,6 +19,7 @@ def test_normalise_folds_width_case_punctuation_and_space():
     assert normalise("  Hello,   WORLD!  ") == "hello world"
     assert normalise("ＡＢＣ　ｄｅｆ") == normalise("abc def")
     assert normalise("Straße") == normalise("STRASSE")
+    assert normalise("İstanbul'da") == normalise("istanbul'da") == "istanbul da"  # casefold wrote i + U+0307
     assert normalise("«Привет» — мир.") == "привет мир"
     assert normalise("Born in 2019.") != normalise("Born in 2020.")
     # invisible format characters: a soft hyphen, a zero-width space, a byte-order mark read as the same page text

@@ -3,7 +3,8 @@
 Normalisation (what counts as "the same sentence"):
   1. Unicode NFKC (full-width and compatibility forms fold: "ＡＢＣ" = "ABC", "ﬁ" = "fi"), and invisible format
      characters dropped (category Cf: a soft hyphen, a zero-width space or joiner, a byte-order mark);
-  2. case folded (str.casefold: "Straße" = "STRASSE");
+  2. case folded (str.casefold: "Straße" = "STRASSE"; "İstanbul" = "istanbul": casefold writes the dotted capital
+     I as i and a combining dot, which is dropped after an i);
   3. punctuation and symbols removed (Unicode categories P* and S*): "Hello, world!" = "hello world";
   4. whitespace collapsed to single spaces and trimmed.
 Digits are kept: "in 2019" and "in 2020" are different sentences and can be different translations.
@@ -30,7 +31,7 @@ _FORMAT = regex.compile(r"\p{Cf}")
 
 def normalise(text: str) -> str:
     text = _FORMAT.sub("", unicodedata.normalize("NFKC", text))  # "Hel\u00adlo" is "Hello" on the page
-    text = _PUNCTUATION_OR_SYMBOL.sub(" ", text.casefold())
+    text = _PUNCTUATION_OR_SYMBOL.sub(" ", text.casefold().replace("i\u0307", "i"))
     return " ".join(text.split())  # str.split's whitespace is the regex \s (Unicode); three times faster
 
 
