@@ -95,10 +95,23 @@ def unit_rows(rows: np.ndarray, name: str, first_row: int = 0) -> np.ndarray:
     _raise_on_nonfinite(~np.isfinite(norms), name, first_row)
     zero = norms == 0
     if zero.any():
+        _rescale_tiny_rows(rows, norms, zero)  # squares of values under ~1e-23 underflow float32: not zero rows
+        zero = norms == 0
+    if zero.any():
         row = first_row + int(np.flatnonzero(zero)[0])
         raise EmbeddingError(f"{name}: row {row} is a zero vector (it has no direction to compare)")
     rows /= norms[:, None]
     return rows
+
+
+def _rescale_tiny_rows(rows: np.ndarray, norms: np.ndarray, zero: np.ndarray) -> None:
+    """Rows whose norm underflowed to 0 but hold a value other than 0, scaled in place by their largest magnitude
+    (a direction is all a unit row keeps), with their norms recomputed."""
+    for i in np.flatnonzero(zero):
+        scale = np.abs(rows[i]).max()
+        if scale > 0:
+            rows[i] /= scale
+            norms[i] = np.sqrt(np.dot(rows[i], rows[i]))
 
 
 def float32_copy(rows: np.ndarray) -> np.ndarray:

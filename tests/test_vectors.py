@@ -84,6 +84,16 @@ def test_zero_row_named():
         mine(good(), y)
 
 
+def test_a_row_of_tiny_values_keeps_its_direction():
+    """Squares of float32 values near 1e-30 underflow to 0: such a row has a direction, not a zero norm."""
+    from miner.vectors import unit_rows
+
+    rows = np.array([[3e-30, 4e-30, 0.0], [0.6, 0.8, 0.0]], dtype=np.float32)
+    unit = unit_rows(rows, "tiny")
+    np.testing.assert_allclose(unit[0], unit[1], rtol=1e-6)
+    assert rows[0, 0] == np.float32(3e-30)  # the input is left as it was
+
+
 def test_bad_row_in_a_later_batch_has_its_global_row_number():
     x = good(n=50)
     x[37] = np.inf
