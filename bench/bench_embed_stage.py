@@ -19,10 +19,12 @@ RunInference calls it. Both are wall seconds after a warm-up call over every sen
 from __future__ import annotations
 
 import argparse
+import atexit
 import gzip
 import itertools
 import json
 import logging
+import shutil
 import sys
 import tempfile
 import time
@@ -97,6 +99,7 @@ def main() -> None:
     from pipelines.job import run_stage
 
     folder = Path(tempfile.mkdtemp(prefix="bench-embed-stage-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # shards of every run: gigabytes
     sentences = write_shards(folder, read_by_language(args), args.copies)
     shards = [(language, storage.read_parquet(entry["shards"][0]["path"]).column("text").to_pylist())
               for language, entry in sentences["languages"].items()]

@@ -12,8 +12,10 @@ so the figure is per core and the same on a busy machine. Sentences are the extr
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -32,6 +34,7 @@ def corpora(web: Path) -> dict[str, dict]:
     """The bundled sample (its config as it is), and the web pool: its WARC files plus a WARC written here from
     trafilatura's 1,033 evaluation pages (real pages, mostly German and English), mined in every language found."""
     folder = Path(tempfile.mkdtemp(prefix="bench-web-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # shards of every run: gigabytes
     for path in sorted((web / "warc").rglob("*.warc.gz")):
         (folder / f"{path.parent.name}-{path.name}").write_bytes(path.read_bytes())
     pages_to_warc(web / "trafilatura-eval", folder / "trafilatura-eval.warc.gz")
@@ -64,6 +67,7 @@ def run_corpus(name: str, changes: dict, runner: str | None = None) -> dict:
     settings = load_settings()
     settings.update(changes)
     settings["output"] = tempfile.mkdtemp(prefix=f"bench-{name}-")
+    atexit.register(shutil.rmtree, settings["output"], ignore_errors=True)  # shards of every run: gigabytes
     settings.setdefault("encoder_options", {})
     stages = {}
     for stage in ("extract", "embed", "pairs"):
