@@ -13,7 +13,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from miner.io import InputFormatError
 from pipelines.text.records import Tally
-from pipelines.text.warc import ReadLimits, read_pages
+from pipelines.text.warc import _BODY_MEMBERS, ReadLimits, read_pages
 from tests.warc_files import (
     GERMAN,
     WarcBuilder,
@@ -493,6 +493,20 @@ def test_gzip_bodies_of_many_members_stay_bounded(tmp_path):
         url = good(b, 0)
     pages, counts = read(b.path, ReadLimits(max_payload_bytes=2**20))
     assert [p.url for p in pages] == [url] and skips(counts) == {"too-large": 1}
+
+
+def test_a_gzip_body_of_too_many_members_is_skipped_and_reading_goes_on(tmp_path):
+    """Each member used to hand zlib the rest of the body: 260k empty members in 13 KB of WARC cost 47 s."""
+    html = html_page("Viele Teile", GERMAN).encode()
+    with WarcBuilder(tmp_path / "members.warc.gz") as b:
+        b.response("http://many.example/", gzip.compress(html) + gzip.compress(b"") * _BODY_MEMBERS,
+                   headers=(("Content-Encoding", "gzip"),))
+        b.response("http://enough.example/", gzip.compress(html) + gzip.compress(b"") * (_BODY_MEMBERS - 1),
+                   headers=(("Content-Encoding", "gzip"),))
+        url = good(b, 0)
+    pages, counts = read(b.path)
+    assert [p.url for p in pages] == ["http://enough.example/", url]
+    assert skips(counts) == {"content-encoding": 1}
 
 
 @pytest.mark.parametrize("where", ["http", "meta", "both"])

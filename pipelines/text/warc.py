@@ -15,7 +15,7 @@ reads every record to its end to reach the next one, so a gzip bomb or a 2 GB re
 - headers are read under a budget (`max_header_bytes`), and nothing is inflated beyond what a record may hold but
   a too-large block being dropped, as above (in pieces: memory stays bounded);
 - an HTTP body with Content-Encoding gzip/deflate is inflated to at most `max_payload_bytes` (every gzip member
-  of it), or skipped;
+  of it, up to 1000 members), or skipped;
 - a block must be followed by the record separator (two line ends) and then the next record or the end of the
   data: a Content-Length too short (the text would be cut) or too long (the record would absorb the next one)
   or past the end of the file is `malformed`;
@@ -74,6 +74,7 @@ _LOOK_AHEAD = 16            # bytes looked at after a gzip member: the next memb
 _RECORD_LINE = re.compile(rb"WARC/[0-9]{1,2}\.[0-9]{1,2}\r?\n")
 _BOUNDARY = b"\r\n\r\nWARC/"  # a record's end and the next one's start: in a block, the block absorbed a record
 _LINE_TAIL = 16             # bytes kept between scanned chunks, so that a version line across two chunks is found
+_BODY_MEMBERS = 1000        # gzip members an HTTP body may hold (`cat a.gz b.gz`); more is a skip, not work
 _HEAD = 16                  # a file's first bytes, shown (escaped) when it is not a WARC file
 # A too-large block in a gzip member is inflated and dropped, to reach the records after it in the member, only
 # while it inflates to at most this many times its compressed size: HTML compresses 4-20 times, a gzip bomb ~1000
@@ -416,6 +417,8 @@ def _inflated(body: bytes, encoding: str | None, url: str, limits: ReadLimits) -
             out = _inflate_members(body, bits, limits.max_payload_bytes + 1)
         except zlib.error:
             continue
+        if out is None:
+            raise _Skip("content-encoding", f"{url}: {encoding} body of more than {_BODY_MEMBERS} gzip members")
         if len(out) > limits.max_payload_bytes:
             raise _Skip("too-large", f"{url}: inflates past {limits.max_payload_bytes} bytes")
         return out
@@ -424,25 +427,42 @@ def _inflated(body: bytes, encoding: str | None, url: str, limits: ReadLimits) -
     raise _Skip("content-encoding", f"{url}: {encoding} body does not inflate")
 
 
-def _inflate_members(body: bytes, wbits: int, limit: int) -> bytes:
+def _inflate_members(body: bytes, wbits: int, limit: int) -> bytes | None:
     """At most `limit` bytes inflated from `body`, every gzip member of it in turn (a body may be several, as
-    `cat a.gz b.gz` makes them); zlib.error if the first does not inflate. Damage in a later member ends the body
-    there."""
-    parts, total = [], 0
-    while True:
+    `cat a.gz b.gz` makes them); zlib.error if the first does not inflate, None past _BODY_MEMBERS members. Damage
+    in a later member ends the body there. The body is walked by offset, fed in windows: zlib copies what follows
+    a member's end (unused_data), so handing it the rest of the body at each member cost the square of the body's
+    size in tiny members."""
+    view, at, parts, total = memoryview(body), 0, [], 0
+    for _ in range(_BODY_MEMBERS):
         inflater = zlib.decompressobj(wbits)
         try:
-            part = inflater.decompress(body, limit - total)
+            part, at = _inflate_member(inflater, view, at, limit - total)
         except zlib.error:
             if not parts:
                 raise
             break
         parts.append(part)
         total += len(part)
-        body = inflater.unused_data
-        if total >= limit or not inflater.eof or wbits != 31 or not body.startswith(GZIP_MAGIC[:2]):
-            return b"".join(parts)
+        if total >= limit or not inflater.eof or wbits != 31 or view[at:at + 2] != GZIP_MAGIC[:2]:
+            break
+    else:
+        return None
     return b"".join(parts)
+
+
+def _inflate_member(inflater, view: memoryview, at: int, limit: int) -> tuple[bytes, int]:
+    """One member inflated from view[at:], at most `limit` bytes (> 0), and the offset after what it consumed."""
+    parts = []
+    while not inflater.eof and limit > 0:
+        window = view[at:at + CHUNK]
+        if not window:      # the body ends inside the member
+            break
+        part = inflater.decompress(window, limit)
+        parts.append(part)
+        limit -= len(part)
+        at += len(window) - len(inflater.unused_data if inflater.eof else inflater.unconsumed_tail)
+    return b"".join(parts), at
 
 
 # --- the byte stream under the records --------------------------------------------------------------------------
