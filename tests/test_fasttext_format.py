@@ -1,6 +1,7 @@
 """A fastText model file is checked whole before fastText reads it: fastText's loader reads a dictionary cut
 short forever, growing its memory, so a truncated download would hang the extract stage instead of failing."""
 
+import struct
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,31 @@ def test_other_files_are_not_models(tmp_path):
         (tmp_path / name).write_bytes(content)
         with pytest.raises(InputFormatError, match=f"{name}: not a fastText model"):
             check_model_file(tmp_path / name)
+
+
+SETTING_AT = {"dim": 8, "loss": 32, "model": 36, "bucket": 40, "maxn": 48}  # int32 byte offsets in the file
+
+
+@pytest.mark.parametrize("model", ["dense", "quantised"])
+@pytest.mark.parametrize("setting, value", [("dim", 7), ("dim", 0), ("bucket", 0), ("bucket", -1),
+                                            ("bucket", 2**31 - 1), ("bucket", 1), ("loss", 9), ("model", 0),
+                                            ("maxn", -1)])
+def test_settings_that_do_not_fit_the_matrices_are_refused_naming_the_file(model, setting, value, dense_model,
+                                                                          tmp_path):
+    """fastText trusts them: dim 7 over 128 columns aborts it (munmap_chunk), bucket 0 divides by zero, -1 or past
+    the input matrix indexes outside it."""
+    data = bytearray((dense_model if model == "dense" else SHIPPED).read_bytes())
+    struct.pack_into("<i", data, SETTING_AT[setting], value)
+    crafted = tmp_path / f"{setting}-{value}.ftz"
+    crafted.write_bytes(data)
+    with pytest.raises(InputFormatError, match=f"{crafted.name}: not a fastText model"):
+        check_model_file(crafted)
+
+
+def test_the_identifier_refuses_a_model_whose_dim_is_not_its_matrices(tmp_path):
+    data = bytearray(SHIPPED.read_bytes())
+    struct.pack_into("<i", data, SETTING_AT["dim"], 7)
+    crafted = tmp_path / "dim.ftz"
+    crafted.write_bytes(data)
+    with pytest.raises(InputFormatError, match="dim.ftz: not a fastText model.*dim 7"):
+        LanguageIdentifier.load(crafted)
