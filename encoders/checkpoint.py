@@ -9,7 +9,8 @@ Three layouts load:
 Vectors always leave the encoder L2-normalised, whatever the folder says: mining compares them by cosine.
 
 Only data is read: JSON configs and safetensors weights (or a `.bin` through `torch.load(weights_only=True)`).
-A folder whose config asks for custom code (`auto_map`) is refused: we never pass `trust_remote_code`.
+A folder whose config asks for custom code (`auto_map`) is refused: we never pass `trust_remote_code`. config.json's
+layer count and sizes must be those of the safetensors weights (their headers), before transformers builds the model.
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ DENSE_ACTIVATIONS = ("identity", "tanh", "relu", "gelu")
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
                 "pytorch_model.bin.index.json")
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "sentencepiece.bpe.model", "spiece.model", "vocab.json")
+_LAYER = re.compile(r"(?:^|\.)layers?\.(\d+)\.")      # encoder.layer.3. (BERT family), layers.3. (ModernBERT)
+_EMBEDDING = re.compile(r"(?:^|\.)(?:word|tok)_embeddings\.weight$")
+# the embedding table's width where it is not the hidden size (projected up to it)
+_EMBEDDING_WIDTH = {"electra": ("embedding_size",), "rembert": ("input_embedding_size",),
+                    "deberta-v2": ("embedding_size",)}
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
@@ -120,11 +126,62 @@ def _check_transformer(folder: Path) -> str:
                               f"supported encoder families: {', '.join(sorted(SUPPORTED_MODEL_TYPES))}")
     if not any((folder / name).exists() for name in WEIGHT_FILES):
         raise CheckpointError(f"{folder}: no model weights (looked for {', '.join(WEIGHT_FILES)})")
-    for weights in _safetensors_files(folder):
+    shards = _safetensors_files(folder)
+    for weights in shards:
         check_safetensors(weights)
+    if shards:
+        _check_sizes(folder, config, _tensor_shapes(shards))
     if not any((folder / name).exists() for name in TOKENIZER_FILES):
         raise CheckpointError(f"{folder}: no tokenizer files (looked for {', '.join(TOKENIZER_FILES)})")
     return model_type
+
+
+def _check_sizes(folder: Path, config: dict, shapes: dict[str, list[int]]) -> None:
+    """config.json's sizes against the tensors the weights hold (their headers): transformers builds the model
+    config.json describes before it reads a weight, so `num_hidden_layers: 100000` or a vocabulary of billions
+    allocated without bound, to be refused only after."""
+    where = folder / "config.json"
+    layers = {int(match[1]) for name in shapes for match in [_LAYER.search(name)] if match}
+    count = _size(config, where, "num_hidden_layers", "n_layers")
+    if count != len(layers):
+        raise CheckpointError(f"{where}: {count} layers, but the weights in {folder} hold {len(layers)}: "
+                              "another model's config.json, or weights cut short?")
+    embedding = next((shape for name, shape in shapes.items() if _EMBEDDING.search(name)), None)
+    if embedding is None or len(embedding) != 2:
+        raise CheckpointError(f"{folder}: the weights hold no word embedding table (word_embeddings.weight)")
+    width = _size(config, where, *_EMBEDDING_WIDTH.get(config.get("model_type"), ()), "hidden_size", "dim")
+    if embedding != [_size(config, where, "vocab_size"), width]:
+        raise CheckpointError(f"{folder}: the weights have other shapes than config.json gives (a vocabulary of "
+                              f"{config['vocab_size']} by {width}; the weights embed {embedding[0]} by "
+                              f"{embedding[1]}): another model's config.json?")
+    first = {size for name, shape in shapes.items() if (match := _LAYER.search(name)) and match[1] == "0"
+             for size in shape}
+    for keys in (("hidden_size", "dim"), ("intermediate_size", "hidden_dim")):
+        value = _size(config, where, *keys)
+        if value not in first:
+            raise CheckpointError(f"{folder}: the weights have other shapes than config.json gives ({keys[0]} "
+                                  f"{value}; the first layer's sizes: {', '.join(map(str, sorted(first)))}): "
+                                  "another model's config.json?")
+
+
+def _size(config: dict, where: Path, *keys: str) -> int:
+    """The first of `keys` config.json gives, a whole number >= 1."""
+    key = next((key for key in keys if key in config), keys[0])
+    value = config.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise CheckpointError(f"{where}: {key} must be a whole number >= 1, got {value!r}")
+    return value
+
+
+def _tensor_shapes(files: list[Path]) -> dict[str, list[int]]:
+    """Every tensor's shape from the safetensors headers (8 bytes of length, then JSON), no tensor read; the files
+    were checked whole (check_safetensors)."""
+    shapes = {}
+    for path in files:
+        with open(path, "rb") as handle:
+            header = json.loads(handle.read(int.from_bytes(handle.read(8), "little")))
+        shapes.update((name, list(entry["shape"])) for name, entry in header.items() if name != "__metadata__")
+    return shapes
 
 
 def _st_max_seq_length(path: Path, folder: Path) -> int | None:

@@ -68,6 +68,30 @@ def test_weights_that_do_not_fit_the_config_are_a_clear_error(tiny_encoder_dir, 
         load_encoder(str(folder))  # not transformers' "look at the above report!", a report this project hides
 
 
+@pytest.mark.parametrize("changes, message", [
+    ({"num_hidden_layers": 100000}, r"config\.json: 100000 layers, but the weights in .*copy hold 2"),
+    ({"vocab_size": 10**9}, r"copy: the weights have other shapes .*vocabulary of 1000000000 by 64"),
+    ({"hidden_size": 4096}, r"copy: the weights have other shapes .*the weights embed \d+ by 64"),
+    ({"intermediate_size": 10**6}, r"copy: the weights have other shapes .*intermediate_size 1000000"),
+    ({"num_hidden_layers": "2"}, r"config\.json: num_hidden_layers must be a whole number"),
+])
+def test_a_config_the_weights_do_not_fit_is_refused_before_the_model_is_built(tiny_encoder_dir, tmp_path, changes,
+                                                                             message):
+    """transformers builds what config.json describes before reading a weight: 100000 layers allocated without
+    bound. The weights' headers say how many layers and how wide they are."""
+    folder = copy_of(tiny_encoder_dir, tmp_path)
+    _edit(folder / "config.json", **changes)
+    with pytest.raises(CheckpointError, match=message):
+        read_checkpoint(folder)
+
+
+def test_a_layer_cut_from_the_weights_is_named_before_the_model_is_built(tiny_encoder_dir, tmp_path):
+    folder = damaged_copy(tiny_encoder_dir, tmp_path,
+                          lambda tensors: {k: v for k, v in tensors.items() if ".layer.1." not in k})
+    with pytest.raises(CheckpointError, match=r"config\.json: 2 layers, but the weights in .*damaged hold 1"):
+        read_checkpoint(folder)
+
+
 def test_unknown_names(tmp_path):
     with pytest.raises(CheckpointError, match="unknown encoder 'laser9'"):
         load_encoder("laser9")
@@ -126,8 +150,8 @@ def test_weights_the_file_lacks_or_holds_as_nan_are_errors_not_random_or_nan_vec
     """transformers starts a tensor the file lacks at random, under a warning this project hides: a layer cut from
     the file embedded at cosine 0.4-0.6 to the right vectors, every key renamed at 0.05, exit status 0. A NaN
     weight made every vector NaN."""
-    def drop_layer(tensors):
-        return {k: v for k, v in tensors.items() if ".layer.1." not in k}
+    def drop_layer(tensors):  # a layer's part: a whole layer cut is a count config.json does not match (below)
+        return {k: v for k, v in tensors.items() if ".layer.1.output." not in k}
 
     with pytest.raises(CheckpointError, match=r"lacks \d+ of the model's tensors .*layer\.1\."):
         load_encoder(str(damaged_copy(tiny_encoder_dir, tmp_path / "a", drop_layer)))
