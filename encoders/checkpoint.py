@@ -16,6 +16,7 @@ layer count and sizes must be those of the safetensors weights (their headers), 
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,8 +94,8 @@ def _read_sentence_transformers(folder: Path, modules_file: Path) -> CheckpointL
     transformer, pooling, dense, max_len = None, "cls", [], None
     for position, module in enumerate(sorted(modules, key=lambda m: m.get("idx", 0))):
         kind = str(module.get("type", "")).rsplit(".", 1)[-1]
-        path = folder / module.get("path", "")
         where = f"{modules_file} module {position} ({kind or 'no type'})"
+        path = _inside(folder, module.get("path", ""), f"{where}: path")
         if kind == "Transformer":
             if position != 0:
                 raise CheckpointError(f"{where}: the Transformer must be the first module")
@@ -236,7 +237,17 @@ def _safetensors_files(folder: Path) -> list[Path]:
     weight_map = _object(index).get("weight_map")
     if not isinstance(weight_map, dict):
         raise CheckpointError(f"{index}: no weight_map")
-    return [folder / name for name in sorted(set(weight_map.values()))]
+    return [_inside(folder, name, f"{index}: weight_map file") for name in sorted(set(map(str, weight_map.values())))]
+
+
+def _inside(folder: Path, entry, where: str) -> Path:
+    """folder / entry, where a file in the folder names `entry`: it must stay in the folder (no `..` out of it, no
+    absolute path), or loading the folder would read another folder's weights or configs. Judged on the names, not
+    through symbolic links: the hub's cache links a snapshot's files to blobs outside it."""
+    relative = os.path.normpath(entry) if isinstance(entry, str) else None
+    if relative is None or os.path.isabs(relative) or relative == ".." or relative.startswith(".." + os.sep):
+        raise CheckpointError(f"{where} {entry!r} is not inside {folder}")
+    return folder / relative
 
 
 def check_safetensors(path: Path) -> None:

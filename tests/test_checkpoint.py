@@ -92,6 +92,38 @@ def test_a_layer_cut_from_the_weights_is_named_before_the_model_is_built(tiny_en
         read_checkpoint(folder)
 
 
+@pytest.mark.parametrize("outside", ["../other", "{other}", "1_Pooling/../../other"])
+def test_a_module_path_out_of_the_folder_is_refused_naming_the_entry(tiny_encoder_dir, tmp_path, outside):
+    """modules.json's paths are the folder's own: `../other` loaded another folder's model as this one's."""
+    shutil.copytree(tiny_encoder_dir, tmp_path / "other")
+    folder = copy_of(tiny_encoder_dir, tmp_path)
+    entry = outside.format(other=tmp_path / "other")
+    modules = json.loads((folder / "modules.json").read_text())
+    modules[0]["path"] = entry
+    (folder / "modules.json").write_text(json.dumps(modules))
+    with pytest.raises(CheckpointError, match=rf"modules\.json module 0 \(Transformer\): path '{entry}' is not inside "):
+        read_checkpoint(folder)
+
+
+@pytest.mark.parametrize("outside", ["../outside.safetensors", "{outside}"])
+def test_a_weights_index_entry_out_of_the_folder_is_refused_naming_it(tiny_encoder_dir, tmp_path, outside):
+    folder = copy_of(tiny_encoder_dir, tmp_path)
+    (folder / "model.safetensors").rename(tmp_path / "outside.safetensors")
+    entry = outside.format(outside=tmp_path / "outside.safetensors")
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"embeddings.x": entry}}))
+    with pytest.raises(CheckpointError, match=rf"index\.json: weight_map file '{entry}' is not inside "):
+        read_checkpoint(folder)
+
+
+def test_weights_in_a_sub_folder_of_the_index_still_load(tiny_encoder_dir, tmp_path):
+    folder = copy_of(tiny_encoder_dir, tmp_path)
+    (folder / "shards").mkdir()
+    (folder / "model.safetensors").rename(folder / "shards" / "model-1-of-1.safetensors")
+    (folder / "model.safetensors.index.json").write_text(
+        json.dumps({"weight_map": {"embeddings.x": "shards/./model-1-of-1.safetensors"}}))
+    assert read_checkpoint(folder).model_type == "bert"
+
+
 def test_unknown_names(tmp_path):
     with pytest.raises(CheckpointError, match="unknown encoder 'laser9'"):
         load_encoder("laser9")
