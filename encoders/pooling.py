@@ -46,6 +46,9 @@ def load_dense(layer: DenseLayer) -> torch.nn.Sequential:
         except (pickle.UnpicklingError, RuntimeError, EOFError) as err:
             raise CheckpointError(f"{layer.weights}: not a plain tensor file ({type(err).__name__}); weights are "
                                   "read as tensors only, never as code") from None
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise CheckpointError(f"{layer.weights}: not a Dense layer's weights (a {type(state).__name__}, not a "
+                              "dictionary of tensors)")
     check_finite(state.items(), layer.weights)
     linear = torch.nn.Linear(layer.in_features, layer.out_features, bias=layer.bias)
     try:

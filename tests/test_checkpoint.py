@@ -210,6 +210,21 @@ def test_a_dense_layer_with_nan_weights_is_an_error(tiny_encoder_dir, tmp_path):
         load_dense(DenseLayer(weights, 8, 4, False, "identity"))
 
 
+@pytest.mark.parametrize("content", ["list", "dict of lists", "tensor"])
+def test_a_dense_tensor_file_that_is_no_dictionary_of_tensors_is_named(tmp_path, content):
+    """weights_only lets lists and bare tensors through: a list gave AttributeError ('list' object has no 'items')."""
+    import torch
+
+    from encoders.checkpoint import DenseLayer
+    from encoders.pooling import load_dense
+
+    weights = tmp_path / "pytorch_model.bin"
+    torch.save({"list": [torch.zeros(2)], "dict of lists": {"linear.weight": [torch.zeros(2)]},
+                "tensor": torch.zeros(2)}[content], weights)
+    with pytest.raises(CheckpointError, match="pytorch_model.bin: not a Dense layer's weights"):
+        load_dense(DenseLayer(weights, 8, 4, False, "identity"))
+
+
 def test_a_tokenizer_with_ids_past_the_embedding_table_is_named_at_load(tiny_encoder_dir, tmp_path):
     folder = shutil.copytree(tiny_encoder_dir, tmp_path / "copy")
     tokenizer = json.loads((folder / "tokenizer.json").read_text())
