@@ -106,10 +106,11 @@ def check_encoder(spec: str | None) -> None:
 
 def check_no_pickled_weights(spec: str) -> None:
     """An encoder folder whose weights would be read from a pickle is refused, naming the file: the folders weights
-    are read from (the folder itself, the modules its modules.json lists, an ensemble's members) must hold
-    safetensors wherever they hold a pickle-format file (`*.bin`, `*.pt`, ...). cmlm-miner never unpickles; left
-    alone, torch would refuse the file only in the embed stage, advising `weights_only=False`. A pickle beside
-    safetensors (transformers' training_args.bin) is never loaded and is left alone."""
+    are read from (the folder itself, the modules its modules.json lists, an ensemble's members) must each hold
+    model.safetensors (or its index) wherever they hold a pickle-format file (`*.bin`, `*.pt`, ...). cmlm-miner
+    never unpickles; left alone, torch would refuse the file only in the embed stage, advising
+    `weights_only=False`. A pickle beside model.safetensors (transformers' training_args.bin) is never loaded and
+    is left alone; a safetensors file of another name is not what loaders read, and does not count."""
     from encoders.ensemble import is_ensemble, read_ensemble
 
     folder = Path(spec)
@@ -120,13 +121,15 @@ def check_no_pickled_weights(spec: str) -> None:
             check_no_pickled_weights(member)
         return
     for weights in [folder, *_module_folders(folder)]:
-        if any(weights.glob("*.safetensors")):
+        # the names loaders read before a pickle: any other .safetensors beside one is never loaded
+        if any((weights / name).is_file() for name in ("model.safetensors", "model.safetensors.index.json")):
             continue
         pickled = sorted(p for p in weights.iterdir() if p.suffix in PICKLE_SUFFIXES and p.is_file())
         if pickled:
-            raise ValueError(f"{pickled[0]}: pickled weights (a {pickled[0].suffix} file and no .safetensors beside "
-                             "it); cmlm-miner never unpickles model files (loading a pickle can run code): convert "
-                             "the weights to safetensors (safetensors.torch.save_file) or use a folder that has them")
+            raise ValueError(f"{pickled[0]}: pickled weights (a {pickled[0].suffix} file and no model.safetensors "
+                             "beside it); cmlm-miner never unpickles model files (loading a pickle can run code): "
+                             "convert the weights to safetensors (safetensors.torch.save_file) or use a folder that "
+                             "has them")
 
 
 def _module_folders(folder: Path) -> list[Path]:

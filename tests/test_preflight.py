@@ -203,6 +203,24 @@ def test_an_encoder_folder_with_pickled_weights_is_refused_naming_the_file(tmp_p
     assert not (tmp_path / "out").exists()  # nothing ran
 
 
+@pytest.mark.parametrize("model, replaced, pickled", [
+    ("tiny", "model.safetensors", "pytorch_model.bin"),
+    ("distilled", "2_Dense/model.safetensors", "2_Dense/pytorch_model.bin"),
+])
+def test_pickled_weights_beside_a_safetensors_file_no_loader_reads_are_refused(tmp_path, tiny_encoder_dir, model,
+                                                                               replaced, pickled):
+    """Any *.safetensors beside a pickle let the pickle through; loaders read model.safetensors, then the pickle."""
+    from pipelines import preflight
+    from tests.conftest import REPO
+
+    folder = tmp_path / "encoder"
+    shutil.copytree(tiny_encoder_dir if model == "tiny" else REPO / "models" / "cmlm-distilled", folder)
+    (folder / replaced).rename(folder / replaced.replace("model.safetensors", "unrelated.safetensors"))
+    _pickled(folder / pickled)
+    with pytest.raises(ValueError, match=f"{folder / pickled}: pickled weights"):
+        preflight.check_no_pickled_weights(str(folder))
+
+
 def test_pickles_beside_safetensors_weights_are_left_alone(tmp_path, tiny_encoder_dir):
     from pipelines import preflight
 
