@@ -303,3 +303,52 @@ def test_a_setting_added_since_a_checkpoint_and_left_empty_lets_its_run_resume()
     assert recipe_differences(saved, {"data": {"bitext": ["news"], "language_alpha": 0.7,
                                                "bitext_weights": [2.0]}}) == ["data"]
     assert recipe_differences(saved, {"data": {"bitext": ["news"], "language_alpha": 0.5}}) == ["data"]
+
+
+@pytest.mark.parametrize("content, message", [
+    ('{"stage": 0, "global_step": 3, "recipe": {}}', "step must be a whole number >= 0, got None"),
+    ('{"stage": 0, "step": "3", "global_step": 3, "recipe": {}}', "step must be a whole number >= 0, got '3'"),
+    ('{"stage": 0, "step": 3, "global_step": 3}', "no recipe"),
+    ("[1, 2]", "expected a JSON object, got list"),
+    ("{cut", "not valid JSON"),
+])
+def test_a_checkpoint_state_that_is_not_what_save_writes_is_a_one_line_error_naming_it(tmp_path, capsys, content,
+                                                                                        message):
+    """A state.json without "step" raised KeyError: 'step', a traceback that named neither the file nor the key's
+    meaning."""
+    from miner.console import exit_status
+    from training.checkpoints import CheckpointFileError, read_state
+
+    (tmp_path / "state.json").write_text(content)
+    with pytest.raises(CheckpointFileError, match=f"state.json: {message}"):
+        read_state(tmp_path)
+    assert exit_status(lambda: read_state(tmp_path)) == 2
+    assert capsys.readouterr().err.startswith(f"error: {tmp_path / 'state.json'}: ")
+
+
+@pytest.mark.parametrize("content, message", [
+    (Path("a pickle of more than tensors"), "not a plain tensor file \\(UnpicklingError\\)"),
+    ({"optimizer": {}}, "not an optimiser and schedule state"),
+    ([1, 2], "not an optimiser and schedule state"),
+    ("another optimiser", "does not fit this run's optimiser"),
+])
+def test_an_optimizer_file_that_is_not_what_save_writes_is_an_error_naming_it(tmp_path, capsys, content, message):
+    """A pickle weights_only refuses raised UnpicklingError, uncaught: a traceback, not `error: <file>: ...`."""
+    import torch
+
+    from miner.console import exit_status
+    from training.checkpoints import CheckpointFileError, load_optimizer
+
+    def optimizer_and_schedule(*shapes):
+        optimizer = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(shape)) for shape in shapes])
+        return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+
+    if content == "another optimiser":
+        other, schedule = optimizer_and_schedule(2, 3)
+        content = {"optimizer": other.state_dict(), "schedule": schedule.state_dict()}
+    torch.save(content, tmp_path / "optimizer.pt")
+    optimizer, schedule = optimizer_and_schedule(2)
+    with pytest.raises(CheckpointFileError, match=f"optimizer.pt: {message}"):
+        load_optimizer(tmp_path, optimizer, schedule)
+    assert exit_status(lambda: load_optimizer(tmp_path, optimizer, schedule)) == 2
+    assert capsys.readouterr().err.startswith(f"error: {tmp_path / 'optimizer.pt'}: ")

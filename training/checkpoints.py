@@ -66,8 +66,24 @@ def latest(output: Path) -> Path | None:
     return found[-1] if found else None
 
 
+class CheckpointFileError(ValueError):
+    """A checkpoint file that is not what `save` writes (damaged, edited, another program's); names the file."""
+
+
 def read_state(folder: Path) -> tuple[Position, dict]:
-    state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
+    path = folder / "state.json"
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise CheckpointFileError(f"{path}: not valid JSON ({err})") from None
+    if not isinstance(state, dict):
+        raise CheckpointFileError(f"{path}: expected a JSON object, got {type(state).__name__}")
+    for key in ("stage", "step", "global_step"):
+        value = state.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise CheckpointFileError(f"{path}: {key} must be a whole number >= 0, got {value!r}")
+    if not isinstance(state.get("recipe"), dict):
+        raise CheckpointFileError(f"{path}: no recipe (an object)")
     return Position(state["stage"], state["step"], state["global_step"]), state["recipe"]
 
 
@@ -81,9 +97,23 @@ def load_model(folder: Path, model) -> None:
 
 
 def load_optimizer(folder: Path, optimizer, schedule) -> None:
-    state = torch.load(folder / "optimizer.pt", map_location="cpu", weights_only=True)
-    optimizer.load_state_dict(state["optimizer"])
-    schedule.load_state_dict(state["schedule"])
+    import pickle
+
+    from encoders.checkpoint import error_reason
+
+    path = folder / "optimizer.pt"
+    try:  # weights_only refuses a pickle of anything but tensors and numbers: an error, never run
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError) as err:
+        raise CheckpointFileError(f"{path}: not a plain tensor file ({type(err).__name__}); optimiser state is "
+                                  "read as tensors and numbers only, never as code") from None
+    if not (isinstance(state, dict) and all(isinstance(state.get(key), dict) for key in ("optimizer", "schedule"))):
+        raise CheckpointFileError(f"{path}: not an optimiser and schedule state (a dictionary of both)")
+    try:
+        optimizer.load_state_dict(state["optimizer"])
+        schedule.load_state_dict(state["schedule"])
+    except (ValueError, KeyError, TypeError, IndexError) as err:
+        raise CheckpointFileError(f"{path}: does not fit this run's optimiser ({error_reason(err)})") from None
 
 
 def recipe_differences(saved: dict, current: dict) -> list[str]:
