@@ -15,9 +15,12 @@ rest (shards of an earlier run, temporary files of a killed one) for the job to 
 from __future__ import annotations
 
 import copy
+import logging
 import os
 
 from pipelines import layout, storage
+
+log = logging.getLogger("pipelines.manifests")
 
 FORMAT = 2  # 2: paths relative to the output folder; no format: paths as written, the output folder included
 ENTRIES_FILE = "_ENTRIES.json"  # a stage's entries on their way to its manifest (pipelines/job.py)
@@ -82,9 +85,22 @@ def write(output: str, stage: str, manifest: dict) -> dict:
 
 
 def stored(output: str, stage: str) -> dict | None:
-    """`stage`'s manifest as stored (None: the stage has not finished in `output`)."""
+    """`stage`'s manifest as stored (None: the stage has not finished in `output`). One that does not read as a
+    manifest (cut short, overwritten by hand) is said, naming it, and counts as absent: the stage and those after it
+    run again, as where it was deleted, rather than every run, --plan too, stopping on a JSON error naming nothing."""
     path = layout.manifest_path(output, stage)
-    return storage.read_json(path) if storage.exists(path) else None
+    if not storage.exists(path):
+        return None
+    try:
+        manifest = storage.read_json(path)
+    except ValueError as err:  # JSON cut short, bytes that are not UTF-8
+        log.warning("%s: not a readable manifest (%s): the %s stage counts as not finished", path, err, stage)
+        return None
+    if not isinstance(manifest, dict):
+        log.warning("%s: not a manifest (JSON %s, not an object): the %s stage counts as not finished", path,
+                    type(manifest).__name__, stage)
+        return None
+    return manifest
 
 
 def resolve(manifest: dict, output: str, stage: str) -> dict:

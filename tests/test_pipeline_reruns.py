@@ -611,3 +611,23 @@ def test_settings_spelled_out_as_their_defaults_or_reordered_change_nothing():
     changed = {**current, "embed.embed": {"batch_size": 512}, "pairs.mining": {"threshold": 1.35, "k": 8}}
     assert changed_keys(recorded, changed) == ["embed.embed", "pairs.mining"]
     assert change_lines(recorded, changed) == ["embed.batch_size: 1024 -> 512", "mining.k: (none) -> 8"]
+
+
+@pytest.mark.parametrize("damage", [lambda text: text[:100], lambda text: "[]\n"])
+def test_a_damaged_stage_manifest_counts_as_not_finished_and_is_named(copy, caplog, damage):
+    """A manifest cut short (or overwritten with JSON of another shape) stopped every run, --plan and --rerun too,
+    with a JSON error naming no file: its stage is not finished, as where it was deleted, and a warning names it."""
+    from pipelines.job import stage_decisions
+
+    manifest_file = Path(layout.manifest_path(str(copy), "embed"))
+    manifest_file.write_text(damage(manifest_file.read_text(encoding="utf-8")), encoding="utf-8")
+    expected = bitext(copy)
+    plan = stage_decisions(settings_for(str(copy), "max"), ["embed", "pairs"], rerun=False)  # what --plan shows
+    assert [(d.name, d.action, d.reason) for d in plan] == [("extract", "reuse", "unrecorded"), ("embed", "run", "new"),
+                                                             ("pairs", "run", "after")]
+    with caplog.at_level(logging.WARNING, logger="pipelines"):
+        mine(copy, ["pairs"])  # the finished pairs stage on the same settings: reused, as with no embed manifest
+    assert f"{manifest_file}: not a" in caplog.text and "the embed stage counts as not finished" in caplog.text
+    mine(copy, ["embed", "pairs"])  # run again, as if it had no manifest
+    assert storage.read_json(str(manifest_file))["format"] == manifests.FORMAT
+    assert bitext(copy) == expected
