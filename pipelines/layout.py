@@ -141,10 +141,12 @@ def bitext_files(output: str, src: str, tgt: str, part: int = 0, parts: int = 1)
 
 
 def bitext_parts(entry: dict) -> list[dict]:
-    """A pairs manifest entry's files, best part first: [{"parquet", "tsv", "pairs"}], one for a pair in one file."""
+    """A pairs manifest entry's files, best part first: [{"parquet", "tsv", "pairs"}, with "tsv_bytes" and
+    "tsv_sha256" where the manifest records them], one for a pair in one file."""
     if "parts" in entry:
         return entry["parts"]
-    return [{"parquet": entry["parquet"], "tsv": entry["tsv"], "pairs": entry.get("pairs")}]
+    return [{"parquet": entry["parquet"], "tsv": entry["tsv"], "pairs": entry.get("pairs"),
+             **{key: entry[key] for key in ("tsv_bytes", "tsv_sha256") if key in entry}}]
 
 
 def report_path(output: str) -> str:

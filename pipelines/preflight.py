@@ -10,8 +10,9 @@ the types they need.
 The output folder is checked too, before any stage deletes anything in it (pipelines/job.py): the folders of a stage
 that will run are real folders (a stage clears its folders first, and never deletes through a link), and every file
 a finished stage's manifest lists, which later stages will read, is there and whole (a zero-byte or cut vector
-shard, vectors of another width or dtype, a sentence shard that is not Parquet): an error naming the file, not a
-traceback from inside a Beam transform after the later stage's earlier output is gone.
+shard, vectors of another width or dtype, a sentence shard that is not Parquet, a bitext TSV.gz not of the size
+recorded): an error naming the file, not a traceback from inside a Beam transform after the later stage's earlier
+output is gone.
 """
 
 from __future__ import annotations
@@ -180,7 +181,8 @@ def check_no_deletion_through_links(output: str, stage: str, paths: list[str]) -
 def check_finished_stage(output: str, stage: str, manifest: dict) -> None:
     """Every file a finished stage's manifest lists is there and whole, before a later stage reads it: sentence
     shards read as Parquet with the rows listed, vector shards as .npy headers of the listed rows, width and a
-    float dtype with every byte of their data (headers and footers only: cheap, and done in parallel for gs://)."""
+    float dtype with every byte of their data, bitext TSV.gz files of the size listed (headers, footers and sizes
+    only: cheap, and done in parallel for gs://)."""
     checks = []
     for language, entry in (manifest.get("languages") or {}).items():
         for shard in entry.get("shards", []):
@@ -193,7 +195,8 @@ def check_finished_stage(output: str, stage: str, manifest: dict) -> None:
                     checks.append((_check_vectors, shard["rotated"], shard["rows"], entry.get("dim"), None))
     for entry in manifest.get("pairs") or []:
         for part in layout.bitext_parts(entry):
-            checks += [(parquet_problem, part["parquet"], part.get("pairs")), (_check_present, part["tsv"])]
+            checks += [(parquet_problem, part["parquet"], part.get("pairs")),
+                       (_check_size, part["tsv"], part.get("tsv_bytes"))]
     checks += [(_check_present, path) for path in (manifest.get("quantizers") or {}).values()]
     with ThreadPoolExecutor(16 if storage.is_remote(output) else 1) as pool:
         problems = [p for p in pool.map(lambda check: check[0](*check[1:]), checks) if p]
@@ -209,6 +212,16 @@ def _check_present(path: str) -> str | None:
     if size is None:
         return f"{path}: missing"
     return f"{path}: empty file (0 bytes)" if size == 0 else None
+
+
+def _check_size(path: str, expected: int | None) -> str | None:
+    """A file written once whose size the manifest records (a bitext TSV.gz): that size. A manifest written before
+    sizes were recorded: present and not empty."""
+    problem = _check_present(path)
+    if problem or expected is None:
+        return problem
+    size = storage.size(path)
+    return None if size == expected else f"{path}: {size} bytes, the manifest lists {expected} (cut or rewritten)"
 
 
 def parquet_problem(path: str, rows: int | None) -> str | None:

@@ -631,3 +631,27 @@ def test_a_damaged_stage_manifest_counts_as_not_finished_and_is_named(copy, capl
     mine(copy, ["embed", "pairs"])  # run again, as if it had no manifest
     assert storage.read_json(str(manifest_file))["format"] == manifests.FORMAT
     assert bitext(copy) == expected
+
+
+def test_a_cut_bitext_tsv_is_named_by_its_recorded_size_and_an_older_manifest_keeps_the_presence_check(copy):
+    """A TSV.gz cut short has no footer a cheap check reads: the manifest records each bitext file's size (and
+    digest), and a rerun over a cut one names it rather than report every stage finished."""
+    import hashlib
+
+    tsv = copy / "bitext" / "deu_Latn-eng_Latn.tsv.gz"
+    entry = next(e for e in manifests.read(str(copy), "pairs")["pairs"] if e["pair"] == "-".join(PAIR))
+    whole = tsv.read_bytes()
+    assert entry["tsv_bytes"] == len(whole) and entry["tsv_sha256"] == hashlib.sha256(whole).hexdigest()
+    tsv.write_bytes(whole[:-30])
+    with pytest.raises(ValueError, match=rf"deu_Latn-eng_Latn\.tsv\.gz: {len(whole) - 30} bytes, the manifest "
+                                         rf"lists {len(whole)} .* run it again \(--stages pairs --rerun\)"):
+        mine(copy, ["embed", "pairs"])
+    manifest_file = layout.manifest_path(str(copy), "pairs")
+    stored = storage.read_json(manifest_file)
+    for stored_entry in stored["pairs"]:  # as versions before sizes were recorded wrote it
+        stored_entry.pop("tsv_bytes"), stored_entry.pop("tsv_sha256")
+    storage.write_json(manifest_file, stored)
+    mine(copy, ["embed", "pairs"])  # trusted as it was: present and not empty
+    tsv.write_bytes(b"")
+    with pytest.raises(ValueError, match=r"deu_Latn-eng_Latn\.tsv\.gz: empty file"):
+        mine(copy, ["embed", "pairs"])

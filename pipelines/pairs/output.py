@@ -5,6 +5,7 @@ as parts by score range, so that no worker holds a large pair's whole bitext (Wr
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 
 import apache_beam as beam
@@ -192,24 +193,31 @@ class WriteBitext(beam.DoFn):
         parquet, tsv = layout.bitext_files(self.output, src_lang, tgt_lang, part, parts)
         table = bitext_table(pairs, src_lang, tgt_lang)
         storage.write_parquet(parquet, table)
-        storage.write_bytes(tsv, tsv_gz(table))
+        text = tsv_gz(table)
+        storage.write_bytes(tsv, text)
         scores = table["score"].to_pylist()
+        # the TSV.gz's size and digest: a gzip file cut short has no footer a cheap check could read
+        # (preflight.check_finished_stage compares the size); the digest for whoever copies the bitext on
         yield {"pair": f"{src_lang}-{tgt_lang}", "pairs": len(pairs), "parquet": parquet, "tsv": tsv,
+               "tsv_bytes": len(text), "tsv_sha256": hashlib.sha256(text).hexdigest(),
                "score_range": [min(scores), max(scores)] if scores else None,
                "score_histogram": score_histogram(pairs.score), **({"part": part} if parts > 1 else {})}
 
 
+FILE_KEYS = ("parquet", "tsv", "tsv_bytes", "tsv_sha256")  # a bitext file pair, as a manifest lists it
+
+
 def pair_summary(pair: str, parts) -> dict:
-    """A language pair's summary from its parts' ({"pair", "pairs", "parquet", "tsv", "score_range",
-    "score_histogram"}, with "parts" [{"parquet", "tsv", "pairs"}] in place of the two files where there are
-    several)."""
+    """A language pair's summary from its parts' ({"pair", "pairs", "parquet", "tsv", "tsv_bytes", "tsv_sha256",
+    "score_range", "score_histogram"}, with "parts" [{"parquet", "tsv", "tsv_bytes", "tsv_sha256", "pairs"}] in
+    place of the files where there are several)."""
     parts = sorted(parts, key=lambda p: p.get("part", 0))
     ranges = [p["score_range"] for p in parts if p["score_range"]]
     summary = {"pair": pair, "pairs": sum(p["pairs"] for p in parts)}
     if len(parts) == 1:
-        summary |= {"parquet": parts[0]["parquet"], "tsv": parts[0]["tsv"]}
+        summary |= {key: parts[0][key] for key in FILE_KEYS}
     else:
-        summary["parts"] = [{"parquet": p["parquet"], "tsv": p["tsv"], "pairs": p["pairs"]} for p in parts]
+        summary["parts"] = [{**{key: p[key] for key in FILE_KEYS}, "pairs": p["pairs"]} for p in parts]
     summary["score_range"] = [min(r[0] for r in ranges), max(r[1] for r in ranges)] if ranges else None
     summary["score_histogram"] = merged_histograms([p["score_histogram"] for p in parts])
     return summary
