@@ -183,6 +183,16 @@ def check_finished_stage(output: str, stage: str, manifest: dict) -> None:
     shards read as Parquet with the rows listed, vector shards as .npy headers of the listed rows, width and a
     float dtype with every byte of their data, bitext TSV.gz files of the size listed (headers, footers and sizes
     only: cheap, and done in parallel for gs://)."""
+    problems = finished_problems(output, stage, manifest)
+    if problems:
+        later = ",".join(STAGES[STAGES.index(stage):])
+        raise ValueError(f"{problems[0]}; the {stage} stage's output in {output} is damaged"
+                         f"{f' ({len(problems) - 1} more files)' if len(problems) > 1 else ''}: run it again "
+                         f"(--stages {later} --rerun)")
+
+
+def finished_problems(output: str, stage: str, manifest: dict) -> list[str]:
+    """What check_finished_stage finds wrong with the files a finished stage's manifest lists, a line a file."""
     checks = []
     for language, entry in (manifest.get("languages") or {}).items():
         for shard in entry.get("shards", []):
@@ -199,12 +209,7 @@ def check_finished_stage(output: str, stage: str, manifest: dict) -> None:
                        (_check_size, part["tsv"], part.get("tsv_bytes"))]
     checks += [(_check_present, path) for path in (manifest.get("quantizers") or {}).values()]
     with ThreadPoolExecutor(16 if storage.is_remote(output) else 1) as pool:
-        problems = [p for p in pool.map(lambda check: check[0](*check[1:]), checks) if p]
-    if problems:
-        later = ",".join(STAGES[STAGES.index(stage):])
-        raise ValueError(f"{problems[0]}; the {stage} stage's output in {output} is damaged"
-                         f"{f' ({len(problems) - 1} more files)' if len(problems) > 1 else ''}: run it again "
-                         f"(--stages {later} --rerun)")
+        return [p for p in pool.map(lambda check: check[0](*check[1:]), checks) if p]
 
 
 def _check_present(path: str) -> str | None:

@@ -3,6 +3,7 @@ from and to a GCS server, with bad records in the crawl, and after a run killed 
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -613,21 +614,44 @@ def test_a_higher_threshold_filters_the_finished_bitext_to_the_bytes_of_a_whole_
     assert manifests.read(str(filtered), "pairs")["depends"] == manifests.read(str(whole), "pairs")["depends"]
 
 
-def test_a_higher_threshold_over_a_bitext_with_a_file_missing_mines_again(sample_run, tmp_path, caplog):
-    """A finished bitext file deleted by hand: the stage says so and mines at the new threshold, k-NN join included,
-    rather than fail midway with its finished manifest gone."""
+def _fewer_rows(path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    pq.write_table(table.slice(0, table.num_rows - 3), path)  # a valid Parquet file, 3 rows short
+
+
+@pytest.mark.parametrize("damage, problem", [
+    (lambda copy: (copy / "bitext" / "fra_Latn-eng_Latn.tsv.gz").unlink(), r"fra_Latn-eng_Latn\.tsv\.gz: missing"),
+    (lambda copy: _fewer_rows(copy / "bitext" / "fra_Latn-eng_Latn.parquet"),
+     r"fra_Latn-eng_Latn\.parquet: 35 rows, the manifest lists 38"),
+    (lambda copy: (copy / "bitext" / "fra_Latn-eng_Latn.parquet").write_bytes(
+        (copy / "bitext" / "fra_Latn-eng_Latn.parquet").read_bytes()[:-40]),
+     r"fra_Latn-eng_Latn\.parquet: not a readable Parquet file"),
+    (lambda copy: (copy / "bitext" / "fra_Latn-eng_Latn.tsv.gz").write_bytes(
+        (copy / "bitext" / "fra_Latn-eng_Latn.tsv.gz").read_bytes()[:-30]),
+     r"fra_Latn-eng_Latn\.tsv\.gz: \d+ bytes, the manifest lists \d+"),
+])
+def test_a_higher_threshold_over_a_bitext_with_a_file_missing_or_damaged_mines_again(sample_run, tmp_path, caplog,
+                                                                                     damage, problem):
+    """A finished bitext file deleted, cut or replaced by hand (a valid Parquet of fewer rows was filtered as the
+    bitext, and the manifest then counted them): the stage names it and mines at the new threshold, k-NN join
+    included, rather than fail midway with its finished manifest gone, as a whole run at that threshold mines."""
     import logging
 
     output, _ = sample_run
-    copy = tmp_path / "copy"
+    copy, whole = tmp_path / "copy", tmp_path / "whole"
     shutil.copytree(output, copy)
-    (copy / "bitext" / "fra_Latn-eng_Latn.tsv.gz").unlink()
+    shutil.copytree(output, whole)
+    damage(copy)
+    higher = {"mining": {**settings(copy)["mining"], "threshold": 1.6}}
     with caplog.at_level(logging.INFO, logger="pipelines"):
-        report = run(settings(copy, mining={**settings(copy)["mining"], "threshold": 1.6}), PipelineOptions([]),
-                     ["pairs"])
-    assert "the finished output lacks" in caplog.text and "fra_Latn-eng_Latn.tsv.gz: mining again" in caplog.text
+        report = run(settings(copy, **higher), PipelineOptions([]), ["pairs"])
+    assert "only the threshold rose, but the finished output is not whole" in caplog.text
+    assert re.search(problem + r".*: mining again", caplog.text)
     assert "filtered without a k-NN join" not in caplog.text.split("mining again")[-1]
-    assert report["pairs"]["fra_Latn-eng_Latn"]["pairs"] > 0 and (copy / "bitext" / "fra_Latn-eng_Latn.tsv.gz").exists()
+    whole_report = run(settings(whole, **higher), PipelineOptions([]), ["pairs"], rerun=True)
+    assert report["pairs"] == whole_report["pairs"] and bitext_bytes(copy) == bitext_bytes(whole)
 
 
 def test_a_raised_threshold_is_filtered_only_where_every_pairs_own_threshold_rose(sample_run):

@@ -11,7 +11,7 @@ from miner.console import plural
 from miner.knn_join import join_plan
 from miner.pair_filters import PairFilter
 from miner.thresholds import pair_threshold
-from pipelines import layout, storage
+from pipelines import layout, preflight
 from pipelines.dependencies import threshold_raised
 from pipelines.pairs.blocks import by_sentence_shard
 from pipelines.pairs.join import KnnJoin
@@ -190,10 +190,12 @@ class PairsStage:
             return None
         files = ([part[kind] for entry in entries.values() for part in layout.bitext_parts(entry)
                   for kind in ("parquet", "tsv")] + list(finished.get("quantizers", {}).values()))
-        missing = [path for path in files if not storage.exists(path)]
-        if missing:
-            log.warning("pairs: only the threshold rose, but the finished output lacks %s%s: mining again",
-                        missing[0], f" and {len(missing) - 1} more files" if len(missing) > 1 else "")
+        # the files checked as a reused stage's are (rows, sizes), before the stage clears anything: a Parquet
+        # of fewer rows was filtered as the bitext, and a cut one failed inside Beam with the manifest gone
+        problems = preflight.finished_problems(self.settings["output"], "pairs", finished)
+        if problems:
+            log.warning("pairs: only the threshold rose, but the finished output is not whole (%s%s): mining again",
+                        problems[0], f"; and {len(problems) - 1} more files" if len(problems) > 1 else "")
             return None
         self.finished, self.counters = entries, finished.get("counters", {})
         log.info("pairs: only the threshold rose (%g -> %g): the finished bitext's rows at or above each pair's new "
