@@ -611,6 +611,12 @@ def test_a_higher_threshold_filters_the_finished_bitext_to_the_bytes_of_a_whole_
     dropped = sum(lower_report["pairs"][pair]["pairs"] - report["pairs"][pair]["pairs"] for pair in PAIRS)
     assert sum(counted.get(f"below_threshold:{pair}", 0) - before.get(f"below_threshold:{pair}", 0)
                for pair in PAIRS) == dropped
+    # every counter a whole run's at the new threshold (`selected` and `filter/kept` kept the dropped rows), the
+    # k-NN join's carried over (the sample's one-to-one pass and pair filter leave no candidate out between the two
+    # thresholds: FilterFinished)
+    assert counted["selected"] == before["selected"] - dropped
+    assert report["counters"]["pairs"] == whole_report["counters"]["pairs"]
+    assert manifests.read(str(filtered), "pairs")["counters"] == manifests.read(str(whole), "pairs")["counters"]
     assert manifests.read(str(filtered), "pairs")["depends"] == manifests.read(str(whole), "pairs")["depends"]
 
 

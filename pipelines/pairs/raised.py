@@ -28,10 +28,12 @@ def finished_rows(table: pa.Table, first: int) -> PairBlock:
                      table["cosine"].to_numpy().astype(np.float32, copy=False), np.zeros(len(rows), np.int8), carried)
 
 
-def rows_at_or_above(task: tuple, thresholds: dict) -> list[tuple]:
+def rows_at_or_above(task: tuple, thresholds: dict, passed: tuple[str, ...] = ()) -> list[tuple]:
     """(pair, its finished Parquet files in part order) -> (pair, its rows at or above its new threshold in
     `thresholds`), a part at a time, and an empty block: a pair left without pairs is written too. The rows below are
-    counted in the pair's `below_threshold` counter, as the stage counts what its threshold leaves out. The
+    counted in the pair's `below_threshold` counter, as the stage counts what its threshold leaves out, and taken
+    off the `pairs` counters in `passed` (those the finished run counted them in as they passed a step after the
+    threshold: `selected`, `filter/kept`), so the counters are a whole run's at the new threshold. The
     thresholds travel with the function, not in the elements, so each keeps the type the stage's selection compares
     with (a numpy float is compared in its own precision, a Python float in the scores')."""
     pair, files = task
@@ -45,6 +47,8 @@ def rows_at_or_above(task: tuple, thresholds: dict) -> list[tuple]:
         if keep.any():
             out.append((pair, block.take(np.flatnonzero(keep))))
     count_below(pair, "below_threshold", dropped)
+    for name in passed if dropped else ():
+        Metrics.counter("pairs", name).dec(dropped)
     return out
 
 
@@ -57,12 +61,23 @@ def carried_counter(counter: tuple) -> None:
 class FilterFinished(beam.PTransform):
     """PBegin -> the stage's per-pair summaries, from the finished bitext (`finished`: its manifest's entries by
     pair name) at each pair's new threshold (`thresholds`: by pair); the finished run's counters (`counters`, its
-    manifest's) carried over, but what a resume kept."""
+    manifest's) carried over, but what a resume kept, with the rows the new threshold leaves out moved from the
+    counters they passed to `below_threshold` (rows_at_or_above; `refined`: the finished run's Select counted every
+    candidate, the threshold applying after refinement, so `selected` stays).
 
-    def __init__(self, finished: dict, thresholds: dict, counters: dict, output: str, rows_per_part: int):
+    The bitext holds the candidates that passed every step, so a candidate between the two thresholds that the
+    finished run's one-to-one pass or pair filter left out is not seen: where there were any (none in the sample),
+    `selected`, the filter's drop counters and `below_threshold` differ from a whole run's by them. The bitext
+    itself is a whole run's either way."""
+
+    def __init__(self, finished: dict, thresholds: dict, counters: dict, output: str, rows_per_part: int,
+                 refined: bool = False):
         super().__init__()
         self.finished, self.thresholds, self.counters = finished, thresholds, counters
         self.output, self.rows_per_part = output, rows_per_part
+        counted = self.counters.get("pairs") or {}
+        self.passed = tuple(name for name in ("selected", "filter/kept")
+                            if counted.get(name) and not (refined and name == "selected"))
 
     def expand(self, begin):
         tasks = [(pair, [part["parquet"] for part in layout.bitext_parts(self.finished["-".join(pair)])])
@@ -73,5 +88,5 @@ class FilterFinished(beam.PTransform):
         most = max((entry["pairs"] for entry in self.finished.values()), default=0)
         return (begin
                 | "Finished" >> beam.Create(tasks, reshuffle=False)
-                | "AtOrAbove" >> beam.FlatMap(rows_at_or_above, self.thresholds)
+                | "AtOrAbove" >> beam.FlatMap(rows_at_or_above, self.thresholds, self.passed)
                 | "Write" >> WriteBitextParts(self.output, self.rows_per_part, most))

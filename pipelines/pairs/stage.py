@@ -208,7 +208,8 @@ class PairsStage:
         if self.finished is not None:
             rows = bitext_settings(self.settings)["rows_per_part"]
             return pipeline | "pairs/Raised" >> FilterFinished(self.finished, self.thresholds, self.counters,
-                                                               self.settings["output"], rows)
+                                                               self.settings["output"], rows,
+                                                               refined_by_rows(self.embeddings, self.pairs))
 
         setting = mining_config(self.settings).knn.wave_bytes
         budget = wave_bytes(setting, pipeline.options)
