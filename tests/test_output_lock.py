@@ -47,3 +47,32 @@ def test_cloud_outputs_are_not_locked(tmp_path, monkeypatch):
     with output_lock("gs://bucket/out"):
         pass
     assert not list(tmp_path.iterdir())  # no local folder made for a gs:// path
+
+
+def test_a_lock_file_removed_between_open_and_lock_is_opened_again(tmp_path, monkeypatch):
+    """The run before ends (and removes its lock file) between this run's open and its flock, and a third run locks
+    a new file at the path: this run's lock on the removed file is no lock, and it finds the third run's."""
+    import fcntl
+
+    output = tmp_path / "out"
+    output.mkdir()
+    path = output / LOCK_NAME
+    path.write_text("pid 1 on before\n")
+    real, third = fcntl.flock, []
+
+    def flock(handle, operation):
+        if not third:
+            path.unlink()
+            third.append(open(path, "a+", encoding="utf-8"))  # noqa: SIM115
+            real(third[0], fcntl.LOCK_EX | fcntl.LOCK_NB)
+            third[0].write("pid 3 on elsewhere\n")
+            third[0].flush()
+        return real(handle, operation)
+
+    monkeypatch.setattr(fcntl, "flock", flock)
+    with pytest.raises(OutputBusyError, match=r"another run is writing to it \(pid 3 on elsewhere\)"):
+        with output_lock(str(output)):
+            pytest.fail("two runs held the folder at once")
+    third[0].close()  # the third run ends: the lock is free, at the same path
+    with output_lock(str(output)):
+        assert f"pid {os.getpid()} on " in path.read_text()
