@@ -8,9 +8,9 @@ A stage depends on everything an earlier stage depends on, plus its own settings
 - extract: the input files (path, size, modification time or object generation time), the settings sections that
   shape sentences (languages, read, extract, lid, split, filters, shards), the LID model file and the versions of
   the libraries that decide the text (the extractor's, fastText's): an upgrade can change the sentences;
-- embed: the encoder (a built-in's name and package version; a folder's files with their sizes and times, but its
-  model card and threshold offsets, and an ensemble's members too; a cloud path as given), `encoder_options`,
-  `embed` and the binary code it writes;
+- embed: the encoder (a local folder's path absolute and normalised, however it was spelled; a built-in's name
+  and package version; a folder's files with their sizes and times, but its model card and threshold offsets, and
+  an ensemble's members too; a cloud path as given), `encoder_options`, `embed` and the binary code it writes;
 - pairs: the pairing (`languages`, `pairs`, `pivot`) and `mining`, `knn`, `pair_filter`, `bitext`, and the
   threshold offsets' values (an encoder folder's thresholds.json is read for them, and left out of the encoder's
   files), and the mining settings with their defaults filled in (a default that changes is a setting that changes).
@@ -71,6 +71,7 @@ def _own_dependencies(name: str, settings: dict) -> dict:
         depends["LID model"] = lid_files(lid_model) if lid_model else None
         depends["extract libraries"] = extract_libraries(settings.get("extract") or {})
     if name == "embed":
+        depends["embed.encoder"] = encoder_setting(settings.get("encoder"))
         depends["encoder files"] = encoder_identity(settings.get("encoder"))
         # codes written another way (before sign codes were centred per language, say) are stale even when
         # no setting names the difference
@@ -101,6 +102,8 @@ def _holds(key: str, recorded, current) -> bool:
     output made for more languages serves fewer; the pairs stage's own `languages` must match."""
     if key == "extract.languages" and recorded != current:
         return not recorded or bool(current) and set(current) <= set(recorded)
+    if key == "embed.encoder":  # an output recorded with another spelling of the same folder holds
+        return encoder_setting(recorded) == encoder_setting(current)
     if key == "pairs.languages" and isinstance(recorded, list) and isinstance(current, list):
         return sorted(set(recorded)) == sorted(set(current))  # the pairs are made of the sorted set
     defaults = section_defaults().get(key)
@@ -266,6 +269,16 @@ def _installed_version(distribution: str) -> str | None:
         return version(distribution)
     except PackageNotFoundError:
         return None
+
+
+def encoder_setting(spec):
+    """`encoder` as the embed stage records it: a local folder by its absolute path, normalised (models/x/,
+    ./models/x and /repo/models/x are one folder, and gave one output's vectors a rerun each), anything else (a
+    built-in name, a hub id, a cloud path) as given. The bundled config's folder is resolved to an absolute, normal
+    path already (pipelines.settings), so what outputs made with it record stays as it was."""
+    if isinstance(spec, str) and spec and not storage.is_remote(spec) and os.path.isdir(spec):
+        return os.path.abspath(spec)
+    return spec
 
 
 def encoder_identity(spec: str | None) -> list | dict | None:

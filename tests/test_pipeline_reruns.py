@@ -655,3 +655,22 @@ def test_a_cut_bitext_tsv_is_named_by_its_recorded_size_and_an_older_manifest_ke
     tsv.write_bytes(b"")
     with pytest.raises(ValueError, match=r"deu_Latn-eng_Latn\.tsv\.gz: empty file"):
         mine(copy, ["embed", "pairs"])
+
+
+def test_an_encoder_folder_is_one_dependency_however_its_path_is_spelled(monkeypatch):
+    """`--encoder models/cmlm-ensemble/` (or ./..., or the absolute path) reran the embed and pairs stages over
+    the spelling alone; the bundled config's folder (absolute already) is recorded as before, so its outputs hold."""
+    from pipelines.dependencies import changed_keys, stage_dependencies
+    from pipelines.settings import load_settings
+    from tests.conftest import REPO
+
+    monkeypatch.chdir(REPO)
+    default = load_settings()
+    recorded = stage_dependencies("embed", default)
+    assert recorded["embed.encoder"] == default["encoder"] == str(REPO / "models" / "cmlm-ensemble")
+    for spelling in ("models/cmlm-ensemble/", "./models/cmlm-ensemble", "models/../models/cmlm-ensemble"):
+        assert changed_keys(recorded, stage_dependencies("embed", {**default, "encoder": spelling})) == [], spelling
+        # an output recorded with the spelling, before the path was normalised, holds too
+        assert changed_keys({**recorded, "embed.encoder": spelling}, recorded) == [], spelling
+    for name in ("char-ngram", "sentence-transformers/LaBSE", "gs://bucket/encoder/"):  # as given
+        assert stage_dependencies("embed", {**default, "encoder": name})["embed.encoder"] == name
