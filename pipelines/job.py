@@ -264,6 +264,8 @@ def run(settings: dict, options: PipelineOptions, stages: list[str], builders: d
     with output_lock(settings["output"]):  # from the plan on: it reads what another run would be changing
         plan = plan_stages(settings, stages, rerun)
         prepare_output(settings["output"], plan)
+        if any(earlier is None for _, earlier, _ in plan):
+            remove_report(settings["output"])
         found, ran = {}, False
         for name, earlier, depends in plan:
             if earlier is not None:
@@ -281,6 +283,15 @@ def run(settings: dict, options: PipelineOptions, stages: list[str], builders: d
             report["gold"] = gold_scores(settings["gold"], found["pairs"])
         storage.write_json(layout.report_path(settings["output"]), report)
     return report
+
+
+def remove_report(output: str) -> None:
+    """The last run's report.json, removed (one unlink) before a stage changes its outputs: a run killed midway
+    left it describing bitext that was no longer there. The report is there only beside the outputs it describes,
+    and the run that finishes writes it again."""
+    path = layout.report_path(output)
+    if storage.exists(path):
+        storage.delete_path(path)
 
 
 def current_manifest(output: str, name: str) -> dict | None:

@@ -674,3 +674,33 @@ def test_an_encoder_folder_is_one_dependency_however_its_path_is_spelled(monkeyp
         assert changed_keys({**recorded, "embed.encoder": spelling}, recorded) == [], spelling
     for name in ("char-ngram", "sentence-transformers/LaBSE", "gs://bucket/encoder/"):  # as given
         assert stage_dependencies("embed", {**default, "encoder": name})["embed.encoder"] == name
+
+
+def test_a_run_that_changes_a_stage_removes_the_last_report_before_and_writes_its_own_after(copy, monkeypatch):
+    """A run killed after it started changing a stage's outputs left the last run's report.json describing bitext
+    that was no longer there: it goes before the first stage that runs, and only then (a run refused by its checks,
+    or one that reuses every stage, leaves it)."""
+    from pipelines.pairs import PairsStage
+
+    report = copy / "report.json"
+    mine(copy, ["embed", "pairs"])  # every stage reused: the report stays (written again)
+    assert report.exists()
+    shard = copy / "sentences" / "deu_Latn" / "part-00000-of-00002.parquet"
+    whole = shard.read_bytes()
+    shard.write_bytes(b"")
+    with pytest.raises(ValueError, match="empty file"):
+        mine(copy, ["embed", "pairs"], rerun=True)  # refused before anything changed
+    assert report.exists()
+    shard.write_bytes(whole)
+
+    def killed(self, pipeline):
+        assert not report.exists()  # gone before the stage changes anything
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(PairsStage, "__call__", killed)
+        with pytest.raises(KeyboardInterrupt):
+            mine(copy, ["pairs"], rerun=True)
+    assert not report.exists()
+    mine(copy, ["pairs"])
+    assert storage.read_json(str(report))["pairs"]["-".join(PAIR)]["parquet"] == "bitext/deu_Latn-eng_Latn.parquet"
