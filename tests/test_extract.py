@@ -92,6 +92,24 @@ def test_what_a_browser_never_shows_stays_out_and_a_cells_pipe_is_a_pipe(extract
     assert paragraphs_of("| Zelle \\| mit Strich | andere |") == ["Zelle | mit Strich", "andere"]
 
 
+def test_decomposed_text_leaves_composed_and_counted(extractor):
+    """Text written decomposed (a letter, then its combining marks) leaves in NFC: the encoders' tokenizers do
+    not compose it, and it is the same text to a reader. trafilatura composes what it extracts; a WET record's
+    text (and resiliparse's) came through as written."""
+    import unicodedata
+
+    lines = ["Tiếng Việt là ngôn ngữ chính thức của Việt Nam.", "Die alte Brücke über den Fluss wird erneuert."]
+    tally = Tally(log_skips=False)
+    document = extractor.extract(page(unicodedata.normalize("NFD", "\n".join(lines)), kind="text"), tally)
+    assert document is not None and document.paragraphs == tuple(lines)
+    assert tally.of("extract")["nfc"] == 2
+    plain = Tally(log_skips=False)
+    extractor.extract(page("\n".join(lines), kind="text"), plain)
+    assert "nfc" not in plain.of("extract")
+    html = extractor.extract(page(unicodedata.normalize("NFD", BOILERPLATE_PAGE)), Tally(log_skips=False))
+    assert all(unicodedata.is_normalized("NFC", p) for p in html.paragraphs)
+
+
 @pytest.mark.parametrize("time_limit_s", [10.0, 0.0])
 def test_resiliparse_extracts_the_article_too(time_limit_s):
     """extract.extractor: resiliparse, in the extraction process or in this one: the article's paragraphs in order,
