@@ -132,6 +132,7 @@ def _check_transformer(folder: Path) -> str:
         check_safetensors(weights)
     if shards:
         _check_sizes(folder, config, _tensor_shapes(shards))
+    _check_implied_size(folder, config, shards or sorted(folder.glob("pytorch_model*.bin")))
     if not any((folder / name).exists() for name in TOKENIZER_FILES):
         raise CheckpointError(f"{folder}: no tokenizer files (looked for {', '.join(TOKENIZER_FILES)})")
     return model_type
@@ -163,6 +164,30 @@ def _check_sizes(folder: Path, config: dict, shapes: dict[str, list[int]]) -> No
             raise CheckpointError(f"{folder}: the weights have other shapes than config.json gives ({keys[0]} "
                                   f"{value}; the first layer's sizes: {', '.join(map(str, sorted(first)))}): "
                                   "another model's config.json?")
+
+
+def _first(config: dict, *keys: str) -> int:
+    value = next((config[key] for key in keys if key in config), 0)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _check_implied_size(folder: Path, config: dict, weights: list[Path]) -> None:
+    """A config.json whose model would hold far more parameters than the weights files have bytes is refused
+    before transformers builds it (and allocates it): a pytorch_model.bin has no header to compare shapes with,
+    and position tables are not among the shapes _check_sizes compares (`max_position_embeddings: 10**9`). The
+    estimate counts a transformer layer's projections (4 h^2 + 2 h i) and the embedding tables; a real model holds
+    at least a byte a parameter, so twice the bytes on disk bounds it with room."""
+    hidden = _first(config, "hidden_size", "dim", "n_embd")
+    inner = _first(config, "intermediate_size", "hidden_dim", "n_inner")
+    layers = _first(config, "num_hidden_layers", "n_layers", "n_layer")
+    rows = sum(_first(config, key) for key in ("vocab_size", "max_position_embeddings", "n_positions",
+                                                "type_vocab_size"))
+    implied = layers * (4 * hidden * hidden + 2 * hidden * inner) + rows * hidden
+    on_disk = sum(path.stat().st_size for path in weights if path.is_file())
+    if on_disk and implied > 2 * on_disk:  # (weights behind a .bin index elsewhere: transformers checks them)
+        raise CheckpointError(f"{folder / 'config.json'}: describes a model of about {implied:,} parameters, but the "
+                              f"weights in {folder} hold {on_disk:,} bytes: another model's config.json, or one "
+                              "made to exhaust memory")
 
 
 def _size(config: dict, where: Path, *keys: str) -> int:

@@ -85,6 +85,27 @@ def test_a_config_the_weights_do_not_fit_is_refused_before_the_model_is_built(ti
         read_checkpoint(folder)
 
 
+@pytest.mark.parametrize(("weights", "changes"), [
+    ("bin", {"num_hidden_layers": 100000}), ("bin", {"max_position_embeddings": 10**9}),
+    ("safetensors", {"max_position_embeddings": 10**9}),  # the layers are compared with the headers' (above)
+])
+def test_a_config_far_larger_than_its_weights_is_refused_before_the_model_is_built(tiny_encoder_dir, tmp_path,
+                                                                                  weights, changes):
+    """A pytorch_model.bin has no header to compare shapes with, and position tables are not among the shapes
+    compared: a model's size implied by config.json is bounded by the bytes its weights have."""
+    import torch
+    from safetensors.torch import load_file
+
+    folder = copy_of(tiny_encoder_dir, tmp_path)
+    if weights == "bin":
+        torch.save(load_file(folder / "model.safetensors"), folder / "pytorch_model.bin")
+        (folder / "model.safetensors").unlink()
+    _edit(folder / "config.json", **changes)
+    with pytest.raises(CheckpointError, match=r"config\.json: describes a model of about [\d,]+ parameters, but the "
+                                              r"weights in .*copy hold [\d,]+ bytes"):
+        read_checkpoint(folder)
+
+
 def test_a_layer_cut_from_the_weights_is_named_before_the_model_is_built(tiny_encoder_dir, tmp_path):
     folder = damaged_copy(tiny_encoder_dir, tmp_path,
                           lambda tensors: {k: v for k, v in tensors.items() if ".layer.1." not in k})
