@@ -108,12 +108,13 @@ def bitext_table(pairs: Pairs, src: bucc.Sentences, tgt: bucc.Sentences, src_uni
     return pa.table({
         "score": pa.array(pairs.margin, pa.float32()),
         "cosine": pa.array(pairs.cos, pa.float32()),
-        "src_text": [src.texts[r] for r in src_rows],
-        "tgt_text": [tgt.texts[r] for r in tgt_rows],
+        # typed: with no pair, untyped lists made columns of type null that other pairs' files do not join with
+        "src_text": pa.array([src.texts[r] for r in src_rows], pa.string()),
+        "tgt_text": pa.array([tgt.texts[r] for r in tgt_rows], pa.string()),
         "src_lang": pa.array([langs[0]] * len(pairs), pa.string()),
         "tgt_lang": pa.array([langs[1]] * len(pairs), pa.string()),
-        "src_id": [src.ids[r] for r in src_rows],  # first occurrence of a repeated text
-        "tgt_id": [tgt.ids[r] for r in tgt_rows],
+        "src_id": pa.array([src.ids[r] for r in src_rows], pa.string()),  # first occurrence of a repeated text
+        "tgt_id": pa.array([tgt.ids[r] for r in tgt_rows], pa.string()),
         "src_copies": pa.array([src_copies[src.texts[r]] for r in src_rows], pa.int32()),
         "tgt_copies": pa.array([tgt_copies[tgt.texts[r]] for r in tgt_rows], pa.int32()),
     })

@@ -79,6 +79,14 @@ def test_plain_line_files_with_precomputed_embeddings(tmp_path, capsys):
     table = pq.read_table(tmp_path / "out" / "de-en.parquet")
     assert sorted(zip(table["src_id"].to_pylist(), table["tgt_id"].to_pylist())) == [("1", "2"), ("3", "1")]
 
+    # nothing mined: the same columns and types, so the file joins the others' (text columns were of type null)
+    code = run_main("--src", str(tmp_path / "a.txt"), "--tgt", str(tmp_path / "b.txt"), "--src-lang", "de",
+                    "--tgt-lang", "en", "--format", "lines", "--embeddings", str(emb), "--set",
+                    "mining.threshold=5", "--k", "2", "--output", str(tmp_path / "none"))
+    assert code == 0, capsys.readouterr().err
+    empty = pq.read_table(tmp_path / "none" / "de-en.parquet")
+    assert empty.num_rows == 0 and empty.schema == table.schema
+
 
 def test_bad_input_is_a_clear_error(tmp_path, capsys):
     (tmp_path / "a.de").write_text("d1\tHallo\nkaputt\n", encoding="utf-8")

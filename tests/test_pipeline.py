@@ -566,10 +566,25 @@ def test_a_pair_with_no_pairs_says_what_left_its_candidates_out(sample_run, tmp_
         left = below + counters.get(f"below_min_cosine:{pair}", 0)
         assert f"{pair}: 0 pairs (" in out and f"its {left:,} candidates " in out
     assert "all had a margin below the threshold" in out or "or a margin below the threshold" in out
+    assert_typed_like(copy, output)
 
     assert main(["--output", str(copy), "--set", "mining.min_cosine=0.999", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert out.count("candidates all had a cosine below min_cosine 0.999") == len(PAIRS)
+    assert_typed_like(copy, output)
+
+
+def assert_typed_like(empty: Path, full: Path) -> None:
+    """An empty pair's Parquet file has the columns and types of a full one, so that readers of bitext/*.parquet
+    join them (its text columns were of type null: "Unsupported cast from string to null")."""
+    import pyarrow.parquet as pq
+
+    for path in sorted((empty / "bitext").glob("*.parquet")):
+        assert pq.read_metadata(path).num_rows == 0
+        assert pq.read_schema(path).remove_metadata() == \
+            pq.read_schema(full / "bitext" / path.name).remove_metadata(), path.name
+    assert pq.read_table([str(p) for p in sorted((empty / "bitext").glob("*.parquet"))]
+                         + [str(p) for p in sorted((full / "bitext").glob("*.parquet"))]).num_rows > 0
 
 
 @pytest.mark.parametrize("selection", ["max", "union"])

@@ -45,8 +45,10 @@ def mine_language(encoder, pool: Path, language: str, threshold: float, k: int, 
     pairs = mine(src, tgt, MiningConfig(k=k, margin="ratio", selection="max"), (language, PIVOT))
     table = pa.table({
         "score": pa.array(pairs.margin, pa.float32()), "cosine": pa.array(pairs.cos, pa.float32()),
-        "src_text": [sources[i] for i in pairs.src], "tgt_text": [targets[i] for i in pairs.tgt],
-        "src_lang": [language] * len(pairs), "tgt_lang": [PIVOT] * len(pairs)})
+        "src_text": pa.array([sources[i] for i in pairs.src], pa.string()),  # typed, also where nothing is mined
+        "tgt_text": pa.array([targets[i] for i in pairs.tgt], pa.string()),
+        "src_lang": pa.array([language] * len(pairs), pa.string()),
+        "tgt_lang": pa.array([PIVOT] * len(pairs), pa.string())})
     write_bitext(table, output, f"{language}-{PIVOT}")
     kept = {(sources[s], targets[t]) for s, t, m in zip(pairs.src, pairs.tgt, pairs.margin) if m >= threshold}
     report = {"sources": len(sources), "targets": len(targets), "candidates": len(pairs), "kept": len(kept)}

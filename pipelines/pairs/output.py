@@ -18,6 +18,7 @@ from miner.histograms import merged_histograms, score_histogram
 from miner.io import tsv_field
 from miner.pair_filters import KEEP, PairFilter
 from pipelines import layout, storage
+from pipelines.extract import SENTENCE_SCHEMA
 from pipelines.pairs.blocks import CARRIED, NO_SHARD, PairBlock, take_column
 from pipelines.pairs.shards import ROW_MASK
 
@@ -230,7 +231,9 @@ def bitext_table(pairs: PairBlock, src_lang: str, tgt_lang: str) -> pa.Table:
                "tgt_lang": pa.array([tgt_lang] * len(pairs), pa.string())}
     for side in ("src", "tgt"):
         for column in CARRIED:
-            columns[f"{side}_{column}"] = pairs.carried[f"{side}_{column}"]
+            # as the sentence shards type them: a pair with no pairs had columns of type null, and a reader of
+            # bitext/*.parquet failed to join its file with the others' ("Unsupported cast from string to null")
+            columns[f"{side}_{column}"] = pairs.carried[f"{side}_{column}"].cast(SENTENCE_SCHEMA.field(column).type)
     return pa.table(columns)
 
 
