@@ -5,7 +5,8 @@
     python -m miner.mine --embeddings EMB_DIR --set mining.threshold=1.06 --k 16 --selection union
 
 Sentences are mined over their unique texts (a repeated text is embedded and matched once). Writes, atomically:
-  OUTPUT/{src}-{tgt}.tsv.gz    score<TAB>source<TAB>target, best first (tabs inside texts become spaces)
+  OUTPUT/{src}-{tgt}.tsv.gz    score<TAB>source<TAB>target, best first (no header, no quoting; tabs and line
+                               breaks of any kind inside texts become spaces: miner.io.tsv_field)
   OUTPUT/{src}-{tgt}.parquet   score, cosine, texts, languages, ids, and how often each text occurred
   OUTPUT/report.json           settings, counts, score range, and P/R/F1 when a gold file is configured
 Paths inside a config file are relative to that file; paths given as flags are relative to where you run.

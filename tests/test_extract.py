@@ -110,6 +110,19 @@ def test_decomposed_text_leaves_composed_and_counted(extractor):
     assert all(unicodedata.is_normalized("NFC", p) for p in html.paragraphs)
 
 
+def test_zero_width_joiners_are_kept_as_written(extractor):
+    """trafilatura drops what str.isprintable refuses, ZWNJ and ZWJ among them: Persian "می‌خواهم" came out as the
+    misspelt "میخواهم", and an emoji family fell apart. As characters or as references, they stay."""
+    persian = "من می\u200cخواهم این کتاب\u200cها را امروز بخوانم و با خانواده\u200cام درباره\u200cی آن حرف بزنم."
+    written = persian.replace("کتاب\u200cها", "کتاب&zwnj;ها").replace("خانواده\u200cام", "خانواده&#8204;ام")
+    body = "".join(f"<p>{written} ({i}) 👨\u200d👩\u200d👧</p>" for i in range(4))
+    document = extractor.extract(page(f"<html><body><article>{body}</article></body></html>"), Tally())
+    assert document is not None and document.paragraphs[0] == f"{persian} (0) 👨\u200d👩\u200d👧"
+    arrows = "\U0001f8b0 " + body  # a page that writes the placeholder itself keeps trafilatura's way, unmixed
+    kept = extractor.extract(page(f"<html><body><article>{arrows}</article></body></html>"), Tally())
+    assert kept is not None and "\u200c" not in "".join(kept.paragraphs)
+
+
 @pytest.mark.parametrize("time_limit_s", [10.0, 0.0])
 def test_resiliparse_extracts_the_article_too(time_limit_s):
     """extract.extractor: resiliparse, in the extraction process or in this one: the article's paragraphs in order,

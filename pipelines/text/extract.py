@@ -59,6 +59,7 @@ import threading
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
+from html import unescape as html_unescape
 
 from miner.config import check_number
 from pipelines.text.records import Document, Page, Tally
@@ -316,6 +317,7 @@ def _trafilatura_text(html: str, url: str, options: dict) -> str | None:
         config = _config(dense if dense is not None and dense_script(html) else alphabetic)
         # parsed here, as trafilatura parses (its parser, its repairs), to read libxml2's error log: at depth 256
         # libxml2 stops building the tree and drops the rest of the page, which is a skip to name, not a page
+        html, joined = protect_joiners(html)
         tree = trafilatura.load_html(collapse_source_line_breaks(html))
         if any("Excessive depth" in error.message for error in HTML_PARSER.error_log):
             raise _Skip("too-deep", "elements nested over 255 deep (libxml2's limit; the rest of the page is lost)")
@@ -325,11 +327,35 @@ def _trafilatura_text(html: str, url: str, options: dict) -> str | None:
             unseen.drop_tree()
         # trafilatura copies a tree it is given (it edits its input): a third of the cost of parsing again
         # (measured on the web pool: the same text out, 7% less extraction time)
-        return trafilatura.extract(tree, url=url or None, config=config, **options)
+        text = trafilatura.extract(tree, url=url or None, config=config, **options)
+        return restore_joiners(text) if joined and text else text
     except _Skip:
         raise
     except Exception as err:  # a library failure on one page is that page's skip, not the file's end
         raise _Skip("error", f"trafilatura: {type(err).__name__}: {err}") from None
+
+
+# Zero-width non-joiner and joiner are letters' business, not control characters: Persian writes "می‌خواهم" with a
+# ZWNJ (without it, "میخواهم" is misspelt), Indic scripts choose conjunct forms with them, emoji sequences join with
+# ZWJ. trafilatura drops every character str.isprintable refuses, these two among them; they cross it as two
+# printable symbols no page of text uses (a page that has either keeps trafilatura's way) and are put back after.
+_JOINERS = {"\u200c": "\U0001f8b0", "\u200d": "\U0001f8b1"}
+_JOINER_REFS = re.compile(r"&(?:zwn?j|#0*820[45]|#x0*200[cd]);", re.IGNORECASE)
+_TO_PLACEHOLDERS = str.maketrans(_JOINERS)
+_FROM_PLACEHOLDERS = str.maketrans({v: k for k, v in _JOINERS.items()})
+
+
+def protect_joiners(html: str) -> tuple[str, bool]:
+    """`html` with ZWNJ and ZWJ (as characters or character references) made placeholders, and whether it had any."""
+    if not ("\u200c" in html or "\u200d" in html or _JOINER_REFS.search(html)) or \
+            any(placeholder in html for placeholder in _JOINERS.values()):
+        return html, False
+    html = _JOINER_REFS.sub(lambda ref: _JOINERS[html_unescape(ref.group(0))], html)
+    return html.translate(_TO_PLACEHOLDERS), True
+
+
+def restore_joiners(text: str) -> str:
+    return text.translate(_FROM_PLACEHOLDERS)
 
 
 # A line break in a page's source text is white space, as a browser renders it (CSS `white-space: normal`): pages
