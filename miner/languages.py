@@ -54,6 +54,10 @@ INDIVIDUAL = {
 # languages whose script a text sample cannot settle (Han is shared by zho and jpn); Chinese itself is told Hans or
 # Hant by its characters (`han_script`)
 FIXED_SCRIPT = {"jpn": "Jpan", "kor": "Hang", "yue": "Hant"}
+# scripts other sources name these languages' writing with (GlotLID's yue_Hani, BCP 47's ko-Kore, ja-Hira) -> the
+# script FLORES-200 names: a name in such a form would find no ensemble shares and no threshold offset
+SCRIPT_ALIASES = {("jpn", "Hani"): "Jpan", ("jpn", "Hira"): "Jpan", ("jpn", "Kana"): "Jpan",
+                  ("jpn", "Hrkt"): "Jpan", ("kor", "Kore"): "Hang", ("yue", "Hani"): "Hant"}
 REGION_SCRIPT = {("zho", "CN"): "Hans", ("zho", "SG"): "Hans", ("zho", "TW"): "Hant", ("zho", "HK"): "Hant",
                  ("zho", "MO"): "Hant"}
 # ISO 639-1 codes withdrawn in 1989-2008 that software still writes (Java's Locale and CLD2 write `iw`, `in`, `ji`;
@@ -187,15 +191,34 @@ def language_parts(name: str) -> tuple[str, str | None, str | None]:
     (zho, Hant, HK), `deu_Latn` -> (deu, Latn, None), `iw` -> (heb, None, None); the base as `language_base` gives
     it, a four-letter subtag the script, a two-letter one the region."""
     base, *subtags = name.replace("_", "-").split("-")
+    if subtags and _is_extlang(base, subtags[0]):  # zh-yue is yue (Cantonese), ar-arz arz: the extlang names it
+        base, subtags = subtags[0], subtags[1:]
     script = next((tag.title() for tag in subtags if len(tag) == 4 and tag.isalpha()), None)
     region = next((tag.upper() for tag in subtags if len(tag) == 2), None)
     return language_base(base), script, region
 
 
+def _is_extlang(base: str, subtag: str) -> bool:
+    """Whether `subtag` is BCP 47's extended language subtag after `base`: a registered language code after a
+    macrolanguage's (`zh-yue`, `ar-arz`, `ms-zsm`). Only after a macrolanguage: `deu-eng` is no language."""
+    if len(subtag) != 3 or not subtag.isalpha() or subtag.lower() not in registered_codes()[0]:
+        return False
+    import pycountry
+
+    macro = TWO_TO_THREE.get(base.lower(), base.lower())
+    entry = pycountry.languages.get(alpha_3=macro) if len(macro) == 3 else None
+    return entry is not None and getattr(entry, "scope", None) == "M"
+
+
 def language_code(name: str, texts: list[str] | None = None) -> str:
-    """`deu`, `de`, `ger`, `fra-CA`, `srp-Cyrl`, `zho-TW`, `zh-Hant-HK`, `msa` ... -> `deu_Latn`, `fra_Latn`,
-    `srp_Cyrl`, `zho_Hant`, `zsm_Latn` (`language_parts`; a region may settle Chinese's script)."""
+    """`deu`, `de`, `ger`, `fra-CA`, `srp-Cyrl`, `zho-TW`, `zh-Hant-HK`, `msa`, `zh-yue` ... -> `deu_Latn`,
+    `fra_Latn`, `srp_Cyrl`, `zho_Hant`, `zsm_Latn`, `yue_Hant` (`language_parts`; a region may settle Chinese's
+    script). Chinese named by the Han script alone (GlotLID's `cmn_Hani`) is Hans or Hant by the texts' characters
+    (`han_script`), as unscripted Chinese is; `kor_Kore` is kor_Hang, `jpn_Hira` jpn_Jpan (SCRIPT_ALIASES)."""
     base, script, region = language_parts(name)
+    script = SCRIPT_ALIASES.get((base, script), script)
+    if base == "zho" and script == "Hani":
+        script = None
     script = script or REGION_SCRIPT.get((base, region)) or FIXED_SCRIPT.get(base)
     if script is None and base == "zho":
         script = han_script(texts or [])

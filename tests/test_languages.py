@@ -51,6 +51,13 @@ def test_names_like_a_code_written_in_another_form(code, like):
     ("zh-Hant-HK", None, "zho_Hant"), ("zh-MO", ["中文"], "zho_Hant"), ("zh-SG", None, "zho_Hans"),  # BCP 47
     ("cmn-TW", None, "zho_Hant"), ("sr-Latn-RS", None, "srp_Latn"), ("pt-BR", ["casa"], "por_Latn"),
     ("xyz", ["abc"], "xyz_Latn"),  # no register knows it: kept, and callers check it (is_language_name)
+    # GlotLID's Han-script Chinese: Hans or Hant by the characters, as unscripted Chinese is (zho_Hani has no
+    # ensemble shares and no threshold offset)
+    ("cmn_Hani", ["這個國家的學生"], "zho_Hant"), ("zho_Hani", ["这个国家的学生"], "zho_Hans"),
+    ("zh-yue", None, "yue_Hant"), ("zh-cmn-Hant", None, "zho_Hant"),  # BCP 47 extended language subtags
+    ("ar-arz", ["بيت"], "arz_Arab"), ("deu-eng", ["Haus"], "deu_Latn"),  # ... only after a macrolanguage
+    ("kor_Kore", None, "kor_Hang"), ("jpn_Hira", None, "jpn_Jpan"), ("jpn_Hrkt", None, "jpn_Jpan"),
+    ("yue_Hani", None, "yue_Hant"), ("yue_Hans", None, "yue_Hans"),
 ])
 def test_language_codes_in_the_forms_software_writes_them(name, texts, code):
     assert language_code(name, texts) == code
