@@ -210,16 +210,22 @@ def _is_extlang(base: str, subtag: str) -> bool:
     return entry is not None and getattr(entry, "scope", None) == "M"
 
 
+def _named_script(base: str, script: str | None, region: str | None) -> str | None:
+    """The script a name settles for its language (language_parts' base, script and region), None where the texts
+    must tell it: Chinese named by the Han script alone, or a language without a script of its own."""
+    script = SCRIPT_ALIASES.get((base, script), script)
+    if base == "zho" and script == "Hani":
+        script = None
+    return script or REGION_SCRIPT.get((base, region)) or FIXED_SCRIPT.get(base)
+
+
 def language_code(name: str, texts: list[str] | None = None) -> str:
     """`deu`, `de`, `ger`, `fra-CA`, `srp-Cyrl`, `zho-TW`, `zh-Hant-HK`, `msa`, `zh-yue` ... -> `deu_Latn`,
     `fra_Latn`, `srp_Cyrl`, `zho_Hant`, `zsm_Latn`, `yue_Hant` (`language_parts`; a region may settle Chinese's
     script). Chinese named by the Han script alone (GlotLID's `cmn_Hani`) is Hans or Hant by the texts' characters
     (`han_script`), as unscripted Chinese is; `kor_Kore` is kor_Hang, `jpn_Hira` jpn_Jpan (SCRIPT_ALIASES)."""
     base, script, region = language_parts(name)
-    script = SCRIPT_ALIASES.get((base, script), script)
-    if base == "zho" and script == "Hani":
-        script = None
-    script = script or REGION_SCRIPT.get((base, region)) or FIXED_SCRIPT.get(base)
+    script = _named_script(base, script, region)
     if script is None and base == "zho":
         script = han_script(texts or [])
     if script is None:
@@ -288,11 +294,15 @@ def is_language_name(name: str) -> bool:
 def names_like(code: str, names) -> list[str]:
     """The names among `names` (lang_Script) of the language `code` writes in another form: `de`, `deu`, `ger`
     (ISO 639-2's bibliographic code), `deu-Latn`, `deu_Latm`, `msa` (a macrolanguage: FLORES' individual one) ->
-    deu_Latn, zsm_Latn ...; none where the base is no language."""
+    deu_Latn, zsm_Latn ...; none where the base is no language. Where the code settles the script and `names`
+    hold that name, it alone (`zh-TW`, `zh-Hant` -> zho_Hant, `sr-Latn` -> srp_Latn, `cmn_Hans` -> zho_Hans); where
+    it does not, each of its language's (`zh`, `zho_Hani` -> zho_Hans, zho_Hant)."""
     if not isinstance(code, str):
         return []
-    base = language_parts(code.strip())[0]
-    return sorted(name for name in names if name.partition("_")[0] == base)
+    base, script, region = language_parts(code.strip())
+    like = sorted(name for name in names if name.partition("_")[0] == base)
+    settled = _named_script(base, script, region)
+    return [f"{base}_{settled}"] if f"{base}_{settled}" in like else like
 
 
 TRAINING_CODE = regex.compile(r"([a-z]{2,3})(?:_([A-Z][a-z]{3}))?")  # deu_Latn, deu, de_Latn, de

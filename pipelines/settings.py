@@ -81,9 +81,12 @@ def check_pairs_possible(settings: dict) -> None:
 
 def check_language_name(code, what: str) -> str:
     """A language of the pipeline's settings as its identifier labels sentences, ISO 639-3 and ISO 15924
-    (`deu_Latn`): any other form (`de`, `deu`, `deu-Latn`) or a code neither registers (`deu_Latm`) would match no
-    sentence, and the run would mine nothing in it without a word."""
-    check_code(code, what)
+    (`deu_Latn`): any other form (`de`, `deu`, `deu-Latn`, BCP 47's `de-DE`, `zh-Hant`) or a code neither registers
+    (`deu_Latm`) would match no sentence, and the run would mine nothing in it without a word: an error with the
+    name it likely means (did_you_mean: deu_Latn, zho_Hant). One that names no language at all (`../etc`) is
+    refused as check_code refuses it: the languages name output files."""
+    if not is_language_name(code) and not did_you_mean(code):
+        check_code(code, what)
     if not is_language_name(code):
         raise ConfigError(f"{what} {code!r} is not a language as sentences are labelled: an ISO 639-3 code and an "
                           f"ISO 15924 script, such as deu_Latn, zho_Hans or srp_Cyrl{did_you_mean(code)}")

@@ -37,7 +37,9 @@ def test_every_language_the_shipped_identifiers_name_is_nameable(spec):
 
 @pytest.mark.parametrize("code, like", [("de", ["deu_Latn"]), ("ger", ["deu_Latn"]), ("deu_Latm", ["deu_Latn"]),
                                         ("msa", ["zsm_Latn"]), ("zh", ["zho_Hans", "zho_Hant"]), ("xx", []),
-                                        (None, [])])
+                                        (None, []), ("de-DE", ["deu_Latn"]), ("zh-TW", ["zho_Hant"]),
+                                        ("zh-Hant", ["zho_Hant"]), ("cmn_Hans", ["zho_Hans"]),
+                                        ("zho_Hani", ["zho_Hans", "zho_Hant"])])
 def test_names_like_a_code_written_in_another_form(code, like):
     from miner.languages import names_like
 

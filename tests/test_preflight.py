@@ -169,6 +169,21 @@ def test_languages_in_another_form_than_the_identifiers_labels_are_errors(tmp_pa
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("setting, meant", [("languages=[de-DE, eng_Latn]", "deu_Latn"),
+                                           ("languages=[zh-Hant, eng_Latn]", "zho_Hant"),
+                                           ("languages=[zh-TW, eng_Latn]", "zho_Hant"),
+                                           ("languages=[pt-BR, eng_Latn]", "por_Latn"),
+                                           ("languages=[sr-Latn, eng_Latn]", "srp_Latn"),
+                                           ("languages=[deu-Latn, eng_Latn]", "deu_Latn"),
+                                           ("pivot=en-US", "eng_Latn")])
+def test_bcp_47_forms_are_refused_with_the_name_sentences_are_labelled_with(tmp_path, capsys, setting, meant):
+    # check_code's "such as deu_Latn or de" sent the user to `de`, which is refused in turn
+    assert main(["--output", str(tmp_path / "out"), "--set", setting]) == 2
+    err = capsys.readouterr().err
+    assert "is not a language as sentences are labelled" in err and f"did you mean {meant}?" in err
+    assert "or de" not in err
+
+
 @pytest.mark.parametrize("stage", ["extract", "embed", "pairs"])
 def test_each_stage_command_prints_its_own_help(capsys, stage):
     import importlib
