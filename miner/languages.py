@@ -291,6 +291,13 @@ def is_language_name(name: str) -> bool:
     return base in languages and script in scripts
 
 
+def is_flores_name(name) -> bool:
+    """Whether `name` is a language name (is_language_name) in the form language_code gives it, the one sentences
+    are labelled and shares and offsets looked up by: not `cmn_Hans`, `nor_Latn`, `ara_Arab`, `msa_Latn` (registered
+    codes, but zho_Hans, nob_Latn, arb_Arab, zsm_Latn here), `kor_Kore` or `zho_Hani`."""
+    return is_language_name(name) and language_code(name) == name
+
+
 def names_like(code: str, names) -> list[str]:
     """The names among `names` (lang_Script) of the language `code` writes in another form: `de`, `deu`, `ger`
     (ISO 639-2's bibliographic code), `deu-Latn`, `deu_Latm`, `msa` (a macrolanguage: FLORES' individual one) ->

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from miner.config import ConfigError, load_config
-from miner.languages import check_code, is_language_name
+from miner.languages import check_code, is_flores_name, is_language_name
 from miner.thresholds import FROM_ENCODER
 from pipelines import storage
 from pipelines.storage import is_remote
@@ -82,14 +82,20 @@ def check_pairs_possible(settings: dict) -> None:
 def check_language_name(code, what: str) -> str:
     """A language of the pipeline's settings as its identifier labels sentences, ISO 639-3 and ISO 15924
     (`deu_Latn`): any other form (`de`, `deu`, `deu-Latn`, BCP 47's `de-DE`, `zh-Hant`) or a code neither registers
-    (`deu_Latm`) would match no sentence, and the run would mine nothing in it without a word: an error with the
-    name it likely means (did_you_mean: deu_Latn, zho_Hant). One that names no language at all (`../etc`) is
-    refused as check_code refuses it: the languages name output files."""
+    (`deu_Latm`) would match no sentence, and the run would mine nothing in it without a word; so would a registered
+    code the identifier never labels with (`cmn_Hans`, `nor_Latn`, `ara_Arab`: it labels zho_Hans, nob_Latn,
+    arb_Arab, as FLORES-200 names them: miner.languages.is_flores_name). Each is an error with the name it likely
+    means (did_you_mean: deu_Latn, zho_Hant), as lid.languages gives it. One that names no language at all
+    (`../etc`) is refused as check_code refuses it: the languages name output files."""
     if not is_language_name(code) and not did_you_mean(code):
         check_code(code, what)
     if not is_language_name(code):
         raise ConfigError(f"{what} {code!r} is not a language as sentences are labelled: an ISO 639-3 code and an "
                           f"ISO 15924 script, such as deu_Latn, zho_Hans or srp_Cyrl{did_you_mean(code)}")
+    if not is_flores_name(code):  # a macrolanguage, or another name of one: no sentence is labelled with it
+        raise ConfigError(f"{what} {code!r} is not a language as sentences are labelled: sentences take "
+                          f"FLORES-200's name of a language (an individual language, not a macrolanguage or "
+                          f"another code for it){did_you_mean(code)}")
     return code
 
 

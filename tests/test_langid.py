@@ -98,6 +98,8 @@ def scripted_style(tmp_path_factory):
     ("__label__fa", "pes", None), ("__label__arz", "arz", None), ("__label__eng_Latn", "eng", "Latn"),
     ("__label__als_Latn", "als", "Latn"), ("__label__cmn_Hani", "zho", None), ("__label__ekk_Latn", "est", "Latn"),
     ("__label__zho_Hant", "zho", None), ("__label__yue_Hant", "yue", "Hant"),
+    # as language_code names them: settings and offsets name the language so
+    ("__label__kor_Kore", "kor", "Hang"), ("__label__jpn_Hira", "jpn", "Jpan"), ("__label__yue_Hani", "yue", "Hant"),
 ])
 def test_labels_of_each_scheme_parse_to_iso639_3_and_script(label, language, script):
     target = parse_label(label)

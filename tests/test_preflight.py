@@ -184,6 +184,29 @@ def test_bcp_47_forms_are_refused_with_the_name_sentences_are_labelled_with(tmp_
     assert "or de" not in err
 
 
+@pytest.mark.parametrize("code, meant", [("cmn_Hans", "zho_Hans"), ("nor_Latn", "nob_Latn"), ("ara_Arab", "arb_Arab"),
+                                         ("msa_Latn", "zsm_Latn"), ("fas_Arab", "pes_Arab"), ("ekk_Latn", "est_Latn"),
+                                         ("lav_Latn", "lvs_Latn"), ("swa_Latn", "swh_Latn"),
+                                         ("zho_Hani", "zho_Hans or zho_Hant")])
+def test_registered_codes_the_identifier_never_labels_with_are_refused_before_the_run(tmp_path, capsys, code,
+                                                                                      meant):
+    # --plan looked normal, and the run mined nothing in the language (rc 0): "no sentences in cmn_Hans"
+    for setting in (f"languages=[{code}, eng_Latn]", f"pivot={code}"):
+        assert main(["--output", str(tmp_path / "out"), "--set", setting, "--plan"]) == 2
+        err = capsys.readouterr().err
+        assert f"{code!r} is not a language as sentences are labelled" in err and f"did you mean {meant}?" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_every_language_the_shipped_identifier_labels_with_is_accepted():
+    from pipelines.settings import check_language_name
+    from pipelines.text.langid import load_identifier
+
+    for code in load_identifier("combined+experts").languages:
+        if not code.endswith("_*"):
+            assert check_language_name(code, "languages:") == code
+
+
 @pytest.mark.parametrize("stage", ["extract", "embed", "pairs"])
 def test_each_stage_command_prints_its_own_help(capsys, stage):
     import importlib

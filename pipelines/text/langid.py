@@ -63,6 +63,7 @@ import regex
 from miner.io import InputFormatError, decoded_lines, file_sha256, path_argument
 from miner.languages import (
     FIXED_SCRIPT,
+    SCRIPT_ALIASES,
     SCRIPT_FAMILY,
     char_script,
     dominant_script,
@@ -138,6 +139,7 @@ def parse_label(label: str) -> Target:
     if scripted:
         language, script = scripted.groups()
         language = language_base(language)
+        script = SCRIPT_ALIASES.get((language, script), script)  # kor_Kore -> kor_Hang, as language_code names it
         if script == "Hani" or (language == "zho" and script in ("Hans", "Hant")):
             # Chinese characters tell Hans from Hant better than the models do, where they tell it at all
             return Target(language, None, script if script != "Hani" else None)
