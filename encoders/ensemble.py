@@ -67,12 +67,17 @@ def read_ensemble(folder: str | Path) -> dict:
     dims = spec.get("dims")
     if not isinstance(dims, list) or len(dims) != len(members) or not all(isinstance(d, int) and d > 0 for d in dims):
         raise EnsembleError(f"{path}: 'dims' must give each member's vector size ({len(members)} positive integers)")
-    from miner.languages import is_language_name
+    from miner.languages import flores_names, is_flores_name, is_language_name
 
     unnamed = [k for k in (spec.get("languages") or {}) if not is_language_name(k)]
     if unnamed:  # a key no caller can pass would keep its shares unused, silently
         raise EnsembleError(f"{path}: 'languages' keys must be codes such as deu_Latn (registered ISO 639-3 and "
                             f"ISO 15924 codes), got {', '.join(repr(k) for k in unnamed[:5])}")
+    renamed = [k for k in spec.get("languages") or {} if not is_flores_name(k)]
+    if renamed:  # `shares` looks a language up by language_code's name: cmn_Hans's shares would never be used
+        raise EnsembleError(f"{path}: 'languages' keys must be FLORES-200's names, as sentences' languages are "
+                            f"looked up: " + "; ".join(f"{k!r} is {' or '.join(flores_names(k))}"
+                                                        for k in renamed[:5]))
     tables = {"default": spec.get("default"), **{f"languages.{k}": v for k, v in (spec.get("languages") or {}).items()}}
     for name, shares in tables.items():
         _check_shares(path, name, shares, len(members))

@@ -298,6 +298,15 @@ def is_flores_name(name) -> bool:
     return is_language_name(name) and language_code(name) == name
 
 
+def flores_names(name: str) -> list[str]:
+    """FLORES-200's name of the language a `lang_Script` name writes another way, as language_code gives it
+    (`cmn_Hans` -> zho_Hans, `nor_Latn` -> nob_Latn); Chinese by the Han script alone either of its (`zho_Hani` ->
+    zho_Hans, zho_Hant), which its texts decide."""
+    base, script, region = language_parts(name)
+    settled = _named_script(base, script, region)
+    return [f"{base}_{settled}"] if settled else [f"{base}_Hans", f"{base}_Hant"] if base == "zho" else []
+
+
 def names_like(code: str, names) -> list[str]:
     """The names among `names` (lang_Script) of the language `code` writes in another form: `de`, `deu`, `ger`
     (ISO 639-2's bibliographic code), `deu-Latn`, `deu_Latm`, `msa` (a macrolanguage: FLORES' individual one) ->

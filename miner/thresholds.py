@@ -29,7 +29,7 @@ import os
 import posixpath
 from pathlib import Path
 
-from miner.languages import is_language_name, language_code
+from miner.languages import flores_names, is_flores_name, is_language_name, language_code
 
 FILE = "thresholds.json"
 FORMAT = "cmlm-threshold-offsets/1"
@@ -41,13 +41,17 @@ class ThresholdOffsetsError(ValueError):
 
 
 def check_offsets(offsets, where: str) -> dict[str, float]:
-    """{language: offset} with every key a `lang_Script` name and every value a finite number, or an error."""
+    """{language: offset} with every key a `lang_Script` name as pairs name their languages (FLORES-200's:
+    `zho_Hans`, not `cmn_Hans`, whose offset no pair would look up) and every value a finite number, or an error."""
     if not isinstance(offsets, dict):
         raise ThresholdOffsetsError(f"{where}: offsets must be a mapping of language to number, got "
                                     f"{type(offsets).__name__}")
     for language, offset in offsets.items():
         if not isinstance(language, str) or not is_language_name(language):
             raise ThresholdOffsetsError(f"{where}: {language!r} is not a language name (lang_Script, e.g. deu_Latn)")
+        if not is_flores_name(language):  # pairs look their languages up by language_code's name: never applied
+            raise ThresholdOffsetsError(f"{where}: {language!r} is not how pairs name the language (FLORES-200's "
+                                        f"names): write {' or '.join(flores_names(language))}")
         if isinstance(offset, bool) or not isinstance(offset, (int, float)) or not math.isfinite(offset):
             raise ThresholdOffsetsError(f"{where}: the offset of {language} must be a finite number, got {offset!r}")
     return {language: float(offset) for language, offset in sorted(offsets.items())}

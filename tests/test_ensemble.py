@@ -87,6 +87,10 @@ def test_bad_sentences_are_named_as_by_any_encoder(tmp_path):
     ({"languages": {"Deutsch": [1.0, 0.0]}}, "keys must be codes such as deu_Latn.*'Deutsch'"),
     ({"languages": {"de": [1.0, 0.0]}}, "keys must be codes"),
     ({"languages": {"qqq_Latn": [1.0, 0.0]}}, "keys must be codes.*'qqq_Latn'"),  # well formed, not registered
+    # registered, but sentences' languages are looked up by FLORES-200's names: these shares were never used
+    ({"languages": {"cmn_Hans": [1.0, 0.0]}}, "keys must be FLORES-200's names.*'cmn_Hans' is zho_Hans"),
+    ({"languages": {"nor_Latn": [1.0, 0.0]}}, "'nor_Latn' is nob_Latn"),
+    ({"languages": {"ara_Arab": [1.0, 0.0]}}, "'ara_Arab' is arb_Arab"),
 ])
 def test_a_bad_ensemble_file_is_an_error_naming_it(tmp_path, fields, message):
     folder = write_ensemble(tmp_path / "e", **fields)

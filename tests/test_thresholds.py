@@ -43,6 +43,12 @@ def test_a_pair_is_mined_at_the_shared_threshold_moved_by_both_languages_offsets
     (json.dumps({"format": FORMAT, "offsets": {"Czech": -0.1}}), "'Czech' is not a language name"),
     (json.dumps({"format": FORMAT, "offsets": {"ces_Latn": "low"}}), "the offset of ces_Latn must be a finite"),
     (json.dumps({"format": FORMAT, "offsets": [1, 2]}), "offsets must be a mapping"),
+    # registered codes, but pairs are looked up by FLORES-200's names: these offsets were never applied
+    (json.dumps({"format": FORMAT, "offsets": {"cmn_Hans": -0.1}}), "'cmn_Hans' is not how pairs name.*zho_Hans"),
+    (json.dumps({"format": FORMAT, "offsets": {"nor_Latn": -0.1}}), "'nor_Latn' is not how pairs name.*nob_Latn"),
+    (json.dumps({"format": FORMAT, "offsets": {"ara_Arab": -0.1}}), "'ara_Arab' is not how.*arb_Arab"),
+    (json.dumps({"format": FORMAT, "offsets": {"lav_Latn": -0.1}}), "'lav_Latn' is not how.*lvs_Latn"),
+    (json.dumps({"format": FORMAT, "offsets": {"zho_Hani": -0.1}}), "'zho_Hani' is not how.*zho_Hans or zho_Hant"),
 ])
 def test_a_bad_offsets_file_is_an_error_naming_it(tmp_path, content, message):
     path = tmp_path / FILE
@@ -63,6 +69,8 @@ def test_offsets_come_from_the_encoder_folder_a_file_or_the_setting_itself(tmp_p
         resolve_offsets(str(tmp_path / "missing.json"), None)
     with pytest.raises(ValueError, match="threshold_offsets"):
         MiningConfig(threshold_offsets=3)
+    with pytest.raises(ThresholdOffsetsError, match="mining.threshold_offsets: 'cmn_Hans' is not how.*zho_Hans"):
+        resolve_offsets({"cmn_Hans": -0.1}, None)
 
 
 def test_a_config_takes_the_pairs_threshold_when_it_knows_both_languages(tmp_path):
