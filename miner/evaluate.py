@@ -43,6 +43,7 @@ from miner.cli import (
 from miner.console import exit_status, setup_logging
 from miner.index import KnnConfig
 from miner.io import InputFormatError, path_argument, read_lines, read_pair_lines, write_json
+from miner.languages import names_like
 from miner.mining import MiningConfig, mine
 from miner.tatoeba import tatoeba_sets
 from miner.xsim import LENGTH_BANDS, correct_rows, length_band, retrieve, xsim
@@ -315,9 +316,15 @@ def _flores_file(folder: Path, language: str) -> Path:
         if (folder / name).exists():
             return folder / name
     names = sorted({path.name.split(".")[0] for path in folder.glob("*.dev*")}) if folder.is_dir() else []
-    like = [name for name in names if name.startswith(f"{language}_")] or difflib.get_close_matches(language, names, 3)
+    like = _named_like(language, names)
     raise InputFormatError(f"{folder}: no FLORES file for {language}"
                            + (f" (its files are named by code and script: {', '.join(like)})" if like else ""))
+
+
+def _named_like(code: str, names: list[str]) -> list[str]:
+    """The names (lang_Script) a language code likely means: its language's in any form (names_like: `de`, `ger`,
+    `DEU_latn` -> deu_Latn, `nor_Latn` -> nob_Latn, `zh-TW` -> zho_Hant), else names spelt alike (a typo)."""
+    return names_like(code, names) or difflib.get_close_matches(code, names, 3)
 
 
 def format_suite(report: dict) -> str:

@@ -184,6 +184,24 @@ def test_suite_tables_xsim_per_language_and_bucc_per_pair(tmp_path, capsys):
     assert "no FLORES file for deu (its files are named by code and script: deu_Latn)" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("flags, missing, meant", [
+    (["--languages", "de"], "de", "deu_Latn"), (["--languages", "ger"], "ger", "deu_Latn"),
+    (["--languages", "DEU_latn"], "DEU_latn", "deu_Latn"), (["--languages", "zh"], "zh", "zho_Hans, zho_Hant"),
+    (["--languages", "zh-TW"], "zh-TW", "zho_Hant"), (["--languages", "nor_Latn"], "nor_Latn", "nob_Latn"),
+    (["--languages", "ara_Arab"], "ara_Arab", "arb_Arab"), (["--languages", "deu_Latn", "--pivot", "en"], "en",
+                                                            "eng_Latn"),
+])
+def test_a_flores_language_in_another_form_is_named_with_its_files_name(tmp_path, capsys, flags, missing, meant):
+    # de, zh, --pivot en said "no FLORES file for de" with no hint; nor_Latn, ara_Arab were told yor_Latn, arz_Arab
+    flores = tmp_path / "flores"
+    flores.mkdir()
+    for name in ("deu_Latn", "eng_Latn", "zho_Hans", "zho_Hant", "nob_Latn", "yor_Latn", "arb_Arab", "arz_Arab"):
+        (flores / f"{name}.devtest").write_text("Ein Satz.\n", encoding="utf-8")
+    assert main(["suite", "--encoder", "char-ngram", "--flores", str(flores), *flags]) == 2
+    assert (f"no FLORES file for {missing} (its files are named by code and script: {meant})"
+            in capsys.readouterr().err)
+
+
 def test_suite_scores_xsim_by_margin_as_the_xsim_command_does(tmp_path, capsys):
     """`--xsim-margin ratio`: LASER's xsim tool's way (ratio margin over k = 4 both ways), labelled in the table."""
     flores = flores_like(tmp_path)
