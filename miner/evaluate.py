@@ -241,8 +241,9 @@ def suite_inputs(args) -> dict:
         if not pairs:
             raise ValueError("suite: --pairs names no pair: nothing to measure on BUCC")
         inputs["bucc"] = {pair: bucc.load_corpus(args.bucc, pair, args.split) for pair in pairs}
-    if args.short and not any(args.short.glob("*-eng_Latn.tsv.gz")):
-        raise InputFormatError(f"{args.short}: no <lang>-eng_Latn.tsv.gz file")
+    if args.short:  # a language asked for that no file holds is an error now, not a language left out
+        short_files(args.short, [lang for lang in args.short_languages.split(",") if lang]
+                    if args.short_languages else None)
     if args.tatoeba:
         inputs["tatoeba"] = [code for code in args.tatoeba_languages.split(",") if code] \
             if args.tatoeba_languages else None
@@ -256,10 +257,7 @@ def short_report(folder: Path, source: VectorSource, limit: int, languages: list
     heldout-short/test/, lines `xx<TAB>en`), its first `limit` pairs, each side retrieving the other by cosine;
     accuracy is the mean of both directions, overall and by the English side's length band."""
     report = {}
-    for path in sorted(folder.glob("*-eng_Latn.tsv.gz")):
-        language = path.name.split("-")[0]
-        if languages and language not in languages:
-            continue
+    for language, path in short_files(folder, languages).items():
         src_texts, tgt_texts = read_pair_lines(path, limit)
         forward, backward = pair_retrieval((path, src_texts, language), (path, tgt_texts, "eng_Latn"), source,
                                            strict)
@@ -267,10 +265,23 @@ def short_report(folder: Path, source: VectorSource, limit: int, languages: list
         bands = np.array([length_band(t) for t in tgt_texts])
         report[language] = {"n": len(src_texts), "accuracy": float(correct.mean()),
                             "bands": {b: float(correct[bands == b].mean()) for b in dict.fromkeys(sorted(bands))}}
-    if not report:
-        raise InputFormatError(f"{folder}: no <lang>-eng_Latn.tsv.gz file" + (" of the languages asked for"
-                                                                             if languages else ""))
     return report
+
+
+def short_files(folder: Path, languages: list[str] | None = None) -> dict[str, Path]:
+    """language -> `folder/<lang>-eng_Latn.tsv.gz`, of `languages` (default: every one); a language asked for that
+    no file holds is an error naming it with the name its file would have (`de`: deu_Latn), as --tatoeba-languages
+    names the codes it lacks: a language left out silently moved the mean."""
+    files = {path.name.split("-")[0]: path for path in sorted(folder.glob("*-eng_Latn.tsv.gz"))}
+    if not files:
+        raise InputFormatError(f"{folder}: no <lang>-eng_Latn.tsv.gz file")
+    missing = [lang for lang in dict.fromkeys(languages or []) if lang not in files]
+    if missing:
+        hints = [f"{lang} is {' or '.join(like)}" for lang in missing if (like := _named_like(lang, list(files)))]
+        raise InputFormatError(f"{folder}: no <lang>-eng_Latn.tsv.gz file of the languages asked for: "
+                               f"{', '.join(missing)}" + (f" (its files are named by code and script: "
+                                                          f"{'; '.join(hints)})" if hints else ""))
+    return {lang: path for lang, path in files.items() if not languages or lang in languages}
 
 
 def pair_retrieval(src: tuple[Path, list[str], str], tgt: tuple[Path, list[str], str],

@@ -273,7 +273,11 @@ def test_suite_short_sentences_by_length_band(tmp_path, capsys):
     assert report["n"] == 6 and report["bands"]["9+"] == 1.0 and report["bands"]["4-8"] == 1.0
     assert report["bands"]["1-3"] < 1.0  # "Quit" and its unrelated German find each other only by chance
     assert main(["suite", "--encoder", "char-ngram", "--short", str(short), "--short-languages", "fra_Latn"]) == 2
-    assert "no <lang>-eng_Latn.tsv.gz file of the languages asked for" in capsys.readouterr().err
+    assert "no <lang>-eng_Latn.tsv.gz file of the languages asked for: fra_Latn" in capsys.readouterr().err
+    # one name that matches no file, beside one that does, was dropped without a word
+    assert main(["suite", "--encoder", "char-ngram", "--short", str(short), "--short-languages", "de,deu_Latn"]) == 2
+    assert ("no <lang>-eng_Latn.tsv.gz file of the languages asked for: de (its files are named by code and "
+            "script: de is deu_Latn)") in capsys.readouterr().err
     import gzip
 
     with gzip.open(short / "fra_Latn-eng_Latn.tsv.gz", "wt", encoding="utf-8") as handle:
