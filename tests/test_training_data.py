@@ -158,8 +158,8 @@ def test_pairs_and_documents_in_a_language_the_project_cannot_name_are_counted_s
     skips = Skips()
     bitext = load_bitext([str(tmp_path / "*.tsv"), str(tmp_path / "mined.parquet")], Tokenize(tiny_tokenizer, 16),
                          skips, None, keep_texts=True)
-    assert {(b.src_lang, b.tgt_lang): b.texts for b in bitext} == {("de", "en"): (["Hund"], ["dog"]),
-                                                                   ("deu_Latn", "eng_Latn"): (["Vogel"], ["bird"])}
+    assert {(b.src_lang, b.tgt_lang): b.texts for b in bitext} == {("deu_Latn", "eng_Latn"): (["Hund", "Vogel"],
+                                                                                            ["dog", "bird"])}
     reason = "bitext pair in a language the project cannot name (ISO 639-3 or 639-1, and an ISO 15924 script)"
     assert skips.report() == {reason: 4}
     for place in ("deu_Latm-eng_Latn.tsv:1 (deu_Latm-eng_Latn)", "ger-eng.tsv:1 (ger-eng)",
@@ -182,9 +182,9 @@ def test_a_language_pair_with_few_pairs_is_trained_on_counted_and_named_with_its
     write(tmp_path / "de-en.tsv", "Haus\thouse\nBaum\ttree\n")
     write(tmp_path / "fr-en.tsv", "".join(f"maison {i}\thouse {i}\n" for i in range(100)))
     bitext = load_bitext([str(tmp_path / "*.tsv")], Tokenize(tiny_tokenizer, 16), Skips(), None)
-    assert warn_few_pairs(bitext) == {"de-en": 2}
+    assert warn_few_pairs(bitext) == {"deu_Latn-eng_Latn": 2}
     assert len(bitext[0].src) == 2 and "1 language pair has fewer than 100 translation pairs" in caplog.text
-    assert f"de-en 2 ({tmp_path / 'de-en.tsv'})" in caplog.text and "fr-en" not in caplog.text
+    assert f"deu_Latn-eng_Latn 2 ({tmp_path / 'de-en.tsv'})" in caplog.text and "fra_Latn" not in caplog.text
 
 
 def test_scored_bitext_keeps_pairs_at_or_above_min_score(tmp_path):
@@ -202,7 +202,7 @@ def test_mined_parquet_bitext_with_threshold(tmp_path, tiny_tokenizer):
                              "src_lang": ["de", "de"], "tgt_lang": ["en", "en"]}), tmp_path / "mined.parquet")
     skips = Skips()
     [bitext] = load_bitext([str(tmp_path / "mined.parquet")], Tokenize(tiny_tokenizer, 16), skips, 1.1)
-    assert bitext.name == "de-en" and len(bitext.src) == 1
+    assert bitext.name == "deu_Latn-eng_Latn" and len(bitext.src) == 1
     assert skips.report() == {"bitext pair below data.min_score (by design, not logged)": 1}  # as TSV's are
 
 
@@ -213,6 +213,54 @@ def test_bitext_languages_come_from_the_name_or_a_label(tmp_path, tiny_tokenizer
     [bitext] = load_bitext([f"deu_Latn-eng_Latn={tmp_path / 'pairs.tsv'}"], Tokenize(tiny_tokenizer, 16), Skips(),
                            None)
     assert (bitext.src_lang, bitext.tgt_lang) == ("deu_Latn", "eng_Latn")
+
+
+def test_iso_639_1_file_names_are_the_language_pair_flores_names_give(tmp_path, tiny_tokenizer, caplog):
+    # de-en.tsv and deu_Latn-eng_Latn.tsv.gz were two language pairs, and a pair in both was drawn twice
+    write(tmp_path / "de-en.tsv", "Haus\thouse\nBaum\ttree\n")
+    with gzip.open(tmp_path / "deu_Latn-eng_Latn.tsv.gz", "wt", encoding="utf-8") as handle:
+        handle.write("1.3\tBaum\ttree\n1.3\tKatze\tcat\n")
+    write(tmp_path / "zh-en.tsv", "我们的学校\tour school\n")
+    write(tmp_path / "zh_Hant-en.tsv", "這個國家\tthis country\n")
+    skips = Skips()
+    bitext = load_bitext([str(tmp_path / "*.tsv*")], Tokenize(tiny_tokenizer, 16), skips, None, keep_texts=True)
+    assert {b.name: b.texts[0] for b in bitext} == {"deu_Latn-eng_Latn": ["Haus", "Baum", "Katze"],
+                                                    "zho_Hans-eng_Latn": ["我们的学校"],
+                                                    "zho_Hant-eng_Latn": ["這個國家"]}
+    assert skips.report() == {"bitext pair read before for its language pair": 1}
+    assert "deu_Latn-eng_Latn.tsv.gz:1" in caplog.text
+    # the script comes from the texts: traditional characters make zh-en.tsv zho_Hant
+    write(tmp_path / "zh-en.tsv", "這個國家的學生\tthe students of this country\n")
+    [chinese] = load_bitext([str(tmp_path / "zh-en.tsv")], Tokenize(tiny_tokenizer, 16), Skips(), None)
+    assert chinese.name == "zho_Hant-eng_Latn"
+
+
+def test_chinese_from_an_iso_639_1_file_name_is_joined_without_spaces(tmp_path, tiny_tokenizer):
+    from training.config import JoinConfig
+
+    write(tmp_path / "zh-en.tsv", "".join(f"我们的学校{i}\tour school {i} is here\n" for i in range(6)))
+    [zh] = load_bitext([str(tmp_path / "zh-en.tsv")], Tokenize(tiny_tokenizer, 64), Skips(), None, keep_texts=True,
+                       join=JoinConfig([0.5], [2, 2]))
+    joined = zh.texts[0][6:]
+    assert joined and all(" " not in text and text.count("我们") == 2 for text in joined)  # ("zh", "en"): a space
+
+
+def test_monolingual_distillation_finds_a_language_in_any_form_in_pairs_of_any_file_name(tmp_path, tiny_tokenizer,
+                                                                                         monkeypatch):
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    import training.teacher
+    from training.data import attach_teacher
+
+    monkeypatch.setattr(training.teacher, "teacher_vectors", lambda teacher, texts, cache, **_: np.zeros((len(texts), 4)))
+    write(tmp_path / "de-en.tsv", "Haus\thouse\nBaum\ttree\n")
+    write(tmp_path / "fr-en.tsv", "maison\thouse\n")
+    for listed in (["deu_Latn"], ["de"], ["deu"]):
+        de, fr = load_bitext([str(tmp_path / "*.tsv")], Tokenize(tiny_tokenizer, 16), Skips(), None, keep_texts=True)
+        attach_teacher([de, fr], SimpleNamespace(teacher_side="target", monolingual=listed, teacher="t", cache=None))
+        assert de.source_rows is not None and fr.source_rows is None, listed
 
 
 def test_missing_inputs_are_errors(tmp_path, tiny_tokenizer):

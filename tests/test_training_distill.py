@@ -228,7 +228,7 @@ def test_monolingual_distillation_gives_listed_sources_their_own_teacher_vector(
     tokenizer, data, model = prepare_run(config)
     (pairs,) = data.bitext
     assert pairs.source_rows is not None and not np.array_equal(pairs.source_rows, pairs.teacher_rows)
-    assert data.summary()["monolingual_distillation"] == ["de-en"]
+    assert data.summary()["monolingual_distillation"] == ["deu_Latn-eng_Latn"]
     trainer = Trainer(config, data, tokenizer, model)
     sampler = trainer.samplers["distill"]
     picks = sampler.draw(step_rng(1, 0, 0, 0), 8)

@@ -116,7 +116,7 @@ def test_exported_encoder_loads_and_embeds(training_inputs, tmp_path):
     assert vectors.shape == (2, 64)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
     record = json.loads((folder / "training.json").read_text())
-    assert record["data"]["bitext"] == {"de-en": 41} and record["recipe"]["seed"] == 1
+    assert record["data"]["bitext"] == {"deu_Latn-eng_Latn": 41} and record["recipe"]["seed"] == 1
 
 
 def test_hard_negatives_and_lamb(training_inputs, tmp_path):
@@ -143,7 +143,7 @@ def test_cli_check_reports_data_and_refuses_a_second_run_into_the_same_output(tr
     args = ["--config", str(training_inputs / "recipe.yaml"), "--set", f"output={tmp_path / 'run'}"]
     assert main([*args, "--check"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["bitext"] == {"de-en": 41} and report["steps"] == 30
+    assert report["bitext"] == {"deu_Latn-eng_Latn": 41} and report["steps"] == 30
     assert main([*args, "--set", "stages.1.steps=2"]) == 0
     assert main([*args, "--set", "stages.1.steps=2"]) == 2
     assert "pass --resume" in capsys.readouterr().err

@@ -8,7 +8,8 @@ Documents
     CMLM needs consecutive sentences, so documents with fewer than two sentences are skipped and counted.
 Bitext
     * TSV, gzipped or not: `source<TAB>target`, or `score<TAB>source<TAB>target` as the miner writes it; the
-      languages come from a `SRC-TGT=GLOB` label or from the file name (`deu_Latn-eng_Latn.tsv.gz`);
+      languages come from a `SRC-TGT=GLOB` label or from the file name (`deu_Latn-eng_Latn.tsv.gz`; `de-en.tsv` is
+      the same language pair: names are the project's, the script from the texts where the name has none);
     * Parquet, the miner's bitext output (`score`, `src_text`, `tgt_text`, `src_lang`, `tgt_lang`).
     Scored pairs below `min_score` are left out. A line with the wrong number of columns, a language the project
     cannot name (`deu_Latm`, `ger`: a registered ISO 639-3 or 639-1 code, and an ISO 15924 script), an empty side,
@@ -35,7 +36,14 @@ from pathlib import Path
 import numpy as np
 
 from miner.io import InputFormatError, iter_lines
-from miner.languages import is_language_code, script_of
+from miner.languages import (
+    is_flores_name,
+    is_language_code,
+    is_language_name,
+    language_code,
+    language_parts,
+    script_of,
+)
 from training.config import JoinConfig
 from training.en_pairs import MIN_PAIRS as FEW_PAIRS  # what the train pool's preparation drops
 
@@ -343,24 +351,70 @@ def read_tsv_bitext(path: Path, skips: Skips, min_score: float | None, langs: tu
     return pairs
 
 
-def read_parquet_bitext(path: Path, min_score: float | None,
-                        check: PairCheck) -> dict[tuple[str, str], list[tuple[str, str]]]:
+def read_parquet_bitext(path: Path, min_score: float | None, check: PairCheck,
+                        langs: tuple[str, str] | None = None) -> dict[tuple[str, str], list[tuple[str, str]]]:
+    """The file's pairs by language pair, each named as the project names languages (project_pair) before `check`
+    sees them; `langs` (a label's) for every row instead of its own."""
     import pyarrow.parquet as pq
 
     table = pq.read_table(path)
     needed = {"src_text", "tgt_text", "src_lang", "tgt_lang"}
     if not needed <= set(table.column_names):
         raise InputFormatError(f"{path}: mined Parquet needs columns {', '.join(sorted(needed))}")
-    grouped: dict[tuple[str, str], list] = {}
+    rows: dict[tuple[str, str], list[tuple[int, str, str]]] = {}
     for number, row in enumerate(table.to_pylist(), start=1):
         if min_score is not None and row.get("score") is not None and row["score"] < min_score:
             check.skips.count(BELOW_MIN_SCORE)
             continue
-        langs = (row["src_lang"], row["tgt_lang"])
         source, target = (row["src_text"] or "").strip(), (row["tgt_text"] or "").strip()
-        if check.keep(langs, source, target, f"{path}: row {number}"):
-            grouped.setdefault(langs, []).append((source, target))
+        rows.setdefault(langs or (row["src_lang"], row["tgt_lang"]), []).append((number, source, target))
+    grouped: dict[tuple[str, str], list] = {}
+    for given, items in rows.items():
+        named = project_pair(given, lambda: ([s for _, s, _ in items[:SCRIPT_SAMPLE]],
+                                             [t for _, _, t in items[:SCRIPT_SAMPLE]]))
+        for number, source, target in items:
+            if check.keep(named, source, target, f"{path}: row {number}"):
+                grouped.setdefault(named, []).append((source, target))
     return grouped
+
+
+SCRIPT_SAMPLE = 1000  # pairs whose texts tell the script of a language named without one (`de`, `zh`)
+
+
+def project_pair(langs: tuple[str, str], sides) -> tuple[str, str]:
+    """A language pair as the project names languages (miner.languages.language_code: `de`, `zh` -> deu_Latn,
+    zho_Hans or zho_Hant), the script from each side's texts (`sides()`, read only where a name needs them) where
+    the name has none: `de-en.tsv` and `deu_Latn-eng_Latn.tsv.gz` are one language pair (one duplicate check, one
+    set), Chinese is joined without spaces, and distill.monolingual's deu_Latn finds it. A name the project cannot
+    name (is_language_code) leaves the pair as given, and its pairs are skipped under the names the file gave; a
+    name whose script the texts cannot tell stays as given."""
+    if all(is_flores_name(lang) for lang in langs) or not all(is_language_code(lang) for lang in langs):
+        return langs
+    texts = sides()
+
+    def named(lang: str, side: list[str]) -> str:
+        if is_flores_name(lang):
+            return lang
+        try:
+            code = language_code(lang, side)
+        except ValueError:  # no letter to tell the script by
+            return lang
+        return code if is_language_name(code) else lang
+
+    return named(langs[0], texts[0]), named(langs[1], texts[1])
+
+
+def sample_sides(path: Path, count: int = SCRIPT_SAMPLE) -> tuple[list[str], list[str]]:
+    """The sources and targets of a TSV file's first `count` lines of two or three columns."""
+    sources, targets = [], []
+    for line in iter_lines(path):
+        fields_ = line.split("\t")
+        if len(fields_) in (2, 3):
+            sources.append(fields_[-2].strip())
+            targets.append(fields_[-1].strip())
+            if len(sources) >= count:
+                break
+    return sources, targets
 
 
 # Scripts whose sentences follow one another without a space (Thai, Lao, Khmer separate them with one).
@@ -415,7 +469,8 @@ def load_bitext(specs: list[str], tokenize: Tokenize, skips: Skips, min_score: f
                 keep_texts: bool = False, limit: int | None = None,
                 weights: list[float] | None = None, join: JoinConfig | None = None,
                 seed: int = 0) -> list[BitextSet]:
-    """Every spec's pairs grouped by language pair; `weights` (one per spec) become each pair's draw weight;
+    """Every spec's pairs grouped by language pair, named as the project names languages (project_pair: `de-en.tsv`
+    is deu_Latn-eng_Latn); `weights` (one per spec) become each pair's draw weight;
     `join.shares` (one per spec) add that spec's joined pairs (joined_pairs), at `join.weight` or the spec's."""
     by_pair: dict[tuple[str, str], list[tuple[str, str]]] = {}
     pair_weights: dict[tuple[str, str], list[float]] = {}
@@ -431,12 +486,12 @@ def load_bitext(specs: list[str], tokenize: Tokenize, skips: Skips, min_score: f
         spec_pairs: dict[tuple[str, str], list[tuple[str, str]]] = {}
         for path in files:
             if path.suffix == ".parquet":
-                for langs, pairs in read_parquet_bitext(path, min_score, check).items():
-                    langs = pair_of(path, label) if label else langs
+                labelled = pair_of(path, label) if label else None
+                for langs, pairs in read_parquet_bitext(path, min_score, check, labelled).items():
                     spec_pairs.setdefault(langs, []).extend(pairs)
                     pair_files.setdefault(langs, {})[str(path)] = None
             else:
-                langs = pair_of(path, label)
+                langs = project_pair(pair_of(path, label), lambda: sample_sides(path))
                 spec_pairs.setdefault(langs, []).extend(read_tsv_bitext(path, skips, min_score, langs, check))
                 pair_files.setdefault(langs, {})[str(path)] = None
         for langs, pairs in spec_pairs.items():
@@ -464,9 +519,10 @@ def attach_teacher(bitext: list[BitextSet], distill) -> np.ndarray:
     def rows_of(texts: list[str]) -> np.ndarray:
         return np.fromiter((rows.setdefault(text, len(rows)) for text in texts), dtype=np.int64, count=len(texts))
 
+    listed = listed_languages(distill.monolingual)
     for pairs in bitext:
         pairs.teacher_rows = rows_of(pairs.texts[side])
-        if pairs.src_lang in distill.monolingual:
+        if listed(pairs.src_lang):
             pairs.source_rows = rows_of(pairs.texts[0])
         pairs.texts = None
     if distill.monolingual:
@@ -475,6 +531,20 @@ def attach_teacher(bitext: list[BitextSet], distill) -> np.ndarray:
                  sum(p.source_rows is not None for p in bitext),
                  len(distill.monolingual))
     return teacher_vectors(distill.teacher, list(rows), distill.cache, show_progress=sys.stderr.isatty())
+
+
+def listed_languages(codes: list[str]):
+    """Whether a pair's language (deu_Latn, as project_pair names it) is among `codes`, which may name it in any
+    form check_code lets through: deu_Latn, de_Latn, cmn_Hans (language_code's name), or de, deu without a script
+    (any script of the language)."""
+    named, bases = set(), set()
+    for code in codes:
+        base, script, _ = language_parts(code)
+        if script:
+            named.add(language_code(code))
+        else:
+            bases.add(base)
+    return lambda language: language in named or language in codes or language.partition("_")[0] in bases
 
 
 # -- NLI -------------------------------------------------------------------------------------------------------
