@@ -239,9 +239,21 @@ def language_code(name: str, texts: list[str] | None = None) -> str:
 _CODE = regex.compile(r"[A-Za-z0-9]+(?:_[A-Za-z0-9]+)*")
 
 
+def yaml_bool_hint(value) -> str:
+    """Why a language setting holds true or false, for its error: YAML 1.1 reads a bare `no` (Norwegian), `off`,
+    `yes`, `on` as booleans."""
+    if not isinstance(value, bool):
+        return ""
+    return (f": YAML read a bare {'no or off' if value is False else 'yes or on'} as {str(value).lower()}; quote "
+            f"it ({'no' if value is False else 'yes'!r})")
+
+
 def check_code(code: str, what: str = "language code") -> str:
     """A language code that becomes part of file names (`deu_Latn`, `de`, `zho_Hant`): letters and digits joined by
-    underscores, at most 32 characters. Anything else (`../x`, `a/b`, `de-en`) is an error naming it."""
+    underscores, at most 32 characters. Anything else (`../x`, `a/b`, `de-en`) is an error naming it; true or false
+    names the YAML reading that made it (yaml_bool_hint)."""
+    if isinstance(code, bool):
+        raise ValueError(f"{what} {code!r} is not a language code{yaml_bool_hint(code)}")
     if not isinstance(code, str) or len(code) > 32 or not _CODE.fullmatch(code):
         raise ValueError(f"{what} {code!r} is not a language code (letters and digits joined by '_', such as "
                          f"deu_Latn or de): it names output files")

@@ -46,7 +46,7 @@ from miner.io import (
     tsv_field,
     write_json,
 )
-from miner.languages import check_code
+from miner.languages import check_code, yaml_bool_hint
 from miner.margin import TINY_POOLS
 from miner.mining import MiningConfig, mine
 from miner.pair_filters import KEEP, PairFilter
@@ -93,6 +93,9 @@ def resolve_inputs(settings: dict, config_path: Path | None, args: argparse.Name
             inputs[key] = getattr(args, key)
     if args.src is not None and args.gold is None:
         inputs.pop("gold", None)  # a configured gold file belongs to the configured inputs
+    for key in ("src_lang", "tgt_lang"):
+        if isinstance(inputs.get(key), bool):  # `src_lang: no` is not missing: YAML read Norwegian as false
+            raise ConfigError(f"input.{key} {inputs[key]!r} is not a language code{yaml_bool_hint(inputs[key])}")
     missing = [k for k in ("src", "tgt", "src_lang", "tgt_lang") if not inputs.get(k)]
     if missing:
         raise ConfigError(f"missing input setting(s): {', '.join(missing)} (in the config's input section or as flags)")

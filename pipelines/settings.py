@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from miner.config import ConfigError, load_config
-from miner.languages import check_code, is_flores_name, is_language_name
+from miner.languages import check_code, is_flores_name, is_language_name, yaml_bool_hint
 from miner.thresholds import FROM_ENCODER
 from pipelines import storage
 from pipelines.storage import is_remote
@@ -43,7 +43,7 @@ def load_settings(config: str | Path | None = DEFAULT_CONFIG, overrides: list[st
         if settings.get(key) is not None and not isinstance(settings[key], kind):
             names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
             given = settings[key]
-            hint = "" if kind is not list else (
+            hint = yaml_bool_hint(given) if kind is str else "" if kind is not list else (
                 f" (not a YAML list: a bracket or quote unclosed? e.g. --set '{key}=[deu_Latn, eng_Latn]')"
                 if isinstance(given, str) and given.lstrip().startswith("[")
                 else f" (on the command line: --set '{key}=[{given}]')")
@@ -87,6 +87,9 @@ def check_language_name(code, what: str) -> str:
     arb_Arab, as FLORES-200 names them: miner.languages.is_flores_name). Each is an error with the name it likely
     means (did_you_mean: deu_Latn, zho_Hant), as lid.languages gives it. One that names no language at all
     (`../etc`) is refused as check_code refuses it: the languages name output files."""
+    if isinstance(code, bool):  # Norwegian's `no`, read by YAML: quoted it is refused in turn, for nob_Latn
+        raise ConfigError(f"{what} {code!r} is not a language{yaml_bool_hint(code)}"
+                          + (": Norwegian is nob_Latn as sentences are labelled" if code is False else ""))
     if not is_language_name(code) and not did_you_mean(code):
         check_code(code, what)
     if not is_language_name(code):

@@ -171,6 +171,15 @@ def test_language_codes_that_would_escape_the_output_folder_are_refused(tmp_path
     assert not any(tmp_path.parent.glob("x*.tsv.gz"))
 
 
+@pytest.mark.parametrize("setting", ["input.src_lang=no", "input.tgt_lang=off"])
+def test_a_language_yaml_read_as_false_is_named_so_not_missing(tmp_path, capsys, setting):
+    # "missing input setting(s): src_lang": Norwegian's `no` was there, read by YAML as false
+    assert run_main("--output", str(tmp_path / "out"), "--set", setting) == 2
+    err = capsys.readouterr().err
+    assert f"{setting.split('=')[0]} False is not a language code: YAML read a bare no or off as false" in err
+    assert "missing" not in err and not (tmp_path / "out").exists()
+
+
 def test_a_file_without_newlines_is_refused_after_a_bounded_read(tmp_path):
     from miner.io import InputFormatError, iter_lines
 

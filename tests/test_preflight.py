@@ -207,6 +207,19 @@ def test_every_language_the_shipped_identifier_labels_with_is_accepted():
             assert check_language_name(code, "languages:") == code
 
 
+@pytest.mark.parametrize("setting, message", [
+    ("languages=[no, eng_Latn]", "languages: False is not a language: YAML read a bare no or off as false; quote it "
+                                 "('no'): Norwegian is nob_Latn"),
+    ("pivot=no", "pivot must be a str, got False: YAML read a bare no or off as false; quote it ('no')"),
+    ("lid.languages=[no, eng_Latn]", "lid.languages: False is not a language code: YAML read a bare no or off as "
+                                     "false; quote it ('no')"),
+])
+def test_a_language_yaml_read_as_false_is_named_so(tmp_path, capsys, setting, message):
+    # "languages: False is not a language code": Norwegian's `no`, read by YAML, named nowhere
+    assert main(["--output", str(tmp_path / "out"), "--set", setting, "--plan"]) == 2
+    assert message in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("stage", ["extract", "embed", "pairs"])
 def test_each_stage_command_prints_its_own_help(capsys, stage):
     import importlib

@@ -80,6 +80,14 @@ def test_bad_recipes_are_refused_naming_the_key(training_inputs, override, messa
         load_recipe(training_inputs / "recipe.yaml", [override])
 
 
+def test_a_language_yaml_read_as_false_is_named_so_in_a_recipe(training_inputs):
+    # distill.monolingual: [no] said "False is not a language code (letters and digits ...)"
+    with pytest.raises(ConfigError, match=r"monolingual\[0\]: expected str, got False: YAML read a bare no or off "
+                                          r"as false; quote it \('no'\)"):
+        load_recipe(training_inputs / "recipe.yaml", ["stages=[{name: d, objectives: [distill], steps: 3}]",
+                                                      "distill.teacher=char-ngram:64", "distill.monolingual=[no]"])
+
+
 def test_a_recipe_that_is_a_folder_or_not_text_is_named(tmp_path):
     with pytest.raises(ConfigError, match="a folder, not a recipe"):
         load_recipe(tmp_path)

@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 
 from miner.config import ConfigError, read_yaml_file, set_value
-from miner.languages import check_code
+from miner.languages import check_code, yaml_bool_hint
 
 OBJECTIVES = ("cmlm", "br", "nli", "distill")
 BR_LOSSES = ("softmax", "max-hinge")
@@ -489,5 +489,6 @@ def _convert(hint, value, where: str):
         except ValueError:
             pass
     if hint in (int, float, str, bool) and (not isinstance(value, hint) or (hint is int and isinstance(value, bool))):
-        raise ConfigError(f"{where}: expected {hint.__name__}, got {value!r}")
+        raise ConfigError(f"{where}: expected {hint.__name__}, got {value!r}"
+                          + (yaml_bool_hint(value) if hint is str else ""))  # monolingual: [no], Norwegian
     return value
