@@ -59,7 +59,6 @@ import threading
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
-from html import unescape as html_unescape
 
 from miner.config import check_number
 from pipelines.text.records import Document, Page, Tally
@@ -340,7 +339,10 @@ def _trafilatura_text(html: str, url: str, options: dict) -> str | None:
 # ZWJ. trafilatura drops every character str.isprintable refuses, these two among them; they cross it as two
 # printable symbols no page of text uses (a page that has either keeps trafilatura's way) and are put back after.
 _JOINERS = {"\u200c": "\U0001f8b0", "\u200d": "\U0001f8b1"}
-_JOINER_REFS = re.compile(r"&(?:zwn?j|#0*820[45]|#x0*200[cd]);", re.IGNORECASE)
+# as a parser reads them: named references in their one case and with their semicolon, numeric ones with or
+# without it where no further digit follows (`&#8204` is ZWNJ, `&#82045` another character)
+_JOINER_REFS = re.compile(r"&(?:(zwnj|zwj);|#0*(820[45])(?![0-9]);?|#[xX]0*(200[cCdD])(?![0-9a-fA-F]);?)")
+_NAMED_JOINERS = {"zwnj": "\u200c", "zwj": "\u200d"}
 _TO_PLACEHOLDERS = str.maketrans(_JOINERS)
 _FROM_PLACEHOLDERS = str.maketrans({v: k for k, v in _JOINERS.items()})
 
@@ -350,8 +352,14 @@ def protect_joiners(html: str) -> tuple[str, bool]:
     if not ("\u200c" in html or "\u200d" in html or _JOINER_REFS.search(html)) or \
             any(placeholder in html for placeholder in _JOINERS.values()):
         return html, False
-    html = _JOINER_REFS.sub(lambda ref: _JOINERS[html_unescape(ref.group(0))], html)
+    html = _JOINER_REFS.sub(_joiner_placeholder, html)
     return html.translate(_TO_PLACEHOLDERS), True
+
+
+def _joiner_placeholder(ref: re.Match) -> str:
+    name, decimal, hexadecimal = ref.groups()
+    char = _NAMED_JOINERS[name] if name else chr(int(decimal)) if decimal else chr(int(hexadecimal, 16))
+    return _JOINERS[char]
 
 
 def restore_joiners(text: str) -> str:
