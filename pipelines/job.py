@@ -28,6 +28,7 @@ from pipelines.dependencies import (
     change_lines,
     changed_keys,
     dependencies_by_stage,
+    encoder_identity,
     libraries_note,
     stage_dependencies,
     threshold_raised,
@@ -173,7 +174,7 @@ def prepare_for_runner(settings: dict, options: PipelineOptions) -> None:
     staging = storage.join(temp, "cmlm-miner-staging")
     encoder = settings.get("encoder", "")
     if encoder and not storage.is_remote(encoder) and os.path.isdir(encoder):
-        settings["encoder"] = stage_encoder(encoder, storage.join(staging, "encoder"))
+        settings["encoder"] = stage_encoder(encoder, storage.join(staging, staged_encoder_name(encoder)))
     lid = settings.get("lid") or {}
     if lid.get("model"):
         settings["lid"] = {**lid, "model": stage_lid_model(lid["model"], storage.join(staging, "lid"))}
@@ -205,6 +206,14 @@ def stage_lid_model(spec: str, target: str) -> str:
     return "+".join(staged)
 
 
+def staged_encoder_name(folder: str) -> str:
+    """`encoder-<digest of the folder's identity>`: another encoder is staged to another folder, so none of an
+    earlier one's files mix with it under the same --temp_location, and the embed stage's dependencies, which
+    see the staged path, tell two encoders apart (a rerun with another local encoder reused the old vectors)."""
+    identity = json.dumps(encoder_identity(folder), sort_keys=True).encode()
+    return f"encoder-{hashlib.sha256(identity).hexdigest()[:16]}"
+
+
 def stage_encoder(folder: str, target: str) -> str:
     """A local encoder folder copied to `target`. An ensemble's member folders are copied inside it
     (`members/<i>`) and its ensemble.json rewritten to name them there; a lens's frozen encoder likewise
@@ -219,8 +228,8 @@ def stage_encoder(folder: str, target: str) -> str:
     spec = read_ensemble(folder)
     members = []
     for i, member in enumerate(spec["members"]):
-        if os.path.isdir(member):
-            storage.stage_folder(member, storage.join(target, "members", str(i)))
+        if os.path.isdir(member):  # a lens member takes its frozen encoder along (stage_lens)
+            stage_encoder(member, storage.join(target, "members", str(i)))
             member = f"members/{i}"
         members.append(member)
     stage_top_files(folder, target, skip={FILE})

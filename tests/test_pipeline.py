@@ -238,7 +238,18 @@ def test_a_remote_runner_gets_models_staged_and_refuses_local_paths(gcs_bucket, 
     remote = settings(f"{gcs_bucket}/out", input=f"{gcs_bucket}/crawl/*.warc.gz",
                       encoder=str(REPO / "models" / "cmlm-distilled"))
     prepare_for_runner(remote, options)
-    assert remote["encoder"] == f"{gcs_bucket}/tmp/cmlm-miner-staging/encoder"
+    assert re.fullmatch(f"{gcs_bucket}/tmp/cmlm-miner-staging/encoder-[0-9a-f]{{16}}", remote["encoder"])
+    # another encoder is staged to another folder under the same --temp_location: none of the first's files mix
+    # with it, and the embed stage's dependencies (which see the staged path) tell the two apart
+    other = settings(f"{gcs_bucket}/out", input=f"{gcs_bucket}/crawl/*.warc.gz", encoder=str(REPO / "models" /
+                                                                                             "cmlm-ensemble"))
+    prepare_for_runner(other, options)
+    assert other["encoder"].startswith(f"{gcs_bucket}/tmp/cmlm-miner-staging/encoder-")
+    assert other["encoder"] != remote["encoder"]
+    again = settings(f"{gcs_bucket}/out", input=f"{gcs_bucket}/crawl/*.warc.gz",
+                     encoder=str(REPO / "models" / "cmlm-distilled"))
+    prepare_for_runner(again, options)
+    assert again["encoder"] == remote["encoder"]  # the same encoder: the same folder, nothing to rerun
     assert remote["lid"]["model"].startswith(f"{gcs_bucket}/tmp/cmlm-miner-staging/lid/")
     staged = [p.rsplit("/", 1)[-1] for p in storage.match(f"{gcs_bucket}/tmp/cmlm-miner-staging/**")]
     assert "model.safetensors" in staged and "cmlm-lid.ftz.json" in staged
@@ -256,7 +267,7 @@ def test_the_default_ensemble_is_staged_with_its_members_and_loads_from_there(gc
     prepare_for_runner(default, options)
     # the workers mine at the same thresholds: the folder's thresholds.json travels too (it was left behind)
     assert len(offsets) > 100 and threshold_offsets(default) == offsets
-    assert default["encoder"] == f"{gcs_bucket}/run2/cmlm-miner-staging/encoder"
+    assert default["encoder"].startswith(f"{gcs_bucket}/run2/cmlm-miner-staging/encoder-")
     staged = json.loads(storage.read_bytes(default["encoder"] + "/ensemble.json"))
     assert staged["members"] == ["use-multilingual", "members/1"]  # the student's folder travels inside
     worker_copy = storage.local_folder(default["encoder"])  # what a worker sees: only the staged files
@@ -779,6 +790,18 @@ def test_a_lens_is_staged_with_its_frozen_encoder_and_loads_from_there(gcs_bucke
     worker_copy = storage.local_folder(remote["encoder"])  # what a worker sees: only the staged files
     texts = ["Die Bibliothek öffnet um neun Uhr.", "Good morning."]
     np.testing.assert_array_equal(load_encoder(worker_copy).encode(texts), load_encoder(local).encode(texts))
+
+    # an ensemble with a lens member: the member takes its frozen encoder along (it was left behind, and the
+    # workers failed to load the member)
+    (tmp_path / "ens").mkdir()
+    (tmp_path / "ens" / "ensemble.json").write_text(json.dumps(
+        {"format": "cmlm-ensemble/1", "members": ["../lens", str(tiny_encoder_dir)], "dims": [32, 64],
+         "default": [0.5, 0.5], "languages": {}}))
+    ensemble = settings(f"{gcs_bucket}/out", input=f"{gcs_bucket}/crawl/*.warc.gz", encoder=str(tmp_path / "ens"))
+    prepare_for_runner(ensemble, options)
+    worker_copy = storage.local_folder(ensemble["encoder"])
+    np.testing.assert_array_equal(load_encoder(worker_copy).encode(texts),
+                                  load_encoder(str(tmp_path / "ens")).encode(texts))
 
 
 class EntriesStage:
