@@ -190,6 +190,7 @@ def language_parts(name: str) -> tuple[str, str | None, str | None]:
     """(base, script, region) of a name as BCP 47 and FLORES write them, `_` or `-` between subtags: `zh-Hant-HK` ->
     (zho, Hant, HK), `deu_Latn` -> (deu, Latn, None), `iw` -> (heb, None, None); the base as `language_base` gives
     it, a four-letter subtag the script, a two-letter one the region."""
+    name = _GRANDFATHERED.get(name.replace("_", "-").lower(), name)
     base, *subtags = name.replace("_", "-").split("-")
     if subtags and _is_extlang(base, subtags[0]):  # zh-yue is yue (Cantonese), ar-arz arz: the extlang names it
         base, subtags = subtags[0], subtags[1:]
@@ -206,8 +207,16 @@ def _is_extlang(base: str, subtag: str) -> bool:
     import pycountry
 
     macro = TWO_TO_THREE.get(base.lower(), base.lower())
+    if macro == "zho":  # IANA's registry: only these follow zh (zh-min is no Minangkabau)
+        return subtag.lower() in _CHINESE_EXTLANGS
     entry = pycountry.languages.get(alpha_3=macro) if len(macro) == 3 else None
     return entry is not None and getattr(entry, "scope", None) == "M"
+
+
+# BCP 47's extended language subtags registered with the prefix zh, and its grandfathered Chinese tags
+# (Wikipedia writes Min Nan zh-min-nan) with the language each stands for
+_CHINESE_EXTLANGS = frozenset("cdo cjy cmn cnp csp czh czo gan hak hsn lzh mnp nan wuu yue".split())
+_GRANDFATHERED = {"zh-min-nan": "nan", "zh-guoyu": "cmn", "zh-hakka": "hak", "zh-xiang": "hsn"}
 
 
 def _named_script(base: str, script: str | None, region: str | None) -> str | None:

@@ -58,6 +58,8 @@ def test_names_like_a_code_written_in_another_form(code, like):
     ("cmn_Hani", ["這個國家的學生"], "zho_Hant"), ("zho_Hani", ["这个国家的学生"], "zho_Hans"),
     ("zh-yue", None, "yue_Hant"), ("zh-cmn-Hant", None, "zho_Hant"),  # BCP 47 extended language subtags
     ("ar-arz", ["بيت"], "arz_Arab"), ("deu-eng", ["Haus"], "deu_Latn"),  # ... only after a macrolanguage
+    # ... only those IANA registers after zh (zh-min is no Minangkabau), and the grandfathered Chinese tags
+    ("zh-min", ["中文"], "zho_Hans"), ("zh-min-nan", ["Tâi-oân"], "nan_Latn"), ("zh-hakka", ["客家話"], "hak_Hani"),
     ("kor_Kore", None, "kor_Hang"), ("jpn_Hira", None, "jpn_Jpan"), ("jpn_Hrkt", None, "jpn_Jpan"),
     ("yue_Hani", None, "yue_Hant"), ("yue_Hans", None, "yue_Hans"),
 ])
