@@ -43,7 +43,7 @@ def load_settings(config: str | Path | None = DEFAULT_CONFIG, overrides: list[st
         if settings.get(key) is not None and not isinstance(settings[key], kind):
             names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
             given = settings[key]
-            hint = yaml_bool_hint(given) if kind is str else "" if kind is not list else (
+            hint = yaml_bool_hint(given) if kind is str or isinstance(given, bool) else "" if kind is not list else (
                 f" (not a YAML list: a bracket or quote unclosed? e.g. --set '{key}=[deu_Latn, eng_Latn]')"
                 if isinstance(given, str) and given.lstrip().startswith("[")
                 else f" (on the command line: --set '{key}=[{given}]')")

@@ -211,6 +211,7 @@ def test_every_language_the_shipped_identifier_labels_with_is_accepted():
     ("languages=[no, eng_Latn]", "languages: False is not a language: YAML read a bare no or off as false; quote it "
                                  "('no'): Norwegian is nob_Latn"),
     ("pivot=no", "pivot must be a str, got False: YAML read a bare no or off as false; quote it ('no')"),
+    ("languages=no", "languages must be a list, got False: YAML read a bare no or off as false; quote it ('no')"),
     ("lid.languages=[no, eng_Latn]", "lid.languages: False is not a language code: YAML read a bare no or off as "
                                      "false; quote it ('no')"),
 ])
