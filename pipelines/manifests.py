@@ -96,11 +96,36 @@ def stored(output: str, stage: str) -> dict | None:
     except ValueError as err:  # JSON cut short, bytes that are not UTF-8
         log.warning("%s: not a readable manifest (%s): the %s stage counts as not finished", path, err, stage)
         return None
-    if not isinstance(manifest, dict):
-        log.warning("%s: not a manifest (JSON %s, not an object): the %s stage counts as not finished", path,
-                    type(manifest).__name__, stage)
+    problem = "JSON " + type(manifest).__name__ + ", not an object" if not isinstance(manifest, dict) else \
+        shape_problem(manifest)
+    if problem:
+        log.warning("%s: not a manifest (%s): the %s stage counts as not finished", path, problem, stage)
         return None
     return manifest
+
+
+def shape_problem(manifest: dict) -> str | None:
+    """What keeps `manifest` from being one this project wrote (None: nothing): the parts the job reads, of the
+    kinds it reads them as. An object edited by hand (`"pairs": 5`, a shard without its path) otherwise stopped
+    --plan and the run on a TypeError or KeyError naming no file."""
+    def number(value) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    checks = [
+        ("languages", lambda v: isinstance(v, dict) and all(
+            isinstance(e, dict) and number(e.get("rows")) and isinstance(e.get("shards", []), list) and all(
+                isinstance(shard, dict) and isinstance(shard.get("path"), str) and number(shard.get("rows"))
+                for shard in e.get("shards", [])) for e in v.values())),
+        ("pairs", lambda v: isinstance(v, list) and all(
+            isinstance(e, dict) and isinstance(e.get("pair"), str) and number(e.get("pairs")) and all(
+                isinstance(c, dict) and isinstance(c.get("parquet"), str) and isinstance(c.get("tsv"), str)
+                for c in (e["parts"] if isinstance(e.get("parts"), list) else [e])) for e in v)),
+        ("quantizers", lambda v: isinstance(v, dict) and all(isinstance(q, str) for q in v.values())),
+        ("counters", lambda v: isinstance(v, dict)), ("depends", lambda v: isinstance(v, dict)),
+        ("seconds", number),
+    ]
+    bad = [key for key, fits in checks if key in manifest and manifest[key] is not None and not fits(manifest[key])]
+    return f"{', '.join(bad)} not as this project writes {'them' if len(bad) > 1 else 'it'}" if bad else None
 
 
 def resolve(manifest: dict, output: str, stage: str) -> dict:

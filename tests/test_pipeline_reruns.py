@@ -613,7 +613,18 @@ def test_settings_spelled_out_as_their_defaults_or_reordered_change_nothing():
     assert change_lines(recorded, changed) == ["embed.batch_size: 1024 -> 512", "mining.k: (none) -> 8"]
 
 
-@pytest.mark.parametrize("damage", [lambda text: text[:100], lambda text: "[]\n"])
+def _without_first_shards(text: str) -> str:
+    manifest = json.loads(text)
+    next(iter(manifest["languages"].values()))["shards"] = None
+    return json.dumps(manifest)
+
+
+@pytest.mark.parametrize("damage", [
+    lambda text: text[:100], lambda text: "[]\n",
+    # an object edited by hand: each stopped --plan and the run on a TypeError, AttributeError or format error
+    lambda text: json.dumps({**json.loads(text), "languages": 3}),
+    lambda text: json.dumps({**json.loads(text), "seconds": "x"}), _without_first_shards,
+])
 def test_a_damaged_stage_manifest_counts_as_not_finished_and_is_named(copy, caplog, damage):
     """A manifest cut short (or overwritten with JSON of another shape) stopped every run, --plan and --rerun too,
     with a JSON error naming no file: its stage is not finished, as where it was deleted, and a warning names it."""
@@ -631,6 +642,15 @@ def test_a_damaged_stage_manifest_counts_as_not_finished_and_is_named(copy, capl
     mine(copy, ["embed", "pairs"])  # run again, as if it had no manifest
     assert storage.read_json(str(manifest_file))["format"] == manifests.FORMAT
     assert bitext(copy) == expected
+
+
+def test_a_pairs_manifest_entry_without_its_files_is_not_a_manifest(copy):
+    manifest = storage.read_json(layout.manifest_path(str(copy), "pairs"))
+    assert manifests.shape_problem(manifest) is None
+    del manifest["pairs"][0]["tsv"]  # the run stopped on KeyError: 'tsv'
+    assert manifests.shape_problem(manifest) == "pairs not as this project writes it"
+    assert manifests.shape_problem({**manifest, "pairs": 5, "quantizers": []}) == \
+        "pairs, quantizers not as this project writes them"
 
 
 def test_a_cut_bitext_tsv_is_named_by_its_recorded_size_and_an_older_manifest_keeps_the_presence_check(copy):
