@@ -8,6 +8,7 @@ have commands of their own without importing pipelines.mine.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import logging
@@ -171,18 +172,37 @@ def prepare_for_runner(settings: dict, options: PipelineOptions) -> None:
     temp = options.view_as(GoogleCloudOptions).temp_location
     if not temp:
         raise ValueError("a remote runner needs --temp_location gs://... (local models are staged there)")
-    staging = storage.join(temp, "cmlm-miner-staging")
-    encoder = settings.get("encoder", "")
-    if encoder and not storage.is_remote(encoder) and os.path.isdir(encoder):
-        settings["encoder"] = stage_encoder(encoder, storage.join(staging, staged_encoder_name(encoder)))
-    lid = settings.get("lid") or {}
-    if lid.get("model"):
-        settings["lid"] = {**lid, "model": stage_lid_model(lid["model"], storage.join(staging, "lid"))}
+    stage_models(settings, storage.join(temp, "cmlm-miner-staging"))
     if not options.view_as(SetupOptions).setup_file:
         log.warning("no --setup_file: workers will not have this project's packages (use --setup_file ./setup.py)")
 
 
-def stage_lid_model(spec: str, target: str) -> str:
+def stage_models(settings: dict, staging: str, write: bool = True) -> None:
+    """The local encoder and LID models of `settings` copied under `staging`, and the settings pointed there;
+    `write=False` points them where they would go and copies nothing (what --plan compares with a finished run)."""
+    encoder = settings.get("encoder", "")
+    if encoder and not storage.is_remote(encoder) and os.path.isdir(encoder):
+        target = storage.join(staging, staged_encoder_name(encoder))
+        settings["encoder"] = stage_encoder(encoder, target) if write else target
+    lid = settings.get("lid") or {}
+    if lid.get("model"):
+        settings["lid"] = {**lid, "model": stage_lid_model(lid["model"], storage.join(staging, "lid"), write)}
+
+
+def planned_settings(settings: dict, options: PipelineOptions) -> dict:
+    """The settings a run would mine with: on a remote runner, its models where staging puts them (the stages'
+    dependencies record those paths, so --plan compares them with a finished run's, not the local ones)."""
+    from apache_beam.options.pipeline_options import GoogleCloudOptions
+
+    temp = options.view_as(GoogleCloudOptions).temp_location
+    if runs_locally(options) or not temp:
+        return settings
+    planned = copy.deepcopy(settings)
+    stage_models(planned, storage.join(temp, "cmlm-miner-staging"), write=False)
+    return planned
+
+
+def stage_lid_model(spec: str, target: str, write: bool = True) -> str:
     """Each local model of `lid.model` copied to `target` with its sidecar; a built-in carried by a wheel (lid.176)
     stays a name (the workers install it through setup.py), ours (models/lid/, not a package) is staged as its file."""
     from pipelines.text.langid import BUILTIN_MODELS, is_expert_set, lid_parts, model_file
@@ -194,15 +214,17 @@ def stage_lid_model(spec: str, target: str) -> str:
             continue
         path = model_file(part)
         if is_expert_set(part):  # the index with its folder's models: experts/experts.json beside the others
-            folder = storage.stage_folder(os.path.dirname(path), storage.join(target, "experts"))
+            folder = storage.join(target, "experts")
+            if write:
+                storage.stage_folder(os.path.dirname(path), folder)
             staged.append(storage.join(folder, os.path.basename(path)))
             continue
-        copy = storage.join(target, os.path.basename(path))
-        for suffix in ("", ".json"):  # the model and its sidecar (normalisation, checksum), when there is one
+        staged_file = storage.join(target, os.path.basename(path))
+        for suffix in ("", ".json") if write else ():  # the model and its sidecar (normalisation, checksum)
             if os.path.exists(path + suffix):
                 with open(path + suffix, "rb") as handle:
-                    storage.write_bytes(copy + suffix, handle.read())
-        staged.append(copy)
+                    storage.write_bytes(staged_file + suffix, handle.read())
+        staged.append(staged_file)
     return "+".join(staged)
 
 
@@ -582,7 +604,7 @@ def main(argv: list[str] | None, builders: dict, prog: str, description: str | N
         if settings.get("gold"):
             read_gold(settings["gold"])  # a gold file that cannot be read fails now, not after every stage ran
         if mine_options.plan:  # before models are staged to a remote runner's storage: nothing is written
-            decisions = stage_decisions(settings, stages, mine_options.rerun,
+            decisions = stage_decisions(planned_settings(settings, options), stages, mine_options.rerun,
                                         tuple(name for name, stage in builders.items() if hasattr(stage, "resume")))
             print(format_plan(settings["output"], decisions))
             refused = next((d for d in decisions if d.action == "refuse"), None)

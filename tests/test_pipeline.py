@@ -225,7 +225,7 @@ def test_a_killed_run_restarts_without_duplicates_or_partial_files(sample_run, t
 
 
 def test_a_remote_runner_gets_models_staged_and_refuses_local_paths(gcs_bucket, tmp_path):
-    from pipelines.job import prepare_for_runner
+    from pipelines.job import planned_settings, prepare_for_runner
 
     options = PipelineOptions(["--runner=DataflowRunner", f"--temp_location={gcs_bucket}/tmp",
                                "--setup_file=./setup.py"])
@@ -237,7 +237,9 @@ def test_a_remote_runner_gets_models_staged_and_refuses_local_paths(gcs_bucket, 
     assert builtin["encoder"] == "use-multilingual"  # built in: its weights come with the package, nothing to stage
     remote = settings(f"{gcs_bucket}/out", input=f"{gcs_bucket}/crawl/*.warc.gz",
                       encoder=str(REPO / "models" / "cmlm-distilled"))
+    planned = planned_settings(remote, options)  # what --plan compares with a finished run: the staged paths
     prepare_for_runner(remote, options)
+    assert (planned["encoder"], planned["lid"]) == (remote["encoder"], remote["lid"])
     assert re.fullmatch(f"{gcs_bucket}/tmp/cmlm-miner-staging/encoder-[0-9a-f]{{16}}", remote["encoder"])
     # another encoder is staged to another folder under the same --temp_location: none of the first's files mix
     # with it, and the embed stage's dependencies (which see the staged path) tell the two apart
