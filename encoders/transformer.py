@@ -40,9 +40,14 @@ from encoders.checkpoint import (
 from encoders.language_removal import load_language_removal
 from encoders.lens import load_lens
 from encoders.pooling import load_dense, pool
-from encoders.precision import resolve_precision
+from encoders.precision import PRECISIONS, resolve_precision
 
 log = logging.getLogger(__name__)
+# Families whose attention fills masked scores with the weights' dtype's minimum: under bf16-mixed the scores are
+# bf16 and the fp32 minimum overflows them (transformers' DeBERTa v1: "value cannot be converted to type
+# c10::BFloat16 without overflow"). `auto` runs them in fp32 on a CPU; bf16 on a GPU casts the weights too and is
+# unaffected.
+NO_MIXED = frozenset({"deberta"})
 
 # Models whose transformers class builds a pooler head we never use (sentence vectors come from token outputs).
 HAS_POOLER = {"bert", "roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "ernie", "megatron-bert"}
@@ -79,6 +84,8 @@ class TransformerEncoder(SentenceEncoder):
         self.lens = load_lens(lens, model.config.hidden_size) if lens else None
         self.devices = resolve_devices(device)
         self.precision = resolve_precision(precision, self.devices[0])
+        if precision == "auto" and self.precision is PRECISIONS["bf16-mixed"] and layout.model_type in NO_MIXED:
+            self.precision = PRECISIONS["fp32"]
         on_gpu = self.devices[0].type == "cuda"
         # GPU: large batches, as the teacher's port (on an H100 the student's forward passes ran 1.08-1.34x faster
         # at 4,096 sentences than at 1,024: docs/benchmarks.md); a batch that does not fit is split

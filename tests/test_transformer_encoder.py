@@ -150,3 +150,25 @@ def test_describe_and_bad_options(tiny_encoder_dir):
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="sees no GPU"):
             load_encoder(str(tiny_encoder_dir), device="cuda")
+
+
+def test_deberta_runs_in_fp32_where_auto_would_mix_bf16_on_a_cpu(tmp_path, monkeypatch):
+    """transformers' DeBERTa (v1) fills masked attention scores with the fp32 minimum, which overflows the bf16
+    scores of bf16-mixed: on a CPU with native bf16 `auto` failed at the first batch. It runs in fp32 there."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import DebertaConfig, DebertaModel, PreTrainedTokenizerFast
+
+    from encoders import precision
+
+    torch.manual_seed(0)
+    DebertaModel(DebertaConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                               intermediate_size=64, max_position_embeddings=64)).save_pretrained(tmp_path)
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world"]
+    tokenizer = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                            sep_token="[SEP]", mask_token="[MASK]").save_pretrained(tmp_path)
+    monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda: True)  # where auto picks bf16-mixed
+    encoder = load_encoder(str(tmp_path), device="cpu")
+    assert encoder.precision == precision.PRECISIONS["fp32"]
+    assert encoder.encode(["hello world", "hello"]).shape == (2, 32)
