@@ -229,3 +229,14 @@ def test_ctrl_c_stops_after_the_step_under_way_with_a_checkpoint_and_the_encoder
     assert "Traceback" not in err
     position, _ = checkpoints.read_state(checkpoints.latest(out))
     assert 0 < position.global_step < 6 + 100000 and (out / "encoder" / "training.json").exists()
+
+
+def test_a_starting_model_that_is_not_there_is_named_with_what_to_do(tmp_path, capsys):
+    """A recipe starting from a model another recipe writes failed with transformers' hub-id complaint ("Repo id
+    must be in the form ...") when that model was not trained yet."""
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("base: " + str(Path(__file__).resolve().parent.parent / "configs" / "train_nli.yaml") + "\n"
+                      "model: {init: ../no-such-model/encoder}\n", encoding="utf-8")
+    assert main(["--config", str(recipe), "--check"]) == 2
+    err = capsys.readouterr().err
+    assert "model.init" in err and "no-such-model/encoder: no such folder" in err and "Repo id" not in err

@@ -32,7 +32,13 @@ log = logging.getLogger("training")
 def load_tokenizer(config):
     from transformers import AutoTokenizer
 
+    from encoders.checkpoint import HUB_ID
+
     folder = config.model.init or config.model.tokenizer
+    if not Path(folder).is_dir() and not HUB_ID.match(str(folder)):  # else transformers reads it as a hub id
+        key = "model.init" if config.model.init else "model.tokenizer"
+        raise ValueError(f"{key} {folder}: no such folder (a model another recipe writes: train that one first, as "
+                         f"the recipe's header says, or --set {key}=<a folder>, e.g. models/cmlm-distilled)")
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, use_fast=True, trust_remote_code=False)
     except (OSError, ValueError) as err:
