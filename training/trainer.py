@@ -82,6 +82,10 @@ class Distributed:
             torch.cuda.set_device(chosen)
         else:
             chosen = torch.device("cpu")
+        # said either way: a GPU recipe (batches of 1,024, a BERT-base) left at `auto` on a machine without a GPU
+        # trained on the CPU without a word, a step a minute, or was killed for memory
+        log.info("training on %s%s", chosen, " (run.device auto: torch sees no GPU)" if device == "auto" and not cuda
+                 else "")
         if world_size > 1 and not torch.distributed.is_initialized():
             torch.distributed.init_process_group("nccl" if cuda else "gloo")
         return cls(int(os.environ.get("RANK", "0")), world_size, chosen)
