@@ -213,20 +213,20 @@ def finished_problems(output: str, stage: str, manifest: dict) -> list[str]:
 
 
 def _check_present(path: str) -> str | None:
-    size = storage.size(path)
-    if size is None:
-        return f"{path}: missing"
-    return f"{path}: empty file (0 bytes)" if size == 0 else None
+    return _check_size(path, None)
 
 
 def _check_size(path: str, expected: int | None) -> str | None:
-    """A file written once whose size the manifest records (a bitext TSV.gz): that size. A manifest written before
-    sizes were recorded: present and not empty."""
-    problem = _check_present(path)
-    if problem or expected is None:
-        return problem
+    """A file there and not empty, and where the manifest records its size (a bitext TSV.gz, written once) of that
+    size; one size request (a round trip on gs://)."""
     size = storage.size(path)
-    return None if size == expected else f"{path}: {size} bytes, the manifest lists {expected} (cut or rewritten)"
+    if size is None:
+        return f"{path}: missing"
+    if size == 0:
+        return f"{path}: empty file (0 bytes)"
+    if expected is None or size == expected:
+        return None
+    return f"{path}: {size} bytes, the manifest lists {expected} (cut or rewritten)"
 
 
 def parquet_problem(path: str, rows: int | None) -> str | None:
